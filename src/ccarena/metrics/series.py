@@ -1,0 +1,206 @@
+"""Time handling shared by the metrics: run timing, flow windows, cumulative counters,
+and the per-interval series (goodput over time, Jain's index over time).
+
+Contract: functions take the per-run tables (pandas DataFrames as in
+docs/dev/contracts.md §5, each with `t` in seconds since the run's t0, or `t_ns` plus
+meta["t0_ns"]) and the run's meta dict; they never mutate their inputs, never read
+files, and accept empty or missing (None) tables.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .formulas import jain_rows
+
+# Flows that always have data to send: only these compete for a fair share.
+BACKLOGGED_KINDS = ("bulk", "parallel")
+DEFAULT_INTERVAL_S = 0.5
+
+
+def nonempty(df) -> bool:
+    return isinstance(df, pd.DataFrame) and len(df) > 0
+
+
+def with_t(df, meta: dict):
+    """Return df with a `t` column (seconds since t0), derived from t_ns if needed."""
+    if not nonempty(df) or "t" in df.columns:
+        return df
+    if "t_ns" in df.columns and meta.get("t0_ns") is not None:
+        df = df.copy()
+        df["t"] = (df["t_ns"].astype("int64") - int(meta["t0_ns"])) / 1e9
+    return df
+
+
+@dataclass(frozen=True)
+class Timing:
+    duration_s: float
+    warmup_s: float
+    base_rtt_s: float
+    rate_bps: float
+
+
+def run_timing(tables: dict, meta: dict) -> Timing:
+    """Duration, warm-up, base RTT and bottleneck rate, with fallbacks from the data."""
+    dur = meta.get("duration_s")
+    if dur is None:
+        ts = [float(df["t"].max()) for df in tables.values() if nonempty(df) and "t" in df]
+        dur = max(ts) if ts else 0.0
+    bott = meta.get("bottleneck") or {}
+    rate = bott.get("rate_bps")
+    base = meta.get("base_rtt_s")
+    if base is None and bott.get("delay_s") is not None:
+        base = 2.0 * float(bott["delay_s"])  # delay is one-way
+    return Timing(float(dur), float(meta.get("warmup_s") or 0.0),
+                  float(base) if base is not None else float("nan"),
+                  float(rate) if rate is not None else float("nan"))
+
+
+def flow_table(tables: dict, meta: dict, timing: Timing) -> pd.DataFrame:
+    """One row per flow: flow, name, kind, cc, from, to, conns, start_s, stop_s, dir,
+    plus the steady-state window [win_a, win_b] = [max(warmup, start), min(duration, stop)].
+
+    Flows come from meta["flows"]; flows seen only in the data are added as bulk flows
+    active for the whole run, so no sample is ever ignored."""
+    rows = [dict(f) for f in meta.get("flows") or []]
+    known = {int(r["flow"]) for r in rows if "flow" in r}
+    for name in ("rx", "tcpinfo", "conns"):
+        df = tables.get(name)
+        if nonempty(df) and "flow" in df.columns:
+            for f in sorted(set(df["flow"].astype("int64").tolist()) - known):
+                rows.append({"flow": f})
+                known.add(f)
+    cols = ["flow", "name", "kind", "cc", "from", "to", "conns", "start_s", "stop_s"]
+    ft = pd.DataFrame(rows, columns=list(dict.fromkeys(cols + [k for r in rows for k in r])))
+    sized = pd.Series(False, index=ft.index)
+    for k in ("bytes", "size"):  # a size-limited flow has a completion time
+        if k in ft:
+            sized |= ft[k].notna()
+    ft = ft[cols].copy()
+    ft["sized"] = sized
+    ft["flow"] = ft["flow"].astype("int64")
+    ft["name"] = ft["name"].where(ft["name"].notna(), "flow" + ft["flow"].astype(str))
+    ft["kind"] = ft["kind"].astype(object).fillna("bulk")
+    ft["sized"] = ft["sized"] | (ft["kind"] == "download")
+    ft["start_s"] = pd.to_numeric(ft["start_s"], errors="coerce").fillna(0.0)
+    ft["stop_s"] = pd.to_numeric(ft["stop_s"], errors="coerce").fillna(timing.duration_s)
+    ft["stop_s"] = ft["stop_s"].clip(upper=timing.duration_s)
+    # dir 0 carries data from the senders' side (s*) to the receivers' side (r*).
+    src = ft["from"].astype("string").fillna("")
+    ft["dir"] = np.where(src.str.startswith("r"), 1, 0)
+    ft["win_a"] = np.maximum(ft["start_s"], timing.warmup_s)
+    ft["win_b"] = ft["stop_s"]
+    return ft.sort_values("flow").reset_index(drop=True)
+
+
+def _groups(df: pd.DataFrame, keys: list[str]):
+    """Yield (key tuple, start, stop) slices of df, which must be sorted by keys."""
+    k = df[keys].to_numpy()
+    if len(k) == 0:
+        return
+    change = np.flatnonzero(np.any(k[1:] != k[:-1], axis=1)) + 1
+    starts = np.concatenate(([0], change))
+    stops = np.concatenate((change, [len(k)]))
+    for s, e in zip(starts, stops):
+        yield tuple(k[s]), s, e
+
+
+def cum_at(df, value: str, points: dict, keys=("flow", "conn")) -> dict:
+    """Value of a cumulative counter at given times, per connection.
+
+    points: {key tuple -> array of times}, or {flow -> times} applied to all its conns.
+    Linear interpolation between samples; 0 before a connection's first sample (it did
+    not exist yet) and its last value after its last sample (it had closed).
+    Returns {key tuple -> array}."""
+    out = {}
+    if not nonempty(df):
+        return out
+    keys = list(keys)
+    d = df[keys + ["t", value]].sort_values(keys + ["t"], kind="stable")
+    t = d["t"].to_numpy(float)
+    v = d[value].to_numpy(float)
+    for key, s, e in _groups(d, keys):
+        key = tuple(int(x) for x in key)
+        tq = points.get(key, points.get(key[0]))
+        if tq is None:
+            continue
+        out[key] = np.interp(np.asarray(tq, float), t[s:e], v[s:e], left=0.0, right=v[e - 1])
+    return out
+
+
+def interval_edges(duration_s: float, interval_s: float) -> np.ndarray:
+    """Edges 0, dt, 2dt, ... up to the duration; a last partial interval is dropped
+    (it would be a biased, short sample)."""
+    if duration_s <= 0 or interval_s <= 0:
+        return np.zeros(0)
+    n = int(np.floor(duration_s / interval_s + 1e-9))
+    return np.arange(n + 1) * interval_s
+
+
+def goodput_matrix(rx, flows: pd.DataFrame, edges: np.ndarray) -> np.ndarray:
+    """Goodput (bit/s) per interval (rows) and flow (columns, in flows' order),
+    from receiver byte counters, conns of a flow summed."""
+    nf, k = len(flows), max(len(edges) - 1, 0)
+    m = np.zeros((k, nf))
+    if k == 0 or not nonempty(rx):
+        return m
+    col = {f: i for i, f in enumerate(flows["flow"].tolist())}
+    points = {f: edges for f in col}
+    for (f, _c), b in cum_at(rx, "bytes", points).items():
+        m[:, col[f]] += np.diff(b)
+    return m * 8.0 / np.diff(edges)[:, None]
+
+
+def active_matrix(flows: pd.DataFrame, edges: np.ndarray) -> np.ndarray:
+    """True where an interval's midpoint lies inside the flow's [start_s, stop_s)."""
+    mid = (edges[:-1] + edges[1:]) / 2.0
+    a = flows["start_s"].to_numpy(float)[None, :]
+    b = flows["stop_s"].to_numpy(float)[None, :]
+    return (mid[:, None] >= a) & (mid[:, None] < b)
+
+
+def fairness_columns(flows: pd.DataFrame) -> np.ndarray:
+    """Boolean mask of the flows that count for fairness: the backlogged ones, or all
+    flows if none is backlogged (e.g. a study of paced flows only)."""
+    m = flows["kind"].isin(BACKLOGGED_KINDS).to_numpy()
+    return m if m.any() else np.ones(len(flows), dtype=bool)
+
+
+def goodput_series(rx, meta: dict, interval_s: float = DEFAULT_INTERVAL_S,
+                   tables: dict | None = None) -> pd.DataFrame:
+    """Goodput over time, long format: t (interval start), t_end, flow, name, cc,
+    goodput_bps, active. One row per interval and flow."""
+    tables = dict(tables or {})
+    tables["rx"] = with_t(rx, meta)
+    timing = run_timing(tables, meta)
+    flows = flow_table(tables, meta, timing)
+    edges = interval_edges(timing.duration_s, interval_s)
+    m = goodput_matrix(tables["rx"], flows, edges)
+    act = active_matrix(flows, edges)
+    k, nf = m.shape
+    return pd.DataFrame({
+        "t": np.repeat(edges[:-1], nf), "t_end": np.repeat(edges[1:], nf),
+        "flow": np.tile(flows["flow"].to_numpy(), k),
+        "name": np.tile(flows["name"].to_numpy(object), k),
+        "cc": np.tile(flows["cc"].to_numpy(object), k),
+        "goodput_bps": m.ravel(), "active": act.ravel(),
+    })
+
+
+def jain_series(rx, meta: dict, interval_s: float = DEFAULT_INTERVAL_S,
+                tables: dict | None = None) -> pd.DataFrame:
+    """Jain's index per interval over the active backlogged flows: t, t_end, jain, n_active."""
+    tables = dict(tables or {})
+    tables["rx"] = with_t(rx, meta)
+    timing = run_timing(tables, meta)
+    flows = flow_table(tables, meta, timing)
+    edges = interval_edges(timing.duration_s, interval_s)
+    return _jain_frame(goodput_matrix(tables["rx"], flows, edges), flows, edges)
+
+
+def _jain_frame(m: np.ndarray, flows: pd.DataFrame, edges: np.ndarray) -> pd.DataFrame:
+    act = active_matrix(flows, edges) & fairness_columns(flows)[None, :]
+    return pd.DataFrame({"t": edges[:-1], "t_end": edges[1:],
+                         "jain": jain_rows(m, act), "n_active": act.sum(axis=1)})
