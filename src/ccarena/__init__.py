@@ -1,0 +1,27 @@
+"""ccarena: a laboratory for TCP congestion-control experiments.
+
+The Python API is what the CLI uses:
+
+    from ccarena import load_study, run_study, open_results
+    study = load_study("studies/quickstart.toml")
+    results = run_study(study)            # -> ResultsDir
+    runs = open_results(results.path).runs   # pandas DataFrame
+"""
+__version__ = "0.1.0"
+
+from .errors import CcarenaError, SpecError, CommandError  # noqa: E402,F401
+
+
+def load_study(path, **kw):
+    from .spec.load import load_study as _load
+    return _load(path, **kw)
+
+
+def run_study(study, **kw):
+    from .runner import run_study as _run
+    return _run(study, **kw)
+
+
+def open_results(path):
+    from .store.results import open_results as _open
+    return _open(path)

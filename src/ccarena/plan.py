@@ -1,0 +1,69 @@
+"""Sweep planning: cells x repetitions = runs, in a shuffled order whose seed is recorded.
+
+Shuffling spreads slow drifts of a shared machine (other load, thermal state) over all
+cells instead of biasing the cells that ran last. `--no-shuffle` keeps cell order."""
+from __future__ import annotations
+
+import random
+import secrets
+from dataclasses import dataclass, field
+
+from .spec.model import Study
+
+
+@dataclass
+class PlannedRun:
+    index: int          # position in execution order
+    cell: str           # "c000"
+    rep: int            # 1-based repetition
+    params: dict
+    study: Study        # the cell's resolved study
+    seed: int           # per-run seed (link RNG, paced gaps, ...)
+    run_id: str = ""    # 6 hex digits, set at execution; names namespaces and directories
+
+    @property
+    def label(self) -> str:
+        return f"{self.cell}-r{self.rep}"
+
+
+@dataclass
+class Plan:
+    study: Study
+    seed: int
+    shuffled: bool
+    runs: list[PlannedRun] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {
+            "version": 1, "study": self.study.name, "seed": self.seed, "shuffled": self.shuffled,
+            "cells": {c: p for c, p in self.cells().items()},
+            "runs": [{"index": r.index, "cell": r.cell, "rep": r.rep, "seed": r.seed,
+                      "label": r.label} for r in self.runs],
+        }
+
+    def cells(self) -> dict[str, dict]:
+        out = {}
+        for r in self.runs:
+            out.setdefault(r.cell, r.params)
+        return dict(sorted(out.items()))
+
+
+def make_plan(study: Study, seed: int | None = None, shuffle: bool | None = None,
+              repetitions: int | None = None) -> Plan:
+    seed = seed if seed is not None else (study.seed if study.seed is not None
+                                          else secrets.randbelow(2**31))
+    shuffle = study.shuffle if shuffle is None else shuffle
+    reps = repetitions or study.repetitions
+    rng = random.Random(seed)
+    runs = []
+    cells = getattr(study, "cells", [({}, study)])
+    width = max(3, len(str(len(cells) - 1)))
+    for ci, (params, cell_study) in enumerate(cells):
+        for rep in range(1, reps + 1):
+            runs.append(PlannedRun(index=0, cell=f"c{ci:0{width}d}", rep=rep, params=params,
+                                   study=cell_study, seed=rng.randrange(2**31)))
+    if shuffle:
+        rng.shuffle(runs)
+    for i, r in enumerate(runs):
+        r.index = i
+    return Plan(study=study, seed=seed, shuffled=shuffle, runs=runs)

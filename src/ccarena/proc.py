@@ -1,0 +1,104 @@
+"""Child processes inside a namespace with the READY / GO / DONE handshake of the
+flow engine and the link (docs/dev/contracts.md).
+
+A child's stderr goes to a file in the run's raw directory so it is kept with the results;
+its last lines are quoted in errors."""
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from . import netns
+from .errors import RunError
+
+
+class NsProcess:
+    def __init__(self, name: str, ns: str, argv: list[str], log_dir: Path, stdin=True):
+        self.name = name
+        self.argv = argv
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.stderr_path = log_dir / f"{name}.stderr"
+        self._err = open(self.stderr_path, "wb")
+        self.p = subprocess.Popen(netns.exec_argv(ns, argv), stdin=subprocess.PIPE if stdin else
+                                  subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._err,
+                                  start_new_session=True)
+        self._buf = b""
+        self.lines: list[str] = []
+
+    def stderr_tail(self, n: int = 5) -> str:
+        try:
+            return "\n".join(self.stderr_path.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+    def _fail(self, what: str):
+        rc = self.p.poll()
+        tail = self.stderr_tail()
+        raise RunError(f"{self.name}: {what}" + (f" (exit {rc})" if rc is not None else "")
+                       + (f": {tail}" if tail else ""))
+
+    def wait_line(self, word: str, timeout_s: float) -> str:
+        """Wait for a stdout line starting with `word`."""
+        deadline = time.monotonic() + timeout_s
+        fd = self.p.stdout.fileno()
+        while True:
+            while b"\n" in self._buf:
+                line, self._buf = self._buf.split(b"\n", 1)
+                text = line.decode(errors="replace").strip()
+                self.lines.append(text)
+                if text.startswith(word):
+                    return text
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._fail(f"no {word} within {timeout_s:g} s")
+            r, _, _ = select.select([fd], [], [], min(left, 0.2))
+            if r:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    self._fail(f"exited before {word}")
+                self._buf += chunk
+            elif self.p.poll() is not None and b"\n" not in self._buf:
+                self._fail(f"exited before {word}")
+
+    def send(self, text: str):
+        try:
+            self.p.stdin.write(text.encode())
+            self.p.stdin.flush()
+        except (BrokenPipeError, OSError):
+            self._fail("closed its input")
+
+    def terminate(self, timeout_s: float = 5.0) -> int | None:
+        if self.p.poll() is None:
+            try:
+                os.killpg(self.p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.p.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(self.p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.p.wait()
+        self.close()
+        return self.p.returncode
+
+    def wait(self, timeout_s: float) -> int | None:
+        try:
+            return self.p.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def close(self):
+        for f in (self.p.stdin, self.p.stdout):
+            try:
+                if f:
+                    f.close()
+            except OSError:
+                pass
+        self._err.close()

@@ -1,0 +1,93 @@
+"""Load a study file: read TOML, resolve `extends`, validate the base and every sweep cell.
+
+`load_study(path)` returns a Study whose `.cells` lists (params, Study) for each cell, so a
+study that loads has no invalid cell left to fail half-way through a sweep."""
+from __future__ import annotations
+
+import copy
+import tomllib
+from pathlib import Path
+
+from ..errors import SpecError
+from .model import Study
+from .schema import build_study
+from .sweep import cells as sweep_cells
+
+MAX_EXTENDS_DEPTH = 8
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        raise SpecError(path, "", "no such study file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(path, "", f"not valid TOML: {e}") from None
+    except OSError as e:
+        raise SpecError(path, "", f"cannot read: {e.strerror}") from None
+
+
+def merge(base: dict, over: dict) -> dict:
+    """Tables merge key by key; everything else (arrays of [[flow]] included) is replaced."""
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def resolve_extends(path: Path, depth: int = 0) -> dict:
+    raw = _read_toml(path)
+    ext = raw.get("study", {}).get("extends") if isinstance(raw.get("study"), dict) else None
+    if ext is None:
+        return raw
+    if depth >= MAX_EXTENDS_DEPTH:
+        raise SpecError(path, "study.extends", f"more than {MAX_EXTENDS_DEPTH} levels (a cycle?)")
+    base_path = (path.parent / ext).resolve()
+    if not base_path.exists():
+        raise SpecError(path, "study.extends", f"no such file {str(base_path)!r}")
+    base = resolve_extends(base_path, depth + 1)
+    merged = merge(base, raw)
+    merged["study"].pop("extends", None)
+    return merged
+
+
+def parse_study(raw: dict, path: str = "<string>", extra_algorithms=()) -> Study:
+    """Validate a raw dict (already merged) including every sweep cell."""
+    study = build_study({k: v for k, v in raw.items() if k != "sweep"}, path, extra_algorithms)
+    study.raw = raw
+    study.sweep = {}
+    cells = []
+    for params, cell_raw in sweep_cells(raw, path):
+        try:
+            cell = build_study(cell_raw, path, extra_algorithms)
+        except SpecError as e:
+            if params:
+                where = ", ".join(f"{k} = {v!r}" for k, v in params.items())
+                raise SpecError(path, e.key, f"{e.reason} (in the sweep cell {where})") from None
+            raise
+        cell.raw = cell_raw
+        cells.append((params, cell))
+    for k in raw.get("sweep", {}):
+        study.sweep[k] = [p[k] for p, _ in cells]
+    study.cells = cells  # type: ignore[attr-defined]
+    return study
+
+
+def load_study(path, overrides: dict | None = None, extra_algorithms=()) -> Study:
+    p = Path(path)
+    raw = resolve_extends(p)
+    if overrides:
+        raw = merge(raw, overrides)
+    return parse_study(raw, str(p), extra_algorithms)
+
+
+def loads_study(text: str, path: str = "<string>") -> Study:
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(path, "", f"not valid TOML: {e}") from None
+    return parse_study(raw, path)

@@ -1,0 +1,137 @@
+"""The validated shapes of a study. Plain dataclasses in SI units; built by schema.py from
+the TOML, consumed by the planner and the runner. Nothing here reads files or the system."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Buffer:
+    kind: str  # "packets" | "bytes"
+    size: int
+
+    def packets(self, mtu: int = 1500) -> int:
+        return self.size if self.kind == "packets" else max(1, self.size // (mtu + 14))
+
+    def bytes(self, mtu: int = 1500) -> int:
+        return self.size if self.kind == "bytes" else self.size * (mtu + 14)
+
+
+@dataclass
+class LinkSpec:
+    rate_bps: int | None
+    delay_s: float = 0.0
+    jitter_s: float = 0.0
+    loss: float = 0.0
+    buffer: Buffer = field(default_factory=lambda: Buffer("packets", 1000))
+    queue: str = "droptail"
+    aqm: dict[str, Any] = field(default_factory=dict)
+    ecn: bool = False
+    backend: str = "auto"  # auto | kernel | user
+    reverse_rate_bps: int | None = None  # None: same as rate
+
+
+@dataclass
+class HostSpec:
+    name: str
+    delay_s: float = 0.0       # extra one-way delay on this host's access segment
+    loss: float = 0.0          # extra random loss on this host's access segment
+    cc: str | None = None      # default algorithm of flows this host sends
+    sysctl: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class TcpSettings:
+    ecn: int = 0            # net.ipv4.tcp_ecn
+    sack: bool = True
+    metrics_save: bool = False  # False -> tcp_no_metrics_save=1 and the cache is flushed per run
+    rmem: str | None = None  # "min default max"
+    wmem: str | None = None
+    sysctl: dict[str, str] = field(default_factory=dict)
+
+    def sysctls(self) -> dict[str, str]:
+        s = {
+            "net.ipv4.tcp_ecn": str(self.ecn),
+            "net.ipv4.tcp_sack": "1" if self.sack else "0",
+            "net.ipv4.tcp_no_metrics_save": "0" if self.metrics_save else "1",
+        }
+        if self.rmem:
+            s["net.ipv4.tcp_rmem"] = self.rmem
+        if self.wmem:
+            s["net.ipv4.tcp_wmem"] = self.wmem
+        s.update(self.sysctl)
+        return s
+
+
+FLOW_KINDS = ("bulk", "parallel", "download", "paced", "rr")
+
+
+@dataclass
+class FlowSpec:
+    name: str
+    src: str            # the host that sends the data ("from")
+    dst: str            # the host that receives it ("to")
+    kind: str = "bulk"
+    cc: str = "cubic"   # algorithm of the data sender
+    receiver_cc: str | None = None  # algorithm of the other end (None: its host default)
+    start_s: float = 0.0
+    stop_s: float | None = None     # None: the study's duration
+    bytes: int | None = None        # bulk/parallel: stop after this many bytes
+    conns: int = 1                  # parallel: connections striping one transfer
+    size: int | None = None         # download: object size
+    count: int | None = None        # download/rr: how many (None: until stop)
+    every_s: float | None = None    # download: start one every T (None: back to back)
+    write: int = 1448               # paced: bytes per write
+    gap_s: float = 0.001            # paced/rr: gap between writes/requests
+    gap_dist: str = "const"         # paced: const | uniform | exp
+    request: int = 100              # rr
+    response: int = 1000            # rr
+
+
+@dataclass
+class ProbeSpec:
+    name: str
+    kind: str           # ping
+    src: str
+    dst: str
+    interval_s: float = 0.1
+
+
+@dataclass
+class Study:
+    name: str
+    path: str
+    duration_s: float
+    warmup_s: float = 0.0
+    repetitions: int = 1
+    seed: int | None = None
+    shuffle: bool = True
+    sample_interval_s: float = 0.01
+    description: str = ""
+    pairs: int = 1
+    bottleneck: LinkSpec = field(default_factory=lambda: LinkSpec(rate_bps=None))
+    tcp: TcpSettings = field(default_factory=TcpSettings)
+    offloads: bool = False
+    mtu: int = 1500
+    hosts: dict[str, HostSpec] = field(default_factory=dict)
+    flows: list[FlowSpec] = field(default_factory=list)
+    probes: list[ProbeSpec] = field(default_factory=list)
+    sweep: dict[str, list] = field(default_factory=dict)
+    expect: list[dict] = field(default_factory=list)
+    raw: dict = field(default_factory=dict)   # the merged TOML, for sweeps and the record
+
+    @property
+    def host_names(self) -> list[str]:
+        return [f"s{i}" for i in range(1, self.pairs + 1)] + \
+               [f"r{i}" for i in range(1, self.pairs + 1)]
+
+    @property
+    def base_rtt_s(self) -> float:
+        return 2 * self.bottleneck.delay_s
+
+    def algorithms(self) -> set[str]:
+        algs = {f.cc for f in self.flows}
+        algs |= {f.receiver_cc for f in self.flows if f.receiver_cc}
+        algs |= {h.cc for h in self.hosts.values() if h.cc}
+        return algs

@@ -1,0 +1,321 @@
+"""Raw TOML dict -> Study. Every key is declared here with its parser; an unknown key, a
+wrong type or a bad unit raises SpecError(file, key, what is accepted).
+
+The tables and their keys are the user-facing study format documented in docs/study-format.md;
+keep the two in step."""
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+from .. import units
+from ..errors import SpecError
+from .model import (FLOW_KINDS, Buffer, FlowSpec, HostSpec, LinkSpec, ProbeSpec, Study,
+                    TcpSettings)
+
+# Algorithms a study may name. Availability on this machine is checked before a run
+# (ccarena.cc); this list only catches typos early.
+KNOWN_ALGORITHMS = (
+    "reno", "cubic", "bbr", "bic", "highspeed", "htcp", "scalable", "vegas", "veno", "yeah",
+    "westwood", "lp", "hybla", "illinois", "dctcp", "nv", "cdg", "bbr2", "bbr3",
+)
+QUEUES = ("droptail", "red", "codel", "fq_codel", "step", "classes")
+BACKENDS = ("auto", "kernel", "user")
+_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+class Ctx:
+    """Where we are in the file, for error messages."""
+
+    def __init__(self, path: str, extra_algorithms=()):
+        self.path = path
+        self.algorithms = set(KNOWN_ALGORITHMS) | set(extra_algorithms)
+
+    def err(self, key: str, reason: str) -> SpecError:
+        return SpecError(self.path, key, reason)
+
+
+def _str(v, what="a string"):
+    if not isinstance(v, str):
+        raise ValueError(f"expected {what}, got {v!r}")
+    return v
+
+
+def _int(lo=None, hi=None):
+    def p(v):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ValueError(f"expected an integer, got {v!r}")
+        if lo is not None and v < lo:
+            raise ValueError(f"must be at least {lo}, got {v}")
+        if hi is not None and v > hi:
+            raise ValueError(f"must be at most {hi}, got {v}")
+        return v
+    return p
+
+
+def _bool(v):
+    if not isinstance(v, bool):
+        raise ValueError(f"expected true or false, got {v!r}")
+    return v
+
+
+def _choice(options):
+    def p(v):
+        if v not in options:
+            raise ValueError(f"{v!r} is not one of: {', '.join(options)}")
+        return v
+    return p
+
+
+def _time_nonneg(v):
+    t = units.parse_time(v)
+    if t < 0:
+        raise ValueError(f"must not be negative, got {v!r}")
+    return t
+
+
+def _time_pos(v):
+    t = units.parse_time(v)
+    if t <= 0:
+        raise ValueError(f"must be positive, got {v!r}")
+    return t
+
+
+def _rate(v):
+    r = units.parse_rate(v)
+    if r <= 0:
+        raise ValueError(f"must be positive, got {v!r}")
+    return r
+
+
+def _size_pos(v):
+    s = units.parse_size(v)
+    if s <= 0:
+        raise ValueError(f"must be positive, got {v!r}")
+    return s
+
+
+def _table(v):
+    if not isinstance(v, dict):
+        raise ValueError(f"expected a table, got {v!r}")
+    return v
+
+
+def _sysctl_table(v):
+    _table(v)
+    out = {}
+    for k, val in v.items():
+        if not re.match(r"^net\.[a-z0-9_.]+$", k):
+            raise ValueError(f"only net.* sysctls can be set per host, got {k!r}")
+        out[k] = " ".join(str(x) for x in val) if isinstance(val, list) else str(val)
+    return out
+
+
+def _mem_triple(v):
+    if isinstance(v, list) and len(v) == 3:
+        return " ".join(str(units.parse_size(x)) for x in v)
+    if isinstance(v, str) and len(v.split()) == 3:
+        return " ".join(str(units.parse_size(x)) for x in v.split())
+    raise ValueError("expected three sizes: [min, default, max], e.g. ['4KiB', '128KiB', '6MiB']")
+
+
+def _take(ctx: Ctx, table: dict, prefix: str, spec: dict[str, Callable], required=()):
+    """Parse `table` by `spec`; return {key: parsed}. Unknown keys are errors."""
+    if not isinstance(table, dict):
+        raise ctx.err(prefix, "expected a table")
+    out = {}
+    for k, v in table.items():
+        key = f"{prefix}.{k}" if prefix else k
+        if k not in spec:
+            raise ctx.err(key, "unknown key; accepted here: " + ", ".join(sorted(spec)))
+        try:
+            out[k] = spec[k](v)
+        except ValueError as e:
+            raise ctx.err(key, str(e)) from None
+    for k in required:
+        if k not in out:
+            raise ctx.err(f"{prefix}.{k}" if prefix else k, "is required")
+    return out
+
+
+STUDY_KEYS = {
+    "name": lambda v: _str(v), "description": lambda v: _str(v),
+    "duration": _time_pos, "warmup": _time_nonneg, "repetitions": _int(1, 100000),
+    "seed": _int(0), "shuffle": _bool, "sample_interval": _time_pos,
+    "extends": lambda v: _str(v),
+}
+LINK_KEYS = {
+    "rate": _rate, "reverse_rate": _rate, "delay": _time_nonneg, "jitter": _time_nonneg,
+    "loss": units.parse_fraction, "buffer": units.parse_buffer, "queue": _choice(QUEUES),
+    "aqm": _table, "ecn": _bool, "backend": _choice(BACKENDS),
+}
+TCP_KEYS = {
+    "ecn": lambda v: int(v) if isinstance(v, bool) else _int(0, 2)(v), "sack": _bool,
+    "metrics_save": _bool, "rmem": _mem_triple, "wmem": _mem_triple, "sysctl": _sysctl_table,
+}
+TESTBED_KEYS = {"offloads": _bool, "mtu": _int(576, 9000)}
+TOPOLOGY_KEYS = {"kind": _choice(("dumbbell",)), "pairs": _int(1, 256)}
+HOST_KEYS = {"delay": _time_nonneg, "loss": units.parse_fraction, "cc": lambda v: _str(v),
+             "sysctl": _sysctl_table}
+FLOW_KEYS = {
+    "name": lambda v: _str(v), "from": lambda v: _str(v), "to": lambda v: _str(v),
+    "kind": _choice(FLOW_KINDS), "cc": lambda v: _str(v), "receiver_cc": lambda v: _str(v),
+    "start": _time_nonneg, "stop": _time_pos, "bytes": _size_pos, "conns": _int(1, 1024),
+    "size": _size_pos, "count": _int(1), "every": _time_pos, "write": _size_pos,
+    "gap": _time_pos, "gap_dist": _choice(("const", "uniform", "exp")),
+    "request": _size_pos, "response": _size_pos,
+}
+PROBE_KEYS = {"name": lambda v: _str(v), "kind": _choice(("ping",)),
+              "from": lambda v: _str(v), "to": lambda v: _str(v), "interval": _time_pos}
+TOP_KEYS = ("study", "topology", "bottleneck", "tcp", "testbed", "hosts", "flow", "probe",
+            "sweep", "expect")
+
+
+def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
+    """Validate a merged raw dict (no sweep applied) into a Study."""
+    ctx = Ctx(path, extra_algorithms)
+    for k in raw:
+        if k not in TOP_KEYS:
+            raise ctx.err(k, "unknown table; accepted: " + ", ".join(TOP_KEYS))
+    st = _take(ctx, raw.get("study", {}), "study", STUDY_KEYS, required=("name", "duration"))
+    if not _NAME.match(st["name"]):
+        raise ctx.err("study.name", "use letters, digits, '-', '_' and '.' only")
+    topo = _take(ctx, raw.get("topology", {}), "topology", TOPOLOGY_KEYS)
+    study = Study(name=st["name"], path=path, duration_s=st["duration"],
+                  warmup_s=st.get("warmup", 0.0), repetitions=st.get("repetitions", 1),
+                  seed=st.get("seed"), shuffle=st.get("shuffle", True),
+                  sample_interval_s=st.get("sample_interval", 0.01),
+                  description=st.get("description", ""), pairs=topo.get("pairs", 1), raw=raw)
+    if study.warmup_s >= study.duration_s:
+        raise ctx.err("study.warmup", f"must be shorter than study.duration "
+                      f"({study.duration_s:g} s)")
+    if study.sample_interval_s < 0.001:
+        raise ctx.err("study.sample_interval", "must be at least 1ms")
+
+    bn = _take(ctx, raw.get("bottleneck", {}), "bottleneck", LINK_KEYS)
+    buf = bn.get("buffer", ("packets", 1000))
+    study.bottleneck = LinkSpec(
+        rate_bps=bn.get("rate"), delay_s=bn.get("delay", 0.0), jitter_s=bn.get("jitter", 0.0),
+        loss=bn.get("loss", 0.0), buffer=Buffer(*buf), queue=bn.get("queue", "droptail"),
+        aqm=bn.get("aqm", {}), ecn=bn.get("ecn", False), backend=bn.get("backend", "auto"),
+        reverse_rate_bps=bn.get("reverse_rate"))
+    if study.bottleneck.queue != "droptail" and study.bottleneck.rate_bps is None:
+        raise ctx.err("bottleneck.queue", f"{study.bottleneck.queue!r} needs a bottleneck.rate "
+                      "(a queue only builds up behind a rate limit)")
+
+    tcp = _take(ctx, raw.get("tcp", {}), "tcp", TCP_KEYS)
+    study.tcp = TcpSettings(**tcp)
+    tb = _take(ctx, raw.get("testbed", {}), "testbed", TESTBED_KEYS)
+    study.offloads = tb.get("offloads", False)
+    study.mtu = tb.get("mtu", 1500)
+
+    names = set(study.host_names)
+    hosts_raw = raw.get("hosts", {})
+    if not isinstance(hosts_raw, dict):
+        raise ctx.err("hosts", "expected a table of host tables, e.g. [hosts.s1]")
+    for h, hv in hosts_raw.items():
+        if h not in names:
+            raise ctx.err(f"hosts.{h}", f"no such host; this topology has: {_hosts(study)}")
+        hs = _take(ctx, hv, f"hosts.{h}", HOST_KEYS)
+        if "cc" in hs:
+            _check_alg(ctx, f"hosts.{h}.cc", hs["cc"])
+        study.hosts[h] = HostSpec(name=h, delay_s=hs.get("delay", 0.0), loss=hs.get("loss", 0.0),
+                                  cc=hs.get("cc"), sysctl=hs.get("sysctl", {}))
+
+    flows_raw = raw.get("flow", [])
+    if not isinstance(flows_raw, list):
+        raise ctx.err("flow", "write flows as [[flow]] tables")
+    seen = set()
+    for i, fv in enumerate(flows_raw):
+        label = f"flow[{i}]" if not (isinstance(fv, dict) and "name" in fv) else f"flow.{fv['name']}"
+        f = _take(ctx, fv, label, FLOW_KEYS, required=("from", "to"))
+        study.flows.append(_flow(ctx, study, label, f, i, seen))
+
+    probes_raw = raw.get("probe", [])
+    if not isinstance(probes_raw, list):
+        raise ctx.err("probe", "write probes as [[probe]] tables")
+    for i, pv in enumerate(probes_raw):
+        label = f"probe[{i}]"
+        p = _take(ctx, pv, label, PROBE_KEYS, required=("kind", "from", "to"))
+        for end in ("from", "to"):
+            if p[end] not in names:
+                raise ctx.err(f"{label}.{end}", f"no such host {p[end]!r}; this topology has: "
+                              f"{_hosts(study)}")
+        if p["from"] == p["to"]:
+            raise ctx.err(f"{label}.to", "a probe needs two different hosts")
+        study.probes.append(ProbeSpec(name=p.get("name", f"{p['kind']}{i}"), kind=p["kind"],
+                                      src=p["from"], dst=p["to"],
+                                      interval_s=p.get("interval", 0.1)))
+    if not study.flows and not study.probes:
+        raise ctx.err("flow", "a study needs at least one [[flow]] or [[probe]]")
+    exp = raw.get("expect", [])
+    if isinstance(exp, dict):
+        exp = [exp]
+    study.expect = exp
+    return study
+
+
+def _hosts(study: Study) -> str:
+    return ", ".join(study.host_names)
+
+
+def _check_alg(ctx: Ctx, key: str, name: str):
+    if name not in ctx.algorithms:
+        raise ctx.err(key, f"unknown congestion control {name!r}; known: "
+                      + ", ".join(sorted(ctx.algorithms)))
+
+
+def _flow(ctx: Ctx, study: Study, label: str, f: dict[str, Any], i: int, seen: set) -> FlowSpec:
+    names = set(study.host_names)
+    name = f.get("name", f"flow{i}")
+    if not _NAME.match(name):
+        raise ctx.err(f"{label}.name", "use letters, digits, '-', '_' and '.' only")
+    if name in seen:
+        raise ctx.err(f"{label}.name", f"flow name {name!r} is used twice")
+    seen.add(name)
+    for end in ("from", "to"):
+        if f[end] not in names:
+            raise ctx.err(f"{label}.{end}", f"no such host {f[end]!r}; this topology has: "
+                          f"{_hosts(study)}")
+    if f["from"] == f["to"]:
+        raise ctx.err(f"{label}.to", "a flow needs two different hosts")
+    kind = f.get("kind", "bulk")
+    src_host = study.hosts.get(f["from"])
+    cc = f.get("cc") or (src_host.cc if src_host and src_host.cc else "cubic")
+    _check_alg(ctx, f"{label}.cc", cc)
+    if "receiver_cc" in f:
+        _check_alg(ctx, f"{label}.receiver_cc", f["receiver_cc"])
+    allowed = {
+        "bulk": {"bytes"}, "parallel": {"bytes", "conns"}, "download": {"size", "count", "every"},
+        "paced": {"write", "gap", "gap_dist", "bytes"}, "rr": {"request", "response", "count", "gap"},
+    }[kind]
+    for k in ("bytes", "conns", "size", "count", "every", "write", "gap", "gap_dist", "request",
+              "response"):
+        if k in f and k not in allowed:
+            raise ctx.err(f"{label}.{k}", f"does not apply to kind {kind!r}; it takes: "
+                          + ", ".join(sorted(allowed)))
+    if kind == "download" and "size" not in f:
+        raise ctx.err(f"{label}.size", "a download needs a size, e.g. size = \"1MB\"")
+    start = f.get("start", 0.0)
+    stop = f.get("stop")
+    if start >= study.duration_s:
+        raise ctx.err(f"{label}.start", f"starts at {start:g} s, after the run ends "
+                      f"(study.duration = {study.duration_s:g} s)")
+    if stop is not None and stop <= start:
+        raise ctx.err(f"{label}.stop", "must be after start")
+    if stop is not None and stop > study.duration_s:
+        raise ctx.err(f"{label}.stop", f"{stop:g} s is after the run ends "
+                      f"(study.duration = {study.duration_s:g} s)")
+    if kind == "download" and f.get("every") and f.get("count"):
+        end = start + f["every"] * (f["count"] - 1)
+        if end >= (stop or study.duration_s):
+            raise ctx.err(f"{label}.count", f"{f['count']} downloads every {f['every']:g} s "
+                          f"from {start:g} s cannot all start before the run ends "
+                          f"({(stop or study.duration_s):g} s)")
+    return FlowSpec(name=name, src=f["from"], dst=f["to"], kind=kind, cc=cc,
+                    receiver_cc=f.get("receiver_cc"), start_s=start, stop_s=stop,
+                    bytes=f.get("bytes"), conns=f.get("conns", 1), size=f.get("size"),
+                    count=f.get("count"), every_s=f.get("every"), write=f.get("write", 1448),
+                    gap_s=f.get("gap", 0.001 if kind == "paced" else 0.0),
+                    gap_dist=f.get("gap_dist", "const"), request=f.get("request", 100),
+                    response=f.get("response", 1000))

@@ -1,0 +1,135 @@
+"""Build a planned dumbbell through netlink inside its namespaces, and always tear it down.
+
+    with Testbed(topology, study) as tb:   # builds; registers the run for `ccarena cleanup`
+        ...                                # namespaces tb.topo.hosts[...]
+    # torn down here on success, error, KeyboardInterrupt or SystemExit
+
+Teardown kills every process left in the run's namespaces, then removes the namespaces
+(their veths go with them). Nothing is created in the root namespace: each veth is created
+inside its first namespace with its peer placed directly in the second."""
+from __future__ import annotations
+
+import contextlib
+import logging
+
+from pyroute2 import IPRoute
+from pyroute2.netlink.exceptions import NetlinkError
+
+from .. import netns
+from ..errors import TestbedError
+from ..spec.model import Study
+from . import registry
+from .topology import Topology
+
+log = logging.getLogger(__name__)
+NUD_PERMANENT = 0x80
+
+
+class Testbed:
+    __test__ = False
+
+    def __init__(self, topo: Topology, study: Study):
+        self.topo = topo
+        self.study = study
+        self._ipr: dict[str, IPRoute] = {}
+        self.built = False
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def __enter__(self) -> "Testbed":
+        try:
+            self.build()
+        except BaseException:
+            self.teardown()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.teardown()
+        return False
+
+    def ipr(self, ns: str) -> IPRoute:
+        if ns not in self._ipr:
+            with netns.enter(ns):
+                self._ipr[ns] = IPRoute()
+        return self._ipr[ns]
+
+    def build(self) -> None:
+        t = self.topo
+        registry.register(t.run_id, t.namespaces)
+        for ns in t.namespaces:
+            netns.create(ns)
+        try:
+            self._links()
+            self._addresses_routes()
+            self._sysctls()
+        except NetlinkError as e:
+            raise TestbedError(f"build dumbbell of run {t.run_id}: netlink: {e}") from None
+        self.built = True
+
+    def teardown(self) -> None:
+        for ipr in self._ipr.values():
+            with contextlib.suppress(Exception):
+                ipr.close()
+        self._ipr.clear()
+        errors = []
+        for ns in reversed(self.topo.namespaces):
+            try:
+                netns.remove(ns)
+            except Exception as e:  # keep going: remove everything we can
+                errors.append(f"{ns}: {e}")
+        registry.unregister(self.topo.run_id)
+        if errors:
+            raise TestbedError("teardown left: " + "; ".join(errors))
+
+    # -- steps -----------------------------------------------------------------------------
+    def _links(self):
+        mtu = self.study.mtu
+        for pair in self.topo.veths:
+            a, b = pair.a, pair.b
+            ipr = self.ipr(a.ns)
+            ipr.link("add", ifname=a.name, kind="veth", address=a.mac, mtu=mtu,
+                     peer={"ifname": b.name, "net_ns_fd": netns.path(b.ns), "address": b.mac,
+                           "mtu": mtu})
+            for end in (a, b):
+                if end.emulated and not self.study.offloads:
+                    netns.set_offloads(end.ns, end.name, False)
+                idx = self.ipr(end.ns).link_lookup(ifname=end.name)[0]
+                self.ipr(end.ns).link("set", index=idx, state="up")
+                if end.ns == self.topo.routers.get("ln"):
+                    self.ipr(end.ns).link("set", index=idx, promiscuity=1)
+
+    def _addresses_routes(self):
+        for pair in self.topo.veths:
+            for end in (pair.a, pair.b):
+                if end.addr:
+                    ip, plen = end.addr.split("/")
+                    ipr = self.ipr(end.ns)
+                    ipr.addr("add", index=ipr.link_lookup(ifname=end.name)[0], address=ip,
+                             prefixlen=int(plen))
+        for r in self.topo.routes:
+            self.ipr(r.ns).route("add", dst=r.dst, gateway=r.gateway)
+        for n in self.topo.neighbours:
+            ipr = self.ipr(n.ns)
+            ipr.neigh("replace", dst=n.ip, lladdr=n.mac,
+                      ifindex=ipr.link_lookup(ifname=n.dev)[0], state=NUD_PERMANENT)
+
+    def _sysctls(self):
+        tcp = self.study.tcp.sysctls()
+        for host, ns in self.topo.hosts.items():
+            s = dict(tcp)
+            hs = self.study.hosts.get(host)
+            if hs:
+                s.update(hs.sysctl)
+            netns.sysctl_set(ns, s)
+        for role in ("rl", "rr"):
+            netns.sysctl_set(self.topo.routers[role], {"net.ipv4.conf.all.forwarding": "1"})
+
+    def flush_tcp_metrics(self) -> None:
+        """Forget cached per-destination TCP metrics (ssthresh, RTT) in every host."""
+        import subprocess
+        for ns in self.topo.hosts.values():
+            subprocess.run(["ip", "-n", ns, "tcp_metrics", "flush", "all"],
+                           capture_output=True)
+
+    def host_sysctls(self, keys) -> dict[str, dict]:
+        return {h: netns.sysctl_get(ns, keys) for h, ns in self.topo.hosts.items()}

@@ -1,0 +1,148 @@
+"""Kernel link backend: tc qdiscs on the bottleneck ports, and a sampler of their backlog.
+
+Per direction (w2e on rl's `bn`, e2w on rr's `bn`):
+    htb root (rate) -> leaf pfifo/bfifo (buffer) or a kernel AQM
+Delay, jitter and loss (netem, where the kernel has it) sit on the far router's access
+ports, so the delay line does not count against the bottleneck buffer."""
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+
+import numpy as np
+
+from ..errors import CommandError
+from ..spec.model import LinkSpec, Study
+from .topology import Topology
+
+STATS_DTYPE = np.dtype([("t_ns", "<u8"), ("dir", "u1"), ("qlen_pkts", "<u4"),
+                        ("qlen_bytes", "<u8"), ("arrivals", "<u4"), ("departures", "<u4"),
+                        ("drops", "<u4"), ("marks", "<u4"), ("bytes_out", "<u8")])
+
+
+def _tc_batch(ns: str, lines: list[str]) -> None:
+    if not lines:
+        return
+    argv = ["tc", "-n", ns, "-batch", "-"]
+    r = subprocess.run(argv, input="\n".join(lines) + "\n", capture_output=True, text=True)
+    if r.returncode != 0:
+        raise CommandError(argv + ["<<", " ; ".join(lines)], r.returncode, r.stderr)
+
+
+def bottleneck_lines(dev: str, link: LinkSpec, rate_bps: int | None, mtu: int) -> list[str]:
+    buf = link.buffer
+    leaf = (f"pfifo limit {buf.size}" if buf.kind == "packets" else f"bfifo limit {buf.size}")
+    if link.queue in ("red", "codel", "fq_codel"):
+        leaf = _aqm_leaf(link, mtu)
+    if rate_bps is None:
+        return [f"qdisc replace dev {dev} root handle 1: {leaf}"]
+    # burst of two MTU frames keeps htb's token bucket from releasing bursts at line rate.
+    burst = 2 * (mtu + 14)
+    return [
+        f"qdisc replace dev {dev} root handle 1: htb default 1",
+        f"class add dev {dev} parent 1: classid 1:1 htb rate {rate_bps}bit ceil {rate_bps}bit "
+        f"burst {burst} cburst {burst} quantum {mtu + 14}",
+        f"qdisc add dev {dev} parent 1:1 handle 10: {leaf}",
+    ]
+
+
+def _aqm_leaf(link: LinkSpec, mtu: int) -> str:
+    a = link.aqm
+    limit = link.buffer.packets(mtu)
+    ecn = " ecn" if link.ecn else ""
+    if link.queue == "codel":
+        return f"codel limit {limit} target {a.get('target', '5ms')} " \
+               f"interval {a.get('interval', '100ms')}{ecn}"
+    if link.queue == "fq_codel":
+        return f"fq_codel limit {limit} target {a.get('target', '5ms')} " \
+               f"interval {a.get('interval', '100ms')}{ecn}"
+    lim_b = link.buffer.bytes(mtu)
+    return (f"red limit {lim_b} min {a.get('min', lim_b // 6)} max {a.get('max', lim_b // 2)} "
+            f"avpkt {mtu} burst {a.get('burst', 20)} probability {a.get('max_p', 0.1)} "
+            f"bandwidth {link.rate_bps}bit{ecn}")
+
+
+def netem_lines(dev: str, delay_s: float, jitter_s: float, loss: float) -> list[str]:
+    if delay_s <= 0 and jitter_s <= 0 and loss <= 0:
+        return []
+    spec = f"netem limit 1000000 delay {delay_s * 1e6:.0f}us"
+    if jitter_s > 0:
+        spec += f" {jitter_s * 1e6:.0f}us"
+    if loss > 0:
+        spec += f" loss {loss * 100:.6f}%"
+    return [f"qdisc replace dev {dev} root {spec}"]
+
+
+def apply(topo: Topology, study: Study) -> None:
+    b = study.bottleneck
+    rl, rr = topo.routers["rl"], topo.routers["rr"]
+    _tc_batch(rl, bottleneck_lines("bn", b, b.rate_bps, study.mtu))
+    _tc_batch(rr, bottleneck_lines("bn", b, b.reverse_rate_bps or b.rate_bps, study.mtu))
+    # One-way delay each way on the far side's access ports; loss on the data direction.
+    for host, (ns, dev) in topo.access_ports.items():
+        hs = study.hosts.get(host)
+        extra_d = hs.delay_s if hs else 0.0
+        extra_l = hs.loss if hs else 0.0
+        is_receiver = host.startswith("r")
+        _tc_batch(ns, netem_lines(dev, b.delay_s + extra_d, b.jitter_s,
+                                  (b.loss if is_receiver else 0.0) + extra_l))
+
+
+class QdiscSampler:
+    """Polls the bottleneck qdiscs' backlog and counters every `interval_s` (like the
+    bufferbloat lab's tc polling, but over one netlink socket per router, not a process
+    per poll). Produces records in the link_stats layout of the user-space link."""
+
+    def __init__(self, testbed, interval_s: float = 0.01):
+        self.tb = testbed
+        self.interval = interval_s
+        self.rows: list[tuple] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="qdisc-sampler", daemon=True)
+        self.ports = []
+        for d, (ns, dev) in sorted(testbed.topo.bottleneck_ports.items()):
+            ipr = testbed.ipr(ns)
+            self.ports.append((0 if d == "w2e" else 1, ipr, ipr.link_lookup(ifname=dev)[0]))
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def stop(self) -> np.ndarray:
+        self._stop.set()
+        self._thread.join(timeout=2)
+        return np.array(self.rows, dtype=STATS_DTYPE)
+
+    def _read(self, ipr, idx):
+        # The root qdisc accounts for the whole tree (htb sums its leaves' backlog and
+        # counts their drops), so one qdisc per port is read.
+        for q in ipr.get_qdiscs(index=idx):
+            if q["parent"] != 0xFFFFFFFF:
+                continue
+            st = q.get_attr("TCA_STATS2")
+            if st is None:
+                return None
+            basic = st.get_attr("TCA_STATS_BASIC") or {}
+            queue = st.get_attr("TCA_STATS_QUEUE") or {}
+            return (queue.get("qlen", 0), queue.get("backlog", 0), basic.get("packets", 0),
+                    queue.get("drops", 0), basic.get("bytes", 0))
+        return None
+
+    def _loop(self):
+        prev = {}
+        while not self._stop.is_set():
+            t = time.monotonic_ns()
+            for d, ipr, idx in self.ports:
+                try:
+                    r = self._read(ipr, idx)
+                except Exception:
+                    continue
+                if r is None:
+                    continue
+                qlen, backlog, pkts, drops, nbytes = r
+                p = prev.get(d, (pkts, drops, nbytes))
+                self.rows.append((t, d, qlen, backlog, 0, pkts - p[0], drops - p[1], 0,
+                                  nbytes - p[2]))
+                prev[d] = (pkts, drops, nbytes)
+            self._stop.wait(self.interval)

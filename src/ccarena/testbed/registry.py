@@ -1,0 +1,80 @@
+"""Live-run records: /run/ccarena/runs/<run_id>.json holds the owner pid and namespaces.
+
+A run writes its record before creating anything and deletes it after teardown, so
+`ccarena cleanup` can tell a crashed run (owner dead) from a live one and remove exactly
+what the crashed run made."""
+from __future__ import annotations
+
+import json
+import os
+
+from ..netns import list_names, remove
+from .topology import PREFIX
+
+STATE_DIR = os.environ.get("CCARENA_STATE_DIR", "/run/ccarena")
+RUNS_DIR = os.path.join(STATE_DIR, "runs")
+
+
+def register(run_id: str, namespaces: list[str], extra: dict | None = None) -> None:
+    os.makedirs(RUNS_DIR, exist_ok=True)
+    rec = {"run_id": run_id, "pid": os.getpid(), "namespaces": namespaces, **(extra or {})}
+    tmp = os.path.join(RUNS_DIR, f".{run_id}.tmp")
+    with open(tmp, "w") as f:
+        json.dump(rec, f)
+    os.replace(tmp, os.path.join(RUNS_DIR, f"{run_id}.json"))
+
+
+def unregister(run_id: str) -> None:
+    try:
+        os.unlink(os.path.join(RUNS_DIR, f"{run_id}.json"))
+    except FileNotFoundError:
+        pass
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def live_run_ids() -> set[str]:
+    out = set()
+    if not os.path.isdir(RUNS_DIR):
+        return out
+    for fn in os.listdir(RUNS_DIR):
+        if not fn.endswith(".json"):
+            continue
+        try:
+            with open(os.path.join(RUNS_DIR, fn)) as f:
+                rec = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if pid_alive(int(rec.get("pid", 0))):
+            out.add(rec["run_id"])
+    return out
+
+
+def cleanup(all_runs: bool = False) -> list[str]:
+    """Remove namespaces of runs whose owner is dead (or of every run with all_runs).
+    Returns what was removed."""
+    live = set() if all_runs else live_run_ids()
+    removed = []
+    for name in list_names(PREFIX):
+        run_id = name[len(PREFIX):].split("-", 1)[0]
+        if len(run_id) != 6 or run_id in live:
+            continue
+        remove(name)
+        removed.append(name)
+    if os.path.isdir(RUNS_DIR):
+        for fn in os.listdir(RUNS_DIR):
+            rid = fn.split(".")[0] if not fn.startswith(".") else fn[1:].split(".")[0]
+            if all_runs or rid not in live:
+                try:
+                    os.unlink(os.path.join(RUNS_DIR, fn))
+                except FileNotFoundError:
+                    pass
+    return removed

@@ -1,0 +1,1 @@
+"""Workloads: the flow engine's per-host configuration and its processes."""
