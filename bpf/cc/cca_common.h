@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * cca_common.h — shared helpers for ccarena's congestion controls written as
+ * BPF struct_ops (struct tcp_congestion_ops).
+ *
+ * Contract with every bpf/cc/<name>.bpf.c:
+ *   - include this header first (it pulls in vmlinux.h generated from the
+ *     running kernel's BTF, and libbpf's bpf_helpers.h / bpf_tracing.h);
+ *   - keep the per-connection state in a struct that fits in
+ *     CCA_PRIV_SIZE bytes (the kernel's icsk_ca_priv[]), checked with
+ *     CCA_PRIV_CHECK(struct my_state);
+ *   - declare the ops with CCA_OPS(<name>) { ... } so the struct_ops map lands in
+ *     the ".struct_ops.link" section: the loader gets a BPF link whose release
+ *     (also when the holding process dies) unregisters the algorithm;
+ *   - register as "cca_<name>" (TCP_CA_NAME_MAX is 16 bytes including the NUL,
+ *     so <name> is at most 11 characters).
+ *
+ * Everything here is integer arithmetic: BPF has no floating point, and clang 14
+ * (Debian 12) emits no signed division for BPF, so only unsigned u64/u32 divisions
+ * are used. Times are taken from tp->tcp_mstamp (microseconds, the kernel's
+ * per-ACK timestamp) so that one ACK sees one "now".
+ *
+ * The helpers below implement the generic rules of RFC 5681 (slow start, additive
+ * increase counted in acked segments); they are written for ccarena and do not
+ * call the kernel's own tcp_slow_start()/tcp_cong_avoid_ai() kfuncs, so a BPF
+ * reno is an independent check of the kernel's reno.
+ */
+#ifndef CCA_COMMON_H
+#define CCA_COMMON_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+char _license[] SEC("license") = "GPL";
+
+/* --- constants that vmlinux.h does not carry (they are #defines in the kernel) --- */
+#define CCA_PRIV_SIZE          104u    /* sizeof(icsk_ca_priv) = 13 * u64 */
+#define CCA_INFINITE_SSTHRESH  0x7fffffffu
+#define CCA_TCP_CONG_NEEDS_ECN 0x2
+#define CCA_TCP_ECN_OK         1
+#define CCA_TCP_ECN_QUEUE_CWR  2
+#define CCA_TCP_ECN_DEMAND_CWR 4
+#define CCA_USEC_PER_SEC       1000000ull
+
+#define CCA_PRIV_CHECK(type) \
+	_Static_assert(sizeof(type) <= CCA_PRIV_SIZE, #type " does not fit icsk_ca_priv")
+
+/* The struct_ops map; ".struct_ops.link" needs libbpf >= 1.2 at load time. */
+#define CCA_OPS(algo) SEC(".struct_ops.link") struct tcp_congestion_ops algo##_ops
+
+/* --- socket accessors --- */
+static __always_inline struct tcp_sock *tcp_sk(const struct sock *sk)
+{
+	return (struct tcp_sock *)sk;
+}
+
+static __always_inline struct inet_connection_sock *inet_csk(const struct sock *sk)
+{
+	return (struct inet_connection_sock *)sk;
+}
+
+static __always_inline void *inet_csk_ca(const struct sock *sk)
+{
+	return (void *)inet_csk(sk)->icsk_ca_priv;
+}
+
+static __always_inline u8 cca_ca_state(const struct sock *sk)
+{
+	return inet_csk(sk)->icsk_ca_state;
+}
+
+/* --- small arithmetic --- */
+static __always_inline u32 cca_min(u32 a, u32 b) { return a < b ? a : b; }
+static __always_inline u32 cca_max(u32 a, u32 b) { return a > b ? a : b; }
+static __always_inline u64 cca_min64(u64 a, u64 b) { return a < b ? a : b; }
+static __always_inline u64 cca_max64(u64 a, u64 b) { return a > b ? a : b; }
+
+/* Now, in microseconds: the timestamp the kernel took for the ACK being processed. */
+static __always_inline u64 cca_now_us(const struct tcp_sock *tp)
+{
+	return tp->tcp_mstamp;
+}
+
+/* Smoothed RTT in microseconds (the kernel keeps it scaled by 8). */
+static __always_inline u32 cca_srtt_us(const struct tcp_sock *tp)
+{
+	return tp->srtt_us >> 3;
+}
+
+/* --- RFC 5681 building blocks --- */
+static __always_inline bool cca_in_slow_start(const struct tcp_sock *tp)
+{
+	return tp->snd_cwnd < tp->snd_ssthresh;
+}
+
+/*
+ * Is the sender using its window? Growing cwnd while the application (or the
+ * receiver window) limits the flow would inflate it without evidence
+ * (RFC 7661 §4.1); the kernel reports the fact in tp->is_cwnd_limited. During
+ * slow start the kernel also allows growth up to twice the largest flight seen.
+ */
+static __always_inline bool cca_is_cwnd_limited(const struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+
+	if (tp->is_cwnd_limited)
+		return true;
+	if (cca_in_slow_start(tp))
+		return tp->snd_cwnd < 2 * tp->max_packets_out;
+	return false;
+}
+
+static __always_inline void cca_set_cwnd(struct tcp_sock *tp, u32 cwnd)
+{
+	if (cwnd < 1)
+		cwnd = 1;
+	if (cwnd > tp->snd_cwnd_clamp)
+		cwnd = tp->snd_cwnd_clamp;
+	tp->snd_cwnd = cwnd;
+}
+
+/*
+ * Slow start (RFC 5681 §3.1, with appropriate byte counting per RFC 3465 in
+ * segments): cwnd grows by the number of newly acked segments but not beyond
+ * ssthresh. Returns the acked segments left over once ssthresh is reached, so
+ * the caller can spend them in congestion avoidance.
+ */
+static __always_inline u32 cca_slow_start(struct tcp_sock *tp, u32 acked)
+{
+	u32 cwnd = tp->snd_cwnd + acked;
+	u32 left = 0;
+
+	if (cwnd > tp->snd_ssthresh) {
+		left = cwnd - tp->snd_ssthresh;
+		cwnd = tp->snd_ssthresh;
+	}
+	cca_set_cwnd(tp, cwnd);
+	return cca_min(left, acked);
+}
+
+/*
+ * Additive increase counted in acked segments: one segment per `w` acked
+ * segments (w = cwnd gives RFC 5681's one segment per RTT). snd_cwnd_cnt
+ * carries the remainder between ACKs.
+ */
+static __always_inline void cca_cong_avoid_ai(struct tcp_sock *tp, u32 w, u32 acked)
+{
+	if (w < 1)
+		w = 1;
+	/* a window that shrank under us: start counting anew */
+	if (tp->snd_cwnd_cnt >= w) {
+		tp->snd_cwnd_cnt = 0;
+		cca_set_cwnd(tp, tp->snd_cwnd + 1);
+	}
+	tp->snd_cwnd_cnt += acked;
+	if (tp->snd_cwnd_cnt >= w) {
+		u32 inc = tp->snd_cwnd_cnt / w;
+
+		tp->snd_cwnd_cnt -= inc * w;
+		cca_set_cwnd(tp, tp->snd_cwnd + inc);
+	}
+}
+
+/* RFC 5681 eq. (4) on a loss: half the flight (we use cwnd), at least 2 segments. */
+static __always_inline u32 cca_half_cwnd(const struct tcp_sock *tp)
+{
+	return cca_max(tp->snd_cwnd >> 1, 2);
+}
+
+/*
+ * Integer cube root of a u64 (floor), by bisection over the bits: 22 rounds
+ * cover 2^64's cube root (< 2^22). Bounded, so the verifier accepts it.
+ */
+static __always_inline u32 cca_cbrt(u64 x)
+{
+	u64 r = 0;
+	int i;
+
+	for (i = 21; i >= 0; i--) {
+		u64 t = r | (1ull << i);
+
+		/* 2642245^3 < 2^64 < 2642246^3: larger t would overflow */
+		if (t <= 2642245 && t * t * t <= x)
+			r = t;
+	}
+	return (u32)r;
+}
+
+/* Integer square root (floor) of a u64, bitwise; bounded loop of 32 rounds. */
+static __always_inline u32 cca_sqrt(u64 x)
+{
+	u64 r = 0;
+	int i;
+
+	for (i = 31; i >= 0; i--) {
+		u64 t = r | (1ull << i);
+
+		if (t * t <= x)
+			r = t;
+	}
+	return (u32)r;
+}
+
+/* Floor of log2 for a non-zero u64 (0 for 0). */
+static __always_inline u32 cca_ilog2(u64 x)
+{
+	u32 r = 0;
+	int i;
+
+	for (i = 32; i >= 1; i >>= 1) {
+		if (x >> i) {
+			x >>= i;
+			r += i;
+		}
+	}
+	return r;
+}
+
+#endif /* CCA_COMMON_H */

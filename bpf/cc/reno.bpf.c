@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cca_reno — TCP Reno / NewReno congestion avoidance, written from
+ *   M. Allman, V. Paxson, E. Blanton, "TCP Congestion Control", RFC 5681, 2009
+ *   (§3.1 slow start and congestion avoidance, eq. (4) for ssthresh), with
+ *   byte-counted (here: segment-counted) increase from RFC 3465 (L=∞ in
+ *   slow start is not used: the kernel hands us the segments acked per ACK).
+ * Loss recovery itself (fast retransmit, NewReno partial ACKs, RFC 6582, PRR
+ * RFC 6937) is done by the kernel's TCP; an algorithm only chooses ssthresh and
+ * how cwnd grows. Undo after a spurious reduction (RFC 3522 / 2883) restores
+ * the cwnd the kernel remembered before the reduction (tp->prior_cwnd).
+ *
+ * This is the project's check on the BPF path: it should behave like the
+ * kernel's built-in "reno".
+ */
+#include "cca_common.h"
+
+SEC("struct_ops")
+u32 BPF_PROG(cca_reno_ssthresh, struct sock *sk)
+{
+	return cca_half_cwnd(tcp_sk(sk));
+}
+
+SEC("struct_ops")
+void BPF_PROG(cca_reno_cong_avoid, struct sock *sk, u32 ack, u32 acked)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (!cca_is_cwnd_limited(sk))
+		return;
+	if (cca_in_slow_start(tp)) {
+		acked = cca_slow_start(tp, acked);
+		if (!acked)
+			return;
+	}
+	cca_cong_avoid_ai(tp, tp->snd_cwnd, acked);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(cca_reno_undo_cwnd, struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+
+	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
+}
+
+CCA_OPS(cca_reno) = {
+	.ssthresh   = (void *)cca_reno_ssthresh,
+	.cong_avoid = (void *)cca_reno_cong_avoid,
+	.undo_cwnd  = (void *)cca_reno_undo_cwnd,
+	.name       = "cca_reno",
+};

@@ -1,0 +1,179 @@
+"""Start, stop and inspect the ``ccarena-cc hold`` processes that keep BPF
+congestion controls registered (one process per algorithm; see crates/cc).
+
+A holder attaches the object's struct_ops map as a BPF link; the kernel
+unregisters the algorithm when the link's last fd closes — when the holder exits
+or is killed. The holder also exits by itself once no live run file remains in
+its bookkeeping directory (ccarena.cc.refcount).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from . import paths
+from .errors import CCError, LoadError
+from .refcount import pid_alive, proc_start
+from .registry import kernel_available
+
+READY_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 5.0
+_ERR = re.compile(r"^ccarena-cc: (?P<attempt>[^:]+): (?P<rest>.*?)(?: \(errno (?P<errno>\d+)\))?$")
+
+
+def registered() -> set[str]:
+    return set(kernel_available())
+
+
+def parse_loader_error(obj: str, stderr: str) -> LoadError:
+    """Turn ccarena-cc's stderr into a LoadError (file, errno, message, log tail)."""
+    lines = [l for l in stderr.splitlines() if l.strip()]
+    errno = None
+    message = "loader failed without a message"
+    tail: list[str] = []
+    for i, line in enumerate(lines):
+        m = _ERR.match(line)
+        if m:
+            rest = m.group("rest")
+            prefix = f"{obj}: "
+            if rest.startswith(prefix):
+                rest = rest[len(prefix):]
+            message = f"{m.group('attempt')}: {rest}"
+            errno = int(m.group("errno")) if m.group("errno") else None
+            tail = [l for l in lines[i + 1:] if not l.startswith("--- ")][-20:]
+            break
+    else:
+        tail = lines[-20:]
+    return LoadError(obj, errno, message, tail)
+
+
+def start_holder(obj: Path, kernel_name: str, watch: Path, log: Path | None = None) -> int:
+    """Start ``ccarena-cc hold`` for `obj`; return its pid once the algorithm is
+    registered. Raises LoadError (with errno and verifier log tail) on failure."""
+    exe = paths.loader()
+    if exe is None or not Path(exe).is_file():
+        raise CCError(f"register {kernel_name}: loader ccarena-cc not found "
+                      f"(build it with `make bpf`, or set CCARENA_CC_LOADER)")
+    argv = [str(exe), "hold", "--obj", str(obj), "--name", kernel_name, "--watch", str(watch)]
+    errf = open(log or (watch / "holder.log"), "w+")
+    try:
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=errf, start_new_session=True, close_fds=True)
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        line = b""
+        while time.monotonic() < deadline:
+            r, _, _ = select.select([p.stdout], [], [], 0.2)
+            if r:
+                line = p.stdout.readline()
+                break
+            if p.poll() is not None:
+                break
+        if not line.startswith(b"READY"):
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+            errf.seek(0)
+            raise parse_loader_error(str(obj), errf.read())
+        p.stdout.close()
+        # The child outlives us if need be; Popen would otherwise warn on GC.
+        p.returncode = 0
+        return p.pid
+    finally:
+        errf.close()
+
+
+def stop_holder(pid: int, start: int = 0, timeout: float = STOP_TIMEOUT_S) -> None:
+    """SIGTERM the holder and wait until it is gone (SIGKILL after `timeout`)."""
+    if not pid_alive(pid, start):
+        _reap(pid)
+        return
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        _reap(pid)
+        if not pid_alive(pid, start):
+            return
+        time.sleep(0.02)
+    os.kill(pid, signal.SIGKILL)
+    while pid_alive(pid, start):
+        _reap(pid)
+        time.sleep(0.02)
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def wait_unregistered(kernel_name: str, timeout: float = 2.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while kernel_name in registered():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+# --- struct_ops registered outside any holder (e.g. `bpftool struct_ops register`) ---
+def _bpftool() -> str | None:
+    return shutil.which("bpftool") or ("/usr/sbin/bpftool" if os.path.exists("/usr/sbin/bpftool") else None)
+
+
+def tcp_struct_ops() -> list[dict]:
+    """``[{id, map_name, name}]`` for every registered tcp_congestion_ops struct_ops."""
+    bt = _bpftool()
+    if not bt:
+        return []
+    r = subprocess.run([bt, "-j", "struct_ops", "list"], capture_output=True, text=True)
+    if r.returncode != 0 or not r.stdout.strip():
+        return []
+    out = []
+    for e in json.loads(r.stdout):
+        if e.get("kernel_struct_ops") != "tcp_congestion_ops":
+            continue
+        name = None
+        d = subprocess.run([bt, "-j", "struct_ops", "dump", "id", str(e["id"])],
+                           capture_output=True, text=True)
+        if d.returncode == 0:
+            m = re.search(r'"name"\s*:\s*"(cca_[^"]*|[^"]*)"\s*,\s*"owner"', d.stdout)
+            name = m.group(1) if m else None
+        out.append({"id": e["id"], "map_name": e.get("name"), "name": name})
+    return out
+
+
+def unregister_struct_ops(map_id: int) -> bool:
+    bt = _bpftool()
+    if not bt:
+        return False
+    r = subprocess.run([bt, "struct_ops", "unregister", "id", str(map_id)], capture_output=True, text=True)
+    return r.returncode == 0
+
+
+def holder_processes(exe: Path | None = None) -> list[tuple[int, str]]:
+    """(pid, kernel_name) of every live ``ccarena-cc hold`` process."""
+    out = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            argv = (p / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if len(argv) > 4 and argv[0].endswith(b"ccarena-cc") and argv[1] == b"hold":
+            try:
+                name = argv[argv.index(b"--name") + 1].decode()
+            except (ValueError, IndexError):
+                continue
+            if proc_start(int(p.name)) is not None:
+                out.append((int(p.name), name))
+    return out
