@@ -34,7 +34,9 @@ def synthetic_run(n_flows: int = 4, duration_s: float = 30.0, dt: float = 0.01,
     w = np.where(active, shares[None, :] * (1 + 0.2 * rng.standard_normal((k, n_flows))), 0)
     w = np.clip(w, 0, None)
     frac = w / np.maximum(w.sum(axis=1, keepdims=True), 1e-12)
-    rate_flow = 0.95 * rate_bps / 8 * frac  # bytes/s per flow
+    # small buffers cost utilisation (a plausible shape, not a model)
+    util = min(0.99, 0.98 - 1.6 / max(buffer_pkts, 1) + rng.normal(0, 0.005))
+    rate_flow = util * rate_bps / 8 * frac  # bytes/s per flow
     cum = np.cumsum(rate_flow * dt, axis=0)
     qlen = np.clip(buffer_pkts * (0.5 + 0.3 * np.sin(t / 2.0))[:, None]
                    + rng.normal(0, 3, (k, 1)), 0, buffer_pkts)[:, 0]

@@ -1,0 +1,321 @@
+"""ccarena.plots: the figures of a study, drawn with matplotlib (Agg backend).
+
+Contract: every function takes DataFrames (and a meta dict where a run is drawn) plus an
+output path, writes one figure (PNG or SVG, chosen by the path's suffix), closes it and
+returns the path. No function reads files or global state; empty inputs give a figure
+that says "no data" rather than an exception, so a report never breaks on a missing table.
+Units on axes are the readable ones (Mbit/s, ms); the data stay in SI units.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from ..analysis import summarize, valid_mask  # noqa: E402
+from ..metrics.series import (DEFAULT_INTERVAL_S, goodput_series, jain_series,  # noqa: E402
+                              nonempty, with_t)
+
+__all__ = ["timeseries", "metric_vs_factor", "box", "cdf", "heatmap", "fairness_vs_flows",
+           "unit_of", "natural_key"]
+
+MAX_POINTS = 3000  # per line: enough for the eye, keeps SVGs small
+MAX_LEGEND = 10
+
+
+def unit_of(metric: str) -> tuple[float, str]:
+    """(scale, unit) to display a metric stored in SI units."""
+    m = str(metric)
+    if m.endswith("_bps"):
+        return 1e-6, "Mbit/s"
+    if m.endswith("_s") and any(k in m for k in ("rtt", "delay", "latency")):
+        return 1e3, "ms"
+    if m.endswith("_s"):
+        return 1.0, "s"
+    if m.endswith("_bytes"):
+        return 1e-3, "kB"
+    return 1.0, ""
+
+
+def label_of(metric: str) -> str:
+    scale, unit = unit_of(metric)
+    name = re.sub(r"_(bps|s|bytes)$", "", str(metric)).replace("_", " ")
+    return f"{name} ({unit})" if unit else name
+
+
+def natural_key(v):
+    """Sort key for factor levels: "20p" < "100p", "1ms" < "10ms", numbers by value."""
+    if isinstance(v, (int, float, np.number)) and not isinstance(v, bool):
+        return (0, float(v), "")
+    m = re.match(r"\s*([-+]?\d*\.?\d+(?:[eE][-+]?\d+)?)", str(v))
+    return (0, float(m.group(1)), str(v)) if m else (1, 0.0, str(v))
+
+
+def _save(fig, path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fmt = path.suffix.lstrip(".").lower() or "png"
+    if fmt not in ("png", "svg"):
+        raise ValueError(f"plot {path}: format {fmt!r} not supported (use .png or .svg)")
+    fig.savefig(path, format=fmt, dpi=100, bbox_inches="tight",
+                metadata={"Date": None} if fmt == "svg" else None)
+    plt.close(fig)
+    return path
+
+
+def _no_data(ax, what="no data"):
+    ax.text(0.5, 0.5, what, ha="center", va="center", transform=ax.transAxes, color="grey")
+
+
+def _thin(x, y):
+    """Keep at most MAX_POINTS points of a line (every k-th sample)."""
+    k = max(1, len(x) // MAX_POINTS)
+    return np.asarray(x)[::k], np.asarray(y)[::k]
+
+
+def _legend(ax, n):
+    if 0 < n <= MAX_LEGEND:
+        ax.legend(fontsize="x-small", ncol=2 if n > 4 else 1, loc="best")
+
+
+# -- one run over time ------------------------------------------------------------------
+
+def timeseries(tables: dict, meta: dict, path, interval_s: float = DEFAULT_INTERVAL_S,
+               title: str | None = None) -> Path:
+    """Panels over time for one run: cwnd, goodput, RTT (srtt and ping), queue
+    occupancy at the bottleneck, and Jain's index per interval. Missing tables leave a
+    panel with "no data"."""
+    tables = {k: with_t(v, meta) for k, v in (tables or {}).items()}
+    fig, axes = plt.subplots(5, 1, figsize=(8, 10.5), sharex=True, layout="constrained")
+    names = {int(f["flow"]): f.get("name", f"flow{f['flow']}") + (f" ({f['cc']})" if
+             f.get("cc") else "") for f in meta.get("flows") or []}
+    tcp, rx = tables.get("tcpinfo"), tables.get("rx")
+    warm = float(meta.get("warmup_s") or 0.0)
+
+    ax = axes[0]
+    if nonempty(tcp) and "cwnd" in tcp:
+        per = tcp.groupby(["flow", "t"], sort=True)["cwnd"].sum().reset_index()
+        for f, g in per.groupby("flow"):
+            ax.plot(*_thin(g["t"], g["cwnd"]), lw=0.8, label=names.get(int(f), f"flow{f}"))
+        _legend(ax, per["flow"].nunique())
+    else:
+        _no_data(ax)
+    ax.set_ylabel("cwnd (segments)")
+
+    ax = axes[1]
+    if nonempty(rx):
+        gs = goodput_series(rx, meta, interval_s)
+        for f, g in gs.groupby("flow"):
+            ax.plot(g["t"] + interval_s / 2, g["goodput_bps"] / 1e6, lw=1,
+                    drawstyle="default", label=names.get(int(f), f"flow{f}"))
+        tot = gs.groupby("t")["goodput_bps"].sum()
+        ax.plot(tot.index + interval_s / 2, tot / 1e6, color="k", lw=1.2, ls="--",
+                label="sum")
+        rate = (meta.get("bottleneck") or {}).get("rate_bps")
+        if rate:
+            ax.axhline(rate / 1e6, color="grey", lw=0.8, ls=":")
+        _legend(ax, gs["flow"].nunique() + 1)
+    else:
+        _no_data(ax)
+    ax.set_ylabel(f"goodput (Mbit/s)\nper {interval_s:g} s")
+
+    ax = axes[2]
+    drew = False
+    if nonempty(tcp) and "srtt_us" in tcp:
+        per = tcp.groupby(["flow", "t"], sort=True)["srtt_us"].mean().reset_index()
+        for f, g in per.groupby("flow"):
+            ax.plot(*_thin(g["t"], g["srtt_us"] / 1e3), lw=0.7)
+        drew = True
+    ping = tables.get("ping")
+    if nonempty(ping) and "rtt_s" in ping:
+        ax.plot(ping["t"], ping["rtt_s"] * 1e3, ".", ms=2, color="k", label="ping")
+        ax.legend(fontsize="x-small")
+        drew = True
+    if meta.get("base_rtt_s"):
+        ax.axhline(meta["base_rtt_s"] * 1e3, color="grey", lw=0.8, ls=":")
+    if not drew:
+        _no_data(ax)
+    ax.set_ylabel("RTT (ms)\nsrtt per flow")
+
+    ax = axes[3]
+    link = tables.get("link_stats")
+    if nonempty(link) and "qlen_pkts" in link:
+        d = link[link["dir"] == 0] if "dir" in link else link
+        ax.plot(*_thin(d["t"], d["qlen_pkts"]), lw=0.8, color="tab:red")
+        buf = (meta.get("bottleneck") or {}).get("buffer_packets")
+        if buf:
+            ax.axhline(buf, color="grey", lw=0.8, ls=":")
+    else:
+        _no_data(ax, "no link statistics (kernel backend?)")
+    ax.set_ylabel("queue (packets)")
+
+    ax = axes[4]
+    if nonempty(rx):
+        js = jain_series(rx, meta, interval_s)
+        ax.plot(js["t"] + interval_s / 2, js["jain"], marker=".", lw=1)
+        ax.set_ylim(0, 1.05)
+        ax.axhline(0.9, color="grey", lw=0.8, ls=":")
+    else:
+        _no_data(ax)
+    ax.set_ylabel("Jain index\nper interval")
+    ax.set_xlabel("time since t0 (s)")
+    for a in axes:
+        if warm:
+            a.axvspan(0, warm, color="0.92", zorder=0)
+        a.grid(alpha=0.3)
+    fig.suptitle(title or f"run {meta.get('run_id', '')}  {meta.get('cell', '')}",
+                 fontsize="medium")
+    return _save(fig, path)
+
+
+# -- across cells and runs ----------------------------------------------------------------
+
+def metric_vs_factor(stats: pd.DataFrame, factor: str, metric: str, path,
+                     hue: str | None = None, title: str | None = None) -> Path:
+    """Mean of a metric against a swept factor with 95 % CI error bars.
+
+    stats: output of analysis.cell_stats (columns factor, [hue], metric, mean, ci_half)."""
+    scale, _ = unit_of(metric)
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    d = stats[stats["metric"] == metric] if nonempty(stats) else pd.DataFrame()
+    if d.empty or factor not in d:
+        _no_data(ax)
+    else:
+        levels = sorted(d[factor].dropna().unique(), key=natural_key)
+        pos = {v: i for i, v in enumerate(levels)}
+        groups = d.groupby(hue, sort=True) if hue and hue in d else [(None, d)]
+        ng = len(groups) if hue and hue in d else 1
+        for k, (h, g) in enumerate(groups):
+            g = g.assign(_x=g[factor].map(pos)).sort_values("_x")
+            # the same factor may appear in several cells of a hue level: average the means
+            g = g.groupby("_x", as_index=False).agg(mean=("mean", "mean"),
+                                                    ci=("ci_half", "max"))
+            off = (k - (ng - 1) / 2) * 0.06
+            ax.errorbar(g["_x"] + off, g["mean"] * scale, yerr=g["ci"].fillna(0) * scale,
+                        marker="o", capsize=3, label=None if h is None else str(h))
+        ax.set_xticks(range(len(levels)), [str(v) for v in levels])
+        if hue and hue in d:
+            ax.legend(title=hue, fontsize="x-small")
+    ax.set_xlabel(factor)
+    ax.set_ylabel(label_of(metric))
+    ax.grid(alpha=0.3)
+    ax.set_title(title or f"{metric} vs {factor} (mean, 95 % CI)", fontsize="medium")
+    return _save(fig, path)
+
+
+def box(runs: pd.DataFrame, by: str, metric: str, path, title: str | None = None) -> Path:
+    """Distribution of a metric over repetitions, one box per value of `by` (valid runs
+    only; the invalid ones are counted in the title)."""
+    scale, _ = unit_of(metric)
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    if not nonempty(runs) or metric not in runs or by not in runs:
+        _no_data(ax)
+        n_inv = 0
+    else:
+        ok = valid_mask(runs)
+        n_inv = int((~ok).sum())
+        d = runs[ok]
+        levels = sorted(d[by].dropna().unique(), key=natural_key)
+        data = [d.loc[d[by] == v, metric].dropna().to_numpy() * scale for v in levels]
+        if any(len(x) for x in data):
+            ax.boxplot(data, tick_labels=[str(v) for v in levels], showmeans=True)
+            for i, x in enumerate(data, 1):  # the points themselves: n is usually small
+                ax.plot(np.full(len(x), i) + np.linspace(-0.08, 0.08, len(x)), x, ".",
+                        color="k", ms=3)
+        else:
+            _no_data(ax)
+        if len(levels) > 4:
+            ax.tick_params(axis="x", labelrotation=30)
+    ax.set_xlabel(by)
+    ax.set_ylabel(label_of(metric))
+    ax.grid(alpha=0.3, axis="y")
+    extra = f"  ({n_inv} invalid runs excluded)" if n_inv else ""
+    ax.set_title((title or f"{metric} per {by}") + extra, fontsize="medium")
+    return _save(fig, path)
+
+
+def cdf(df: pd.DataFrame, value: str, path, hue: str | None = None,
+        title: str | None = None, max_groups: int = 12) -> Path:
+    """Empirical CDF of a column (e.g. RTT samples, per-flow goodput), one line per hue."""
+    scale, _ = unit_of(value)
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    if not nonempty(df) or value not in df:
+        _no_data(ax)
+    else:
+        groups = list(df.groupby(hue, sort=True)) if hue and hue in df else [(None, df)]
+        groups = sorted(groups, key=lambda kv: natural_key(kv[0]))[:max_groups]
+        for h, g in groups:
+            x = np.sort(g[value].dropna().to_numpy(float)) * scale
+            if x.size == 0:
+                continue
+            y = np.arange(1, x.size + 1) / x.size
+            ax.step(*_thin(x, y), where="post", label=None if h is None else str(h))
+        if hue:
+            _legend(ax, len(groups))
+    ax.set_xlabel(label_of(value))
+    ax.set_ylabel("fraction ≤ x")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.set_title(title or f"CDF of {value}", fontsize="medium")
+    return _save(fig, path)
+
+
+def heatmap(df: pd.DataFrame, row: str, col: str, value: str, path,
+            title: str | None = None, vmin=None, vmax=None, cmap: str = "viridis") -> Path:
+    """Algorithm x algorithm (or any two factors) matrix of the mean of `value`,
+    each cell annotated with its mean."""
+    scale, _ = unit_of(value)
+    fig, ax = plt.subplots(figsize=(5.5, 4.5))
+    if not nonempty(df) or not {row, col, value} <= set(df.columns):
+        _no_data(ax)
+    else:
+        piv = df.pivot_table(index=row, columns=col, values=value, aggfunc="mean")
+        piv = piv.reindex(index=sorted(piv.index, key=natural_key),
+                          columns=sorted(piv.columns, key=natural_key)) * scale
+        im = ax.imshow(piv.to_numpy(float), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+        ax.set_xticks(range(piv.shape[1]), [str(c) for c in piv.columns])
+        ax.set_yticks(range(piv.shape[0]), [str(i) for i in piv.index])
+        for (i, j), v in np.ndenumerate(piv.to_numpy(float)):
+            if not np.isnan(v):
+                ax.text(j, i, f"{v:.3g}", ha="center", va="center", fontsize="small",
+                        color="w" if im.norm(v) < 0.5 else "k")
+        fig.colorbar(im, ax=ax, label=label_of(value))
+    ax.set_xlabel(col)
+    ax.set_ylabel(row)
+    ax.set_title(title or f"{value}: {row} x {col}", fontsize="medium")
+    return _save(fig, path)
+
+
+def fairness_vs_flows(runs: pd.DataFrame, n_col: str, path, value: str = "jain",
+                      hue: str | None = None, title: str | None = None) -> Path:
+    """Jain's index (or another value) against the number of competing flows: mean and
+    95 % CI over valid runs, with the 1/n line of one flow taking everything."""
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    if not nonempty(runs) or n_col not in runs or value not in runs:
+        _no_data(ax)
+    else:
+        d = runs[valid_mask(runs)].copy()
+        d["_n"] = pd.to_numeric(d[n_col], errors="coerce")
+        groups = d.groupby(hue, sort=True) if hue and hue in d else [(None, d)]
+        for h, g in groups:
+            s = pd.DataFrame([{"n": n, **summarize(x[value])} for n, x in g.groupby("_n")])
+            if s.empty:
+                continue
+            ax.errorbar(s["n"], s["mean"], yerr=s["ci_half"].fillna(0), marker="o",
+                        capsize=3, label=None if h is None else str(h))
+        ns = np.sort(d["_n"].dropna().unique())
+        if ns.size:
+            ax.plot(ns, 1 / ns, ls=":", color="grey", label="1/n (one flow takes all)")
+        ax.legend(fontsize="x-small")
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel(n_col)
+    ax.set_ylabel(value)
+    ax.grid(alpha=0.3)
+    ax.set_title(title or f"{value} vs {n_col} (mean, 95 % CI)", fontsize="medium")
+    return _save(fig, path)
