@@ -1,0 +1,61 @@
+# ccarena — everything a fresh Debian/Ubuntu machine needs, then the demo or the tests.
+#   make demo    install everything, run studies/quickstart.toml, print its table
+#   make test    install everything, run the whole test suite (unit + namespaces + quick studies)
+#   make install system packages (apt), Rust binaries, BPF objects, Python venv
+#   make bench   benchmarks (not tests)
+# Run as root: the testbed uses network namespaces.
+
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+APT_PACKAGES := iproute2 iputils-ping ethtool iperf3 curl wget tcpdump procps \
+  clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev pkg-config python3-venv python3-pip \
+  build-essential chromium
+STAMP := build/.stamps
+
+.PHONY: install deps build python demo test test-unit bench clean
+
+install: deps build python
+
+$(STAMP)/apt:
+	@mkdir -p $(STAMP)
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "apt: installing$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+	@command -v cargo >/dev/null || { echo "apt: installing cargo"; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cargo; }
+	@touch $@
+
+deps: $(STAMP)/apt
+
+build: deps
+	cargo build --release -p ccarena-flow -p ccarena-link
+	$(MAKE) --no-print-directory bpf
+
+$(STAMP)/venv: pyproject.toml
+	@mkdir -p $(STAMP)
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	@touch $@
+
+python: deps $(STAMP)/venv
+
+demo: install
+	$(VENV)/bin/ccarena run quickstart
+
+test: install
+	$(VENV)/bin/pytest -q -ra tests
+
+test-unit: python
+	$(VENV)/bin/pytest -q -ra tests/unit
+
+bench: install
+	@for b in benchmarks/*.sh; do [ -x "$$b" ] && echo "== $$b" && "$$b"; done; \
+	for b in benchmarks/*.py; do echo "== $$b" && $(PY) "$$b"; done
+
+clean:
+	rm -rf build target $(VENV)
+
+include mk/bpf.mk

@@ -1,0 +1,209 @@
+"""The `ccarena` command: a thin layer over the Python API.
+
+Errors print one line (`ccarena: <what failed>`) and exit 1; `--debug` shows tracebacks.
+Exit codes: 0 ok, 1 error, 2 bad usage, 3 a study's expectations failed, 130 interrupted."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from . import __version__
+from .errors import CcarenaError
+
+STUDIES_DIR = Path(__file__).resolve().parents[2] / "studies"
+
+
+def resolve_study_path(name: str) -> Path:
+    p = Path(name)
+    if p.exists() or p.suffix == ".toml" or "/" in name:
+        return p
+    cand = STUDIES_DIR / f"{name}.toml"
+    return cand if cand.exists() else p
+
+
+def cmd_run(args) -> int:
+    from .plan import make_plan
+    from .spec.load import load_study
+    from .summary import render
+    overrides = {}
+    if args.duration:
+        overrides.setdefault("study", {})["duration"] = args.duration
+    study = load_study(resolve_study_path(args.study), overrides=overrides or None)
+    if args.dry_run:
+        from .runner import preflight
+        plan = make_plan(study, seed=args.seed, shuffle=not args.no_shuffle if args.no_shuffle
+                         else None, repetitions=args.repetitions)
+        print(f"study {study.name}: {len(plan.study.cells)} cells x "
+              f"{args.repetitions or study.repetitions} repetitions = {len(plan.runs)} runs, "
+              f"{'shuffled' if plan.shuffled else 'in order'} (seed {plan.seed}); "
+              f"about {len(plan.runs) * (study.duration_s + 1):.0f} s")
+        for r in plan.runs:
+            params = ", ".join(f"{k} = {v}" for k, v in r.params.items())
+            print(f"  {r.index:4d}  {r.label:10s} seed {r.seed:<11d} {params}")
+        if os.geteuid() == 0:
+            pf = preflight(study, args.cc_source)
+            backends = {v["backend"] + ": " + v["why"] for v in pf["cells"].values()}
+            print("link backend: " + "; ".join(sorted(backends)))
+            for n, a in pf["algorithms"].items():
+                print(f"algorithm {n}: {a['source']} ({a['kernel_name']})")
+        return 0
+    from .runner import run_study
+    res = run_study(study, results_base=args.results, seed=args.seed,
+                    shuffle=False if args.no_shuffle else None, repetitions=args.repetitions,
+                    progress=not args.quiet, force_cc=args.cc_source, event_log=args.event_log)
+    render(res)
+    print(f"results: {res.path}")
+    from .checks import run_checks
+    ok = run_checks(res, study)
+    return 0 if ok else 3
+
+
+def cmd_ls(args) -> int:
+    from .store.results import list_results
+    rs = list_results(args.results)
+    if not rs:
+        print(f"no results under {args.results}/")
+        return 0
+    for r in rs:
+        try:
+            meta = r.check_version()
+            n = len(r.run_dirs())
+            print(f"{r.path.name:45s} {n:5d} runs   {meta.get('created', '')}")
+        except CcarenaError as e:
+            print(f"{r.path.name:45s} unreadable: {e}")
+    return 0
+
+
+def cmd_show(args) -> int:
+    from .store.results import list_results, open_results
+    from .summary import render
+    p = Path(args.results_dir)
+    if not p.exists():
+        cands = [r for r in list_results(args.results) if r.path.name.startswith(args.results_dir)]
+        if not cands:
+            raise CcarenaError(f"no results directory {args.results_dir!r}")
+        p = cands[-1].path
+    res = open_results(p)
+    if args.rebuild or not (res.path / "runs.parquet").exists():
+        res.rebuild_aggregates()
+    render(res)
+    return 0
+
+
+def cmd_cleanup(args) -> int:
+    from . import cc
+    from .testbed import registry
+    removed = registry.cleanup(all_runs=args.all)
+    for n in removed:
+        print(f"removed namespace {n}")
+    for n in cc.cleanup_stale():
+        print(f"unregistered congestion control {n}")
+    if not removed:
+        print("no leftover namespaces")
+    return 0
+
+
+def cmd_doctor(args) -> int:
+    from .doctor import doctor
+    return doctor(args.study, as_json=args.json)
+
+
+def cmd_cc_list(args) -> int:
+    from . import cc
+    algs = cc.available()
+    if args.json:
+        print(json.dumps({n: {"source": a.source, "kernel_name": a.kernel_name, "why": a.why}
+                          for n, a in algs.items()}, indent=1))
+        return 0
+    for n, a in sorted(algs.items()):
+        print(f"{n:10s} {a.source:12s} {a.kernel_name or '':14s} {a.why or ''}")
+    return 0
+
+
+def cmd_studies(args) -> int:
+    import tomllib
+    for p in sorted(STUDIES_DIR.glob("*.toml")):
+        try:
+            d = tomllib.loads(p.read_text()).get("study", {})
+        except Exception:
+            d = {}
+        print(f"{p.stem:22s} {d.get('description', '').splitlines()[0] if d.get('description') else ''}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="ccarena", description="A laboratory for TCP "
+                                 "congestion-control experiments on network namespaces.")
+    ap.add_argument("--version", action="version", version=f"ccarena {__version__}")
+    ap.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = ap.add_subparsers(dest="cmd", metavar="COMMAND")
+
+    r = sub.add_parser("run", help="run a study (a file, or a built-in study by name)")
+    r.add_argument("study", help="study file or built-in name (see `ccarena studies`)")
+    r.add_argument("--dry-run", action="store_true", help="list the runs; build nothing")
+    r.add_argument("--seed", type=int, help="seed of the run order and per-run seeds")
+    r.add_argument("--no-shuffle", action="store_true", help="run cells in order")
+    r.add_argument("--repetitions", type=int, help="override study.repetitions")
+    r.add_argument("--duration", help="override study.duration (e.g. 5s)")
+    r.add_argument("--results", default="results", help="results base directory")
+    r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.add_argument("--cc-source", choices=("kernel", "bpf"),
+                   help="force where algorithms come from")
+    r.add_argument("--event-log", action="store_true",
+                   help="keep the user-space link's per-packet event log")
+    r.set_defaults(func=cmd_run)
+
+    s = sub.add_parser("ls", help="list stored studies")
+    s.add_argument("--results", default="results")
+    s.set_defaults(func=cmd_ls)
+    s = sub.add_parser("show", help="summary table of a stored study")
+    s.add_argument("results_dir", help="results directory (or a prefix of its name)")
+    s.add_argument("--results", default="results")
+    s.add_argument("--rebuild", action="store_true", help="recompute the aggregates first")
+    s.set_defaults(func=cmd_show)
+    s = sub.add_parser("cleanup", help="remove what crashed runs left (namespaces, BPF)")
+    s.add_argument("--all", action="store_true", help="also remove live runs' namespaces")
+    s.set_defaults(func=cmd_cleanup)
+    s = sub.add_parser("doctor", help="what this machine offers and what a study will use")
+    s.add_argument("study", nargs="?", help="also say how this study would run")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_doctor)
+    s = sub.add_parser("cc", help="congestion-control algorithms")
+    ccsub = s.add_subparsers(dest="cc_cmd", metavar="SUBCOMMAND")
+    s2 = ccsub.add_parser("list", help="each algorithm and where it comes from")
+    s2.add_argument("--json", action="store_true")
+    s2.set_defaults(func=cmd_cc_list)
+    s = sub.add_parser("studies", help="list the built-in studies")
+    s.set_defaults(func=cmd_studies)
+    try:
+        from . import cli_analysis
+        cli_analysis.register(sub)
+    except ImportError:
+        pass
+    return ap
+
+
+def main(argv=None) -> int:
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    if not getattr(args, "func", None):
+        ap.print_help()
+        return 2
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print("ccarena: interrupted; the current run was torn down, completed runs are kept",
+              file=sys.stderr)
+        return 130
+    except CcarenaError as e:
+        if args.debug:
+            raise
+        print(f"ccarena: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

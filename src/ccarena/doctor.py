@@ -1,0 +1,108 @@
+"""`ccarena doctor`: what this machine offers (probed, not guessed) and, for a study, which
+link backend and which algorithm source it will use. Exit 1 when something essential
+(root, namespaces, veth, the flow engine) is missing."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+
+from rich.console import Console
+
+
+def _cgroup() -> str:
+    if os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+        return "v2"
+    if os.path.isdir("/sys/fs/cgroup/cpu") or os.path.isdir("/sys/fs/cgroup/memory"):
+        return "v1" + (" (+v2 at /sys/fs/cgroup/unified)" if os.path.exists(
+            "/sys/fs/cgroup/unified/cgroup.controllers") else "")
+    return "none"
+
+
+def _tracefs() -> str:
+    for p in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"):
+        if os.path.exists(os.path.join(p, "events/tcp/tcp_probe")):
+            return f"mounted at {p}, tcp:tcp_probe present"
+    if os.path.isdir("/sys/kernel/tracing"):
+        return "not mounted (ccarena mounts it at /sys/kernel/tracing when a study traces)"
+    return "absent"
+
+
+def facts() -> dict:
+    from . import cc
+    from .paths import find_binary
+    from .testbed import caps
+    c = caps.probe()
+    try:
+        algs = {n: {"source": a.source, "kernel_name": a.kernel_name, "why": a.why}
+                for n, a in cc.available().items()}
+    except Exception as e:
+        algs = {"error": str(e)}
+    return {
+        "kernel": platform.release(), "root": os.geteuid() == 0,
+        "netns": c["netns"], "veth": c["veth"], "qdiscs": c["qdiscs"], "netem": c["netem"],
+        "probe_error": c.get("error"), "cgroup": _cgroup(), "tracefs": _tracefs(),
+        "binaries": {b: find_binary(b) for b in ("ccarena-flow", "ccarena-link", "iperf3",
+                                                  "ping", "curl", "tc", "bpftool")},
+        "algorithms": algs,
+    }
+
+
+def doctor(study_path: str | None = None, as_json: bool = False) -> int:
+    f = facts()
+    essential = []
+    if not f["root"]:
+        essential.append("run as root (namespaces need CAP_SYS_ADMIN and CAP_NET_ADMIN)")
+    if not f["netns"]:
+        essential.append("network namespaces do not work here")
+    if not f["veth"]:
+        essential.append("veth interfaces cannot be created here")
+    if not f["binaries"]["ccarena-flow"]:
+        essential.append("ccarena-flow is not built (make build)")
+    study_info = None
+    if study_path:
+        from .cli import resolve_study_path
+        from .runner import preflight
+        from .spec.load import load_study
+        st = load_study(resolve_study_path(study_path))
+        try:
+            pf = preflight(st)
+            study_info = {"backends": pf["cells"], "algorithms": pf["algorithms"]}
+        except Exception as e:
+            study_info = {"error": str(e)}
+    if as_json:
+        print(json.dumps({**f, "study": study_info, "essential_missing": essential}, indent=1))
+        return 1 if essential else 0
+    con = Console()
+    ok = lambda b: "[green]yes[/green]" if b else "[red]no[/red]"  # noqa: E731
+    con.print(f"kernel            {f['kernel']}")
+    con.print(f"root              {ok(f['root'])}")
+    con.print(f"network namespaces {ok(f['netns'])}   veth {ok(f['veth'])}")
+    con.print("qdiscs            " + "  ".join(f"{q} {ok(v)}" for q, v in f["qdiscs"].items()))
+    con.print(f"netem             {ok(f['netem'])}")
+    con.print(f"cgroup            {f['cgroup']}")
+    con.print(f"tracefs           {f['tracefs']}")
+    for b, p in f["binaries"].items():
+        con.print(f"{b:17s} {p or '[red]not found[/red]'}")
+    link = "user-space ccarena-link" if f["binaries"]["ccarena-link"] else "none built"
+    con.print(f"link backends     kernel (htb{'+netem' if f['netem'] else ', no delay/loss'}), "
+              f"user: {link}; studies with delay/loss/AQM use "
+              f"{'the kernel' if f['netem'] else 'the user-space link'}")
+    if "error" in f["algorithms"]:
+        con.print(f"algorithms        [red]{f['algorithms']['error']}[/red]")
+    else:
+        for src in ("kernel", "bpf", "unavailable"):
+            names = [n for n, a in sorted(f["algorithms"].items()) if a["source"] == src]
+            if names:
+                con.print(f"algorithms ({src}) {' '.join(names)}")
+    if study_info:
+        if "error" in study_info:
+            con.print(f"[red]study: {study_info['error']}[/red]")
+        else:
+            for i, b in study_info["backends"].items():
+                con.print(f"study cell {i}: link backend {b['backend']} ({b['why']})")
+            for n, a in study_info["algorithms"].items():
+                con.print(f"study algorithm {n}: {a['source']} as {a['kernel_name']}")
+    for e in essential:
+        con.print(f"[red]missing:[/red] {e}")
+    return 1 if essential else 0

@@ -1,0 +1,58 @@
+"""What a run records about the machine so it can be re-run and judged: kernel, tool
+versions, sysctls of each host, offloads on the emulated path."""
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import subprocess
+
+from . import __version__, netns
+
+HOST_SYSCTLS = (
+    "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem",
+    "net.ipv4.tcp_ecn", "net.ipv4.tcp_sack", "net.ipv4.tcp_no_metrics_save",
+    "net.ipv4.tcp_timestamps", "net.ipv4.tcp_window_scaling", "net.ipv4.tcp_autocorking",
+    "net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_slow_start_after_idle",
+    "net.ipv4.tcp_mtu_probing", "net.ipv4.tcp_pacing_ss_ratio", "net.ipv4.tcp_pacing_ca_ratio",
+)
+
+
+def _version(argv) -> str | None:
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=5)
+        return (r.stdout or r.stderr).strip().splitlines()[0] if (r.stdout or r.stderr) else None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+@functools.lru_cache(maxsize=1)
+def machine() -> dict:
+    from .paths import find_binary
+    u = platform.uname()
+    tools = {"ccarena": __version__, "python": platform.python_version()}
+    for name in ("ccarena-flow", "ccarena-link"):
+        b = find_binary(name)
+        tools[name] = _version([b, "--version"]) if b else None
+    for name, argv in (("iproute2", ["ip", "-V"]), ("ping", ["ping", "-V"]),
+                       ("iperf3", ["iperf3", "--version"])):
+        tools[name] = _version(argv)
+    try:
+        import pyroute2
+        tools["pyroute2"] = pyroute2.__version__
+    except Exception:
+        pass
+    return {"kernel": u.release, "kernel_version": u.version, "machine": u.machine,
+            "hostname": u.node, "cpus": os.cpu_count(), "tools": tools}
+
+
+def host_state(topo) -> dict:
+    sysctls = {h: netns.sysctl_get(ns, HOST_SYSCTLS) for h, ns in topo.hosts.items()}
+    offloads = {}
+    for pair in topo.veths:
+        for end in (pair.a, pair.b):
+            try:
+                offloads[f"{end.ns}/{end.name}"] = netns.get_offloads(end.ns, end.name)
+            except Exception as e:
+                offloads[f"{end.ns}/{end.name}"] = {"error": str(e)}
+    return {"sysctls": sysctls, "offloads": offloads}

@@ -1,0 +1,1 @@
+"""Measurements taken by the orchestrator: binary record readers, ping, CPU accounting."""

@@ -1,0 +1,301 @@
+"""Run a study: preflight, then for each planned run build the testbed, start the link,
+the flow engines and the probes at a common t0, wait, collect, tear down, store.
+
+    run_study(study) -> ResultsDir
+
+Preflight raises before anything is built (no backend, a missing algorithm or binary).
+SIGINT and SIGTERM tear the current run down; completed runs stay stored."""
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import signal
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from . import cc as ccmod
+from . import environment, validity
+from .errors import CcarenaError, PreflightError, RunError
+from .measure import cpu, records
+from .measure.ping import PingProbe
+from .plan import Plan, PlannedRun, make_plan
+from .spec.model import Study
+from .store.results import ResultsDir, write_json
+from .testbed import backend as backend_mod
+from .testbed import caps as caps_mod
+from .testbed import kernel_link, user_link
+from .testbed.build import Testbed
+from .testbed.topology import plan_dumbbell
+from .workload.engine import Engines, algorithms_of, host_configs
+
+START_LEAD_S = 0.2
+WAIT_MARGIN_S = 15.0
+
+
+def preflight(study: Study, force_cc: str | None = None) -> dict:
+    """Everything that can be checked without building: -> {cell: {"backend","why"}, ...}."""
+    caps = caps_mod.probe()
+    if caps.get("error") and not caps.get("veth"):
+        raise PreflightError(f"cannot build testbeds here: {caps['error']} "
+                             "(run `ccarena doctor`)")
+    out = {"cells": {}, "algorithms": {}}
+    cells = getattr(study, "cells", [({}, study)])
+    names = set()
+    for i, (params, cell) in enumerate(cells):
+        b, why = backend_mod.choose(cell, caps)
+        out["cells"][i] = {"backend": b, "why": why}
+        names |= cell.algorithms()
+        if cell.flows:
+            from .paths import require_binary
+            require_binary("ccarena-flow", "the flow engine")
+    missing = []
+    for n in sorted(names):
+        a = ccmod.resolve(n, force=force_cc)
+        out["algorithms"][n] = {"source": a.source, "kernel_name": a.kernel_name, "why": a.why}
+        if a.source == "unavailable":
+            missing.append(f"{n} ({a.why})")
+    if missing:
+        raise PreflightError(f"{study.path}: congestion control not available here: "
+                             + "; ".join(missing) + " (see `ccarena cc list`)")
+    return out
+
+
+class _Terminate(KeyboardInterrupt):
+    """SIGTERM, delivered as an exception so every `with` tears its part down."""
+
+
+@contextlib.contextmanager
+def _sigterm_as_exception():
+    def handler(signum, frame):
+        raise _Terminate()
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def run_study(study: Study, *, results_base="results", seed=None, shuffle=None,
+              repetitions=None, progress=True, force_cc=None, event_log=False,
+              on_run=None) -> ResultsDir:
+    pf = preflight(study, force_cc)
+    plan = make_plan(study, seed=seed, shuffle=shuffle, repetitions=repetitions)
+    results = ResultsDir.create(study.name, results_base)
+    results.write_study(study, plan, study.path)
+    write_json(results.path / "preflight.json", pf)
+    write_json(results.path / "environment.json", environment.machine())
+    cells = getattr(study, "cells", [({}, study)])
+    cell_index = {r.cell: int(r.cell[1:]) for r in plan.runs}
+    bar = _Progress(len(plan.runs), study.name) if progress else None
+    with _sigterm_as_exception(), ccmod.acquire(sorted(pf["algorithms"]), _study_token(),
+                                                 force=force_cc) as kernel_names:
+        try:
+            for r in plan.runs:
+                backend = pf["cells"][cell_index[r.cell]]["backend"]
+                if bar:
+                    bar.update(r)
+                meta = execute_run(r, results, backend, kernel_names, pf, event_log=event_log)
+                results.rebuild_aggregates()
+                if on_run:
+                    on_run(r, meta)
+        finally:
+            if bar:
+                bar.close()
+    return results
+
+
+def _study_token() -> str:
+    return "s" + secrets.token_hex(3)
+
+
+def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: dict,
+                pf: dict, event_log: bool = False) -> dict:
+    study = r.study
+    r.run_id = secrets.token_hex(3)
+    rd = results.run_dir(r.label)
+    raw = rd / "raw"
+    topo = plan_dumbbell(r.run_id, study.pairs, backend)
+    meta = {
+        "version": 1, "run_id": r.run_id, "label": r.label, "study": study.name,
+        "cell": r.cell, "cell_params": r.params, "rep": r.rep, "index": r.index,
+        "seed": r.seed, "backend": backend, "duration_s": study.duration_s,
+        "warmup_s": study.warmup_s, "base_rtt_s": study.base_rtt_s,
+        "sample_interval_s": study.sample_interval_s,
+        "bottleneck": _bottleneck_meta(study), "flows": _flows_meta(study, kernel_names, pf),
+        "namespaces": topo.namespaces, "valid": True, "invalid_reasons": [],
+    }
+    reasons: list[str] = []
+    tables: dict[str, pd.DataFrame] = {}
+    link_proc = sampler = engines = None
+    pings: list[PingProbe] = []
+    started = time.time()
+    try:
+        with Testbed(topo, study) as tb:
+            tb.flush_tcp_metrics()
+            if backend == "kernel":
+                kernel_link.apply(topo, study)
+                sampler = kernel_link.QdiscSampler(tb).start()
+            else:
+                link_proc = user_link.start(topo, study, raw, r.seed, event_log=event_log)
+            meta["host_state"] = environment.host_state(topo)
+            cfgs = host_configs(study, topo, raw, kernel_names, r.seed)
+            engines = Engines(topo, cfgs, raw)
+            engines.start()
+            for p in study.probes:
+                pings.append(PingProbe(p.name, topo.ns(p.src), topo.host_ip[p.dst],
+                                       p.interval_s, study.duration_s + START_LEAD_S,
+                                       raw / "logs"))
+            c0 = cpu.snapshot()
+            t0 = engines.go(START_LEAD_S)
+            meta["t0_ns"] = t0
+            rcs = engines.wait(study.duration_s + START_LEAD_S + WAIT_MARGIN_S)
+            meta["cpu"] = cpu.usage(c0, cpu.snapshot())
+            reasons += engines.failures(rcs)
+            engines.stop()
+            pt = [p.finish(timeout_s=2.0) for p in pings]
+            if pt:
+                tables["ping"] = pd.concat(pt, ignore_index=True)
+            if sampler is not None:
+                tables["link_stats"] = pd.DataFrame(sampler.stop())
+            if link_proc is not None:
+                rc = link_proc.terminate(timeout_s=10)
+                if rc != 0:
+                    reasons.append(f"ccarena-link exit {rc}: {link_proc.stderr_tail(3)}")
+    except KeyboardInterrupt:
+        meta["interrupted"] = True
+        raise
+    except CcarenaError as e:
+        reasons.append(str(e))
+        meta["error"] = str(e)
+    finally:
+        for p in pings:
+            with contextlib.suppress(Exception):
+                p.proc.terminate(1)
+        if engines:
+            engines.stop()
+    meta["wall_start"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started))
+    meta["wall_s"] = time.time() - started
+    _collect(raw, tables, meta, reasons)
+    meta["valid"] = not reasons
+    meta["invalid_reasons"] = reasons
+    _store_run(rd, tables, meta)
+    return meta
+
+
+def _bottleneck_meta(study: Study) -> dict:
+    b = study.bottleneck
+    d = {"rate_bps": b.rate_bps, "delay_s": b.delay_s, "jitter_s": b.jitter_s, "loss": b.loss,
+         "queue": b.queue, "ecn": b.ecn, "aqm": b.aqm}
+    d["buffer_packets" if b.buffer.kind == "packets" else "buffer_bytes"] = b.buffer.size
+    return d
+
+
+def _flows_meta(study: Study, kernel_names: dict, pf: dict) -> list[dict]:
+    out = []
+    algs = algorithms_of(study)
+    for i, f in enumerate(study.flows):
+        src = pf["algorithms"].get(f.cc, {}).get("source")
+        out.append({"flow": i, "name": f.name, "kind": f.kind, "from": f.src, "to": f.dst,
+                    "cc": f.cc, "cc_kernel": kernel_names.get(f.cc, f.cc), "cc_source": src,
+                    "receiver_cc": algs[i][1] if f.kind in ("bulk", "parallel", "paced")
+                    else algs[i][0], "conns": f.conns, "start_s": f.start_s,
+                    "stop_s": f.stop_s if f.stop_s is not None else study.duration_s,
+                    "size": f.size, "count": f.count})
+    return out
+
+
+def _collect(raw: Path, tables: dict, meta: dict, reasons: list[str]) -> None:
+    """Read every part's raw output into tables; check what the kernel says it ran."""
+    parts = {k: [] for k in ("tcpinfo", "rx", "rr", "conns")}
+    engines = {}
+    for hd in sorted(p for p in raw.glob("*") if p.is_dir() and p.name not in ("logs", "link")):
+        for k in ("tcpinfo", "rx", "rr"):
+            df = records.read_bin(hd / f"{k}.bin")
+            if df is not None and len(df):
+                df.insert(0, "host", hd.name)
+                parts[k].append(df)
+        c = records.read_jsonl(hd / "conns.jsonl")
+        if c is not None and len(c):
+            c.insert(0, "host", hd.name)
+            parts["conns"].append(c)
+        ej = hd / "engine.json"
+        if ej.exists():
+            engines[hd.name] = json.loads(ej.read_text())
+            reasons += validity.check_engine(hd.name, engines[hd.name])
+    for k, v in parts.items():
+        if v:
+            tables[k] = pd.concat(v, ignore_index=True)
+    meta["engines"] = engines
+    link_dir = raw / "link"
+    if link_dir.is_dir():
+        for k in ("link_stats", "link_events"):
+            df = records.read_bin(link_dir / f"{k}.bin")
+            if df is not None and len(df):
+                tables[k] = df
+        lj = link_dir / "link.json"
+        if lj.exists():
+            meta["link"] = json.loads(lj.read_text())
+            reasons += validity.check_link(meta["link"])
+    reasons += validity.check_cpu(meta.get("cpu", {}))
+    reasons += _check_algorithms(tables.get("conns"), meta)
+    t0 = meta.get("t0_ns")
+    for k, df in tables.items():
+        df.insert(0, "run_id", meta["run_id"])
+        if t0 and "t_ns" in df.columns:
+            df["t"] = (df["t_ns"].astype("int64") - int(t0)) / 1e9
+
+
+def _check_algorithms(conns: pd.DataFrame | None, meta: dict) -> list[str]:
+    """The data sender of each flow must have run the algorithm asked for (kernel's word)."""
+    if conns is None or not len(conns) or "cc" not in conns:
+        return []
+    out = []
+    for f in meta["flows"]:
+        rows = conns[(conns["flow"] == f["flow"]) & (conns.get("side") == "send")]
+        got = set(rows["cc"].dropna())
+        if got and got != {f["cc_kernel"]}:
+            out.append(f"flow {f['name']}: asked for {f['cc_kernel']}, the kernel ran "
+                       f"{', '.join(sorted(got))}")
+    return out
+
+
+def _store_run(rd: Path, tables: dict, meta: dict) -> None:
+    from .metrics import run_metrics
+    for k, df in tables.items():
+        df.to_parquet(rd / f"{k}.parquet", index=False)
+    try:
+        flows, run = run_metrics(tables, meta)
+        flows.to_parquet(rd / "flow_metrics.parquet", index=False)
+        run["valid"] = meta["valid"]
+        write_json(rd / "metrics.json", run)
+    except Exception as e:  # keep the raw data even when a metric fails
+        meta.setdefault("invalid_reasons", []).append(f"metrics failed: {e}")
+        meta["valid"] = False
+    write_json(rd / "meta.json", meta)   # last: marks the run complete
+
+
+class _Progress:
+    def __init__(self, total: int, name: str):
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                   TimeRemainingColumn)
+        self.p = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                          MofNCompleteColumn(), TextColumn("{task.fields[run]}"),
+                          TimeRemainingColumn(), transient=False)
+        self.p.start()
+        self.task = self.p.add_task(name, total=total, run="")
+        self.n = 0
+
+    def update(self, r: PlannedRun):
+        if self.n:
+            self.p.advance(self.task)
+        self.n += 1
+        params = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in r.params.items())
+        self.p.update(self.task, run=f"{r.label} {params}")
+
+    def close(self):
+        if self.n:
+            self.p.advance(self.task)
+        self.p.stop()

@@ -1,0 +1,67 @@
+"""The terminal summary of a stored study: one line per cell and flow, mean ± 95 % CI over
+valid repetitions, and the invalid runs named with their reasons."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+COLUMNS = (  # (metric, header, scale, format)
+    ("goodput_bps", "goodput Mbit/s", 1e-6, "{:.2f}"),
+    ("rtt_mean_s", "RTT ms", 1e3, "{:.2f}"),
+    ("rtt_p95_s", "RTT p95 ms", 1e3, "{:.2f}"),
+    ("retrans_ratio", "retrans %", 100, "{:.3f}"),
+    ("fct_s", "download s", 1, "{:.3f}"),
+)
+
+
+def _fmt(row, scale, fmt) -> str:
+    m = row.get("mean")
+    if m is None or (isinstance(m, float) and math.isnan(m)):
+        return "-"
+    s = fmt.format(m * scale)
+    h = row.get("ci_half")
+    if h is not None and not (isinstance(h, float) and math.isnan(h)) and row.get("n", 0) > 1:
+        s += " ± " + fmt.format(h * scale)
+    return s
+
+
+def render(results, console: Console | None = None) -> Table:
+    console = console or Console()
+    cells = results.cells
+    runs = results.runs
+    plan = results.plan_json()
+    params = list(next(iter(plan.get("cells", {}).values()), {}) or {})
+    t = Table(title=f"{results.path.name}  ({len(runs)} runs)", show_lines=False)
+    for p in params:
+        t.add_column(p.split(".", 1)[-1] if p.startswith(("bottleneck.", "study.")) else p)
+    t.add_column("flow")
+    t.add_column("cc")
+    present = [c for c in COLUMNS if len(cells) and c[0] in set(cells["metric"])]
+    for _, head, _, _ in present:
+        t.add_column(head, justify="right")
+    t.add_column("n", justify="right")
+    if len(cells):
+        keys = [k for k in ["cell", *params, "name", "cc"] if k in cells.columns]
+        for key, g in cells.groupby(keys, sort=True):
+            key = key if isinstance(key, tuple) else (key,)
+            d = dict(zip(keys, key))
+            by_metric = {r["metric"]: r for r in g.to_dict("records")}
+            n = max((int(r.get("n", 0)) for r in by_metric.values()), default=0)
+            bad = max((int(r.get("n_invalid", 0)) for r in by_metric.values()), default=0)
+            t.add_row(*[str(d.get(p, "")) for p in params], str(d.get("name", "")),
+                      str(d.get("cc", "")),
+                      *[_fmt(by_metric.get(m, {}), s, f) for m, _, s, f in present],
+                      f"{n}" + (f" (+{bad} invalid)" if bad else ""))
+    console.print(t)
+    if len(runs) and "valid" in runs:
+        bad = runs[~runs["valid"].astype(bool)]
+        for _, r in bad.iterrows():
+            console.print(f"[yellow]invalid run {r['label']}[/yellow]: {r['invalid_reasons']}")
+    return t
+
+
+def cell_frame(results) -> pd.DataFrame:
+    return results.cells

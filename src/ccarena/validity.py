@@ -1,0 +1,54 @@
+"""When a run is invalid: the machine or the tools failed the experiment, not the network.
+
+A run is flagged (never silently averaged in) when
+- the CPU was stolen from us for more than STEAL_MAX of the time, or busy above BUSY_MAX;
+- a flow engine missed more than SAMPLE_GAP_MAX of its sampling ticks;
+- the user-space link lost packets in its own receive path, or released more than LATE_MAX of
+  packets later than its tolerance;
+- a socket ran another congestion control than the one the study asked for;
+- a process failed."""
+from __future__ import annotations
+
+STEAL_MAX = 0.25
+BUSY_MAX = 0.98
+SAMPLE_GAP_MAX = 0.10
+LINK_RING_DROP_MAX = 0.001
+LATE_MAX = 0.01
+
+
+def check_cpu(cpu: dict) -> list[str]:
+    out = []
+    if cpu.get("steal_frac", 0) > STEAL_MAX:
+        out.append(f"CPU steal {cpu['steal_frac']:.0%} of the run (limit {STEAL_MAX:.0%})")
+    if cpu.get("busy_frac", 0) > BUSY_MAX:
+        out.append(f"CPU busy {cpu['busy_frac']:.0%} of all cores (limit {BUSY_MAX:.0%})")
+    return out
+
+
+def check_engine(host: str, engine: dict) -> list[str]:
+    n = engine.get("samples", 0) or 0
+    gaps = engine.get("sample_gaps", 0) or 0
+    if n and gaps / max(n, 1) > SAMPLE_GAP_MAX:
+        return [f"flow engine on {host} missed {gaps} of {n} sampling ticks"]
+    return []
+
+
+def check_link(link: dict) -> list[str]:
+    out = []
+    for d, s in (link.get("directions") or {}).items() if isinstance(link.get("directions"),
+                                                                      dict) else []:
+        fwd = s.get("forwarded", 0) or 0
+        drops = s.get("rx_ring_drops", 0) or 0
+        late = s.get("late_packets", 0) or 0
+        if fwd and drops / fwd > LINK_RING_DROP_MAX:
+            out.append(f"link {d}: {drops} packets lost in its own receive path")
+        if fwd and late / fwd > LATE_MAX:
+            out.append(f"link {d}: {late} of {fwd} packets released late")
+    fwd = link.get("forwarded", 0) or 0
+    drops = link.get("rx_ring_drops", 0) or 0
+    late = link.get("late_packets", 0) or 0
+    if fwd and drops / fwd > LINK_RING_DROP_MAX:
+        out.append(f"link: {drops} packets lost in its own receive path")
+    if fwd and late / fwd > LATE_MAX:
+        out.append(f"link: {late} of {fwd} packets released late")
+    return out
