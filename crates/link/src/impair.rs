@@ -1,0 +1,171 @@
+//! Random impairments: loss models and delay jitter.
+//!
+//! Loss: Bernoulli (independent, probability `p` per packet) and the Gilbert–Elliott
+//! two-state Markov model (E. N. Gilbert, "Capacity of a burst-noise channel", BSTJ 1960;
+//! E. O. Elliott, "Estimates of error rates for codes on burst-noise channels", BSTJ
+//! 1963), parameterised as in netem's `gemodel` (G. Hasslinger, O. Hohlfeld, "The
+//! Gilbert-Elliott Model for Packet Loss in Real Time Services on the Internet", MMB
+//! 2008): `p` = P(good→bad), `r` = P(bad→good) per packet, `loss_good` (= 1−k) and
+//! `loss_bad` (= 1−h) the loss probabilities in each state. Stationary mean loss:
+//! `(r·loss_good + p·loss_bad)/(p + r)`.
+//!
+//! Jitter: a random term added to the one-way delay per packet: uniform on [−j, +j],
+//! normal (mean 0, sd σ, cut at ±4σ), or exponential with a given mean (≥ 0). The total
+//! delay never goes below zero.
+
+use crate::rng::Rng;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LossModel {
+    Bernoulli { p: f64 },
+    GilbertElliott { p: f64, r: f64, loss_good: f64, loss_bad: f64 },
+}
+
+impl LossModel {
+    pub fn mean_loss(&self) -> f64 {
+        match *self {
+            LossModel::Bernoulli { p } => p,
+            LossModel::GilbertElliott { p, r, loss_good, loss_bad } => {
+                if p + r == 0.0 {
+                    loss_good
+                } else {
+                    (r * loss_good + p * loss_bad) / (p + r)
+                }
+            }
+        }
+    }
+}
+
+/// A loss model with its state and its own random stream.
+#[derive(Clone, Debug)]
+pub struct Loss {
+    model: LossModel,
+    bad: bool,
+    rng: Rng,
+}
+
+impl Loss {
+    pub fn new(model: LossModel, rng: Rng) -> Loss {
+        Loss { model, bad: false, rng }
+    }
+
+    /// Decide the fate of one packet: true = lose it.
+    pub fn lose(&mut self) -> bool {
+        match self.model {
+            LossModel::Bernoulli { p } => self.rng.chance(p),
+            LossModel::GilbertElliott { p, r, loss_good, loss_bad } => {
+                // State transition first, then the loss draw in the new state (netem order).
+                if self.bad {
+                    if self.rng.chance(r) {
+                        self.bad = false;
+                    }
+                } else if self.rng.chance(p) {
+                    self.bad = true;
+                }
+                self.rng.chance(if self.bad { loss_bad } else { loss_good })
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum JitterModel {
+    Uniform { ns: f64 },
+    Normal { sd_ns: f64 },
+    Exponential { mean_ns: f64 },
+}
+
+#[derive(Clone, Debug)]
+pub struct Jitter {
+    pub model: JitterModel,
+    /// Allow reordering (otherwise a packet never overtakes an earlier one of its flow).
+    pub reorder: bool,
+    rng: Rng,
+}
+
+impl Jitter {
+    pub fn new(model: JitterModel, reorder: bool, rng: Rng) -> Jitter {
+        Jitter { model, reorder, rng }
+    }
+
+    /// Largest value `sample` can add (ns), for memory bounds.
+    pub fn max_ns(&self) -> u64 {
+        match self.model {
+            JitterModel::Uniform { ns } => ns as u64,
+            JitterModel::Normal { sd_ns } => (4.0 * sd_ns) as u64,
+            JitterModel::Exponential { mean_ns } => (40.0 * mean_ns) as u64,
+        }
+    }
+
+    /// Apply jitter to a delay of `base` ns.
+    pub fn apply(&mut self, base: u64) -> u64 {
+        let j = match self.model {
+            JitterModel::Uniform { ns } => (self.rng.f64() * 2.0 - 1.0) * ns,
+            JitterModel::Normal { sd_ns } => (self.rng.normal() * sd_ns).clamp(-4.0 * sd_ns, 4.0 * sd_ns),
+            JitterModel::Exponential { mean_ns } => (self.rng.exp1() * mean_ns).min(40.0 * mean_ns),
+        };
+        (base as f64 + j).max(0.0).round() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// |observed − expected| within 4 standard errors of a binomial proportion.
+    fn within_binomial_ci(losses: u64, n: u64, p: f64) -> bool {
+        let se = (p * (1.0 - p) / n as f64).sqrt();
+        ((losses as f64 / n as f64) - p).abs() <= 4.0 * se
+    }
+
+    #[test]
+    fn bernoulli_loss_rate_within_binomial_ci() {
+        let mut l = Loss::new(LossModel::Bernoulli { p: 0.01 }, Rng::new(11));
+        let n = 1_000_000;
+        let k = (0..n).filter(|_| l.lose()).count() as u64;
+        assert!(within_binomial_ci(k, n, 0.01), "{k} losses of {n}");
+    }
+
+    #[test]
+    fn gilbert_elliott_mean_loss_and_burstiness() {
+        let m = LossModel::GilbertElliott { p: 0.01, r: 0.3, loss_good: 0.0, loss_bad: 1.0 };
+        let mut l = Loss::new(m, Rng::new(5));
+        let n = 2_000_000;
+        let mut k = 0u64;
+        let mut bursts = 0u64;
+        let mut prev = false;
+        for _ in 0..n {
+            let x = l.lose();
+            if x {
+                k += 1;
+                if !prev {
+                    bursts += 1;
+                }
+            }
+            prev = x;
+        }
+        let mean = m.mean_loss();
+        let obs = k as f64 / n as f64;
+        assert!((obs - mean).abs() / mean < 0.05, "observed {obs}, model {mean}");
+        // Mean burst length of a bad state is 1/r.
+        let burst = k as f64 / bursts as f64;
+        assert!((burst - 1.0 / 0.3).abs() < 0.2, "mean burst {burst}");
+    }
+
+    #[test]
+    fn jitter_stays_in_bounds_and_is_centred() {
+        let mut j = Jitter::new(JitterModel::Uniform { ns: 1_000_000.0 }, false, Rng::new(1));
+        let n = 100_000;
+        let mut sum = 0.0;
+        for _ in 0..n {
+            let d = j.apply(10_000_000);
+            assert!((9_000_000..=11_000_000).contains(&d));
+            sum += d as f64;
+        }
+        assert!((sum / n as f64 - 10_000_000.0).abs() < 10_000.0);
+        let mut e = Jitter::new(JitterModel::Normal { sd_ns: 5e6 }, false, Rng::new(1));
+        for _ in 0..1000 {
+            let _ = e.apply(1_000_000); // never negative (u64), never panics
+        }
+    }
+}

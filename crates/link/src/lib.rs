@@ -1,0 +1,16 @@
+//! ccarena-link: a user-space link emulator for TCP congestion-control experiments.
+//!
+//! `link::Link` is the sans-IO core (queues, AQMs, rates, delays, loss); `shell` is the
+//! AF_PACKET packet-I/O loop around it; `config` turns the JSON config of contracts §3
+//! into validated parameters. See docs/link.md.
+
+pub mod config;
+pub mod impair;
+pub mod link;
+pub mod packet;
+pub mod params;
+pub mod queue;
+pub mod rng;
+pub mod server;
+pub mod shell;
+pub mod stats;

@@ -1,0 +1,470 @@
+//! The sans-IO link core: two independent directions, each
+//!
+//! ```text
+//! arrival ─▶ per-host loss ─▶ link loss ─▶ queue (buffer + discipline)
+//!         ─▶ transmitter (rate / schedule / trace) ─▶ delay line (delay + host delay + jitter) ─▶ release
+//! ```
+//!
+//! Contract: `enqueue(now, dir, pkt)` and `poll(now, out)` are the only inputs;
+//! `next_deadline()` says when `poll` has work next (packet releases and transmitter
+//! events; `next_stats_ns()` for the statistics interval). The core never reads a clock,
+//! a socket or the OS's randomness, so every run is reproducible from its seed. Times
+//! passed in must not go backwards. Memory is bounded: queues by their buffer limit, the
+//! delay line by `delay_line_bytes` (derived from rate × maximum delay).
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use crate::impair::{Jitter, Loss};
+use crate::packet::Packet;
+use crate::params::{DirParams, LinkParams, QueueKind, RateSpec};
+use crate::queue::classes::Classes;
+use crate::queue::codel::Codel;
+use crate::queue::droptail::DropTail;
+use crate::queue::fq_codel::{FqCodel, FqCodelParams};
+use crate::queue::red::{Red, RedParams};
+use crate::queue::step::Step;
+use crate::queue::{QCtx, Qdisc};
+use crate::rng::Rng;
+use crate::server::{Clock, TRACE_OPPORTUNITY_BYTES};
+use crate::stats::{EventRecord, Sink, StatsRecord, Totals, EV_DROP_LOSS};
+
+pub const W2E: usize = 0;
+pub const E2W: usize = 1;
+
+/// A packet handed back by `poll`, due at `due_ns` on the far side of direction `dir`.
+#[derive(Debug)]
+pub struct Released {
+    pub dir: usize,
+    pub due_ns: u64,
+    pub pkt: Packet,
+}
+
+const ORDER_BUCKETS: usize = 4096;
+
+struct HeapEntry {
+    due: u64,
+    seq: u64,
+    pkt: Packet,
+}
+impl PartialEq for HeapEntry {
+    fn eq(&self, o: &Self) -> bool {
+        (self.due, self.seq) == (o.due, o.seq)
+    }
+}
+impl Eq for HeapEntry {}
+impl PartialOrd for HeapEntry {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for HeapEntry {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.due, self.seq).cmp(&(o.due, o.seq))
+    }
+}
+
+/// Packets in flight after transmission. Packets whose due time is not earlier than the
+/// last one go to a FIFO (the common case: O(1)); others (jitter with reordering,
+/// per-host delays) to a heap. Release takes the earlier head of the two.
+#[derive(Default)]
+struct DelayLine {
+    fifo: VecDeque<(u64, Packet)>,
+    heap: BinaryHeap<Reverse<HeapEntry>>,
+    seq: u64,
+    bytes: u64,
+    limit: u64,
+}
+
+impl DelayLine {
+    fn push(&mut self, due: u64, pkt: Packet) -> Result<(), Packet> {
+        if self.bytes + pkt.len() as u64 > self.limit {
+            return Err(pkt);
+        }
+        self.bytes += pkt.len() as u64;
+        if self.fifo.back().is_none_or(|(d, _)| *d <= due) {
+            self.fifo.push_back((due, pkt));
+        } else {
+            self.seq += 1;
+            self.heap.push(Reverse(HeapEntry { due, seq: self.seq, pkt }));
+        }
+        Ok(())
+    }
+    fn next_due(&self) -> Option<u64> {
+        let a = self.fifo.front().map(|(d, _)| *d);
+        let b = self.heap.peek().map(|e| e.0.due);
+        match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (x, None) | (None, x) => x,
+        }
+    }
+    fn pop_due(&mut self, now: u64) -> Option<(u64, Packet)> {
+        let a = self.fifo.front().map(|(d, _)| *d).filter(|d| *d <= now);
+        let b = self.heap.peek().map(|e| e.0.due).filter(|d| *d <= now);
+        let r = match (a, b) {
+            (Some(a), Some(b)) if b < a => self.heap.pop().map(|e| (e.0.due, e.0.pkt)),
+            (Some(_), _) => self.fifo.pop_front(),
+            (None, Some(_)) => self.heap.pop().map(|e| (e.0.due, e.0.pkt)),
+            (None, None) => None,
+        };
+        if let Some((_, p)) = &r {
+            self.bytes -= p.len() as u64;
+        }
+        r
+    }
+    fn len(&self) -> usize {
+        self.fifo.len() + self.heap.len()
+    }
+}
+
+struct HostState {
+    ip: u32,
+    delay_ns: u64,
+    loss: Option<Loss>,
+}
+
+/// One direction of the link.
+pub struct Direction {
+    qdisc: Box<dyn Qdisc>,
+    clock: Clock,
+    qrng: Rng,
+    sink: Sink,
+    loss: Option<Loss>,
+    jitter: Option<Jitter>,
+    delay_ns: u64,
+    hosts: Vec<HostState>,
+    delay_line: DelayLine,
+    last_due: Vec<u64>,
+    // rate transmitter
+    free_at: u64,
+    in_service: Option<(Packet, u64)>,
+    // trace transmitter
+    partial: Option<(Packet, usize)>,
+}
+
+fn typical_pkt_ns(rate: &RateSpec) -> u64 {
+    let r = match rate {
+        RateSpec::Constant(r) => *r,
+        RateSpec::Schedule { initial: Some(r), .. } => *r,
+        RateSpec::Trace { opportunities_ms } => {
+            (opportunities_ms.len() as u64 * 1500 * 8 * 1000) / opportunities_ms.last().unwrap()
+        }
+        _ => 10_000_000_000,
+    };
+    (1500u64 * 8 * 1_000_000_000 / r.max(1)).max(1)
+}
+
+/// Highest rate the transmitter can ever reach (bit/s), None if unlimited.
+fn peak_rate(rate: &RateSpec) -> Option<u64> {
+    match rate {
+        RateSpec::Unlimited => None,
+        RateSpec::Constant(r) => Some(*r),
+        RateSpec::Schedule { initial, steps } => {
+            let mut m = *initial;
+            for (_, r) in steps {
+                m = match (m, r) {
+                    (Some(a), Some(b)) => Some(a.max(*b)),
+                    _ => None,
+                };
+            }
+            m
+        }
+        RateSpec::Trace { opportunities_ms } => {
+            // The densest millisecond bounds the rate.
+            let mut best = 0u64;
+            let mut i = 0;
+            while i < opportunities_ms.len() {
+                let j = opportunities_ms[i..].iter().take_while(|&&x| x == opportunities_ms[i]).count();
+                best = best.max(j as u64);
+                i += j;
+            }
+            Some(best * 1500 * 8 * 1000)
+        }
+    }
+}
+
+impl Direction {
+    fn new(dir: usize, p: &DirParams, lp: &LinkParams, t0: u64) -> Direction {
+        let seed = lp.seed;
+        let qdisc: Box<dyn Qdisc> = match &p.queue {
+            QueueKind::DropTail => Box::new(DropTail::new(p.limit)),
+            QueueKind::Red { min_th, max_th, max_p, weight, bytes, ecn } => Box::new(Red::new(
+                RedParams {
+                    min_th: *min_th,
+                    max_th: *max_th,
+                    max_p: *max_p,
+                    weight: *weight,
+                    bytes: *bytes,
+                    ecn: *ecn,
+                    idle_pkt_ns: typical_pkt_ns(&p.rate),
+                },
+                p.limit,
+            )),
+            QueueKind::Codel(c) => Box::new(Codel::new(*c, p.limit)),
+            QueueKind::FqCodel { flows, quantum, codel } => Box::new(FqCodel::new(
+                FqCodelParams { flows: *flows, quantum: *quantum, codel: *codel, perturb: Rng::stream(seed, 40 + dir as u64).next_u64() as u32 },
+                p.limit,
+            )),
+            QueueKind::Step(k) => Box::new(Step::new(*k, p.limit)),
+            QueueKind::Classes(cs) => Box::new(Classes::new(cs.iter().map(|(m, l)| (m.clone(), l.unwrap_or(p.limit))).collect())),
+        };
+        let hosts: Vec<HostState> = lp
+            .hosts
+            .iter()
+            .enumerate()
+            .map(|(i, h)| HostState {
+                ip: h.ip,
+                delay_ns: h.delay_ns,
+                loss: h.loss.map(|m| Loss::new(m, Rng::stream(seed, 100 + 2 * i as u64 + dir as u64))),
+            })
+            .collect();
+        let jitter = p.jitter.map(|(m, reorder)| Jitter::new(m, reorder, Rng::stream(seed, 30 + dir as u64)));
+        let max_delay = p.delay_ns + hosts.iter().map(|h| h.delay_ns).sum::<u64>() + jitter.as_ref().map_or(0, |j| j.max_ns());
+        let limit = lp.delay_line_bytes.unwrap_or_else(|| match peak_rate(&p.rate) {
+            // rate × longest delay, plus slack for one buffer of burst and rounding.
+            Some(r) => (r as u128 * max_delay as u128 / 8_000_000_000) as u64 * 2 + 4 * 1024 * 1024,
+            None => 512 * 1024 * 1024,
+        });
+        Direction {
+            qdisc,
+            clock: Clock::new(p.rate.clone(), lp.t0_ns.unwrap_or(t0)),
+            qrng: Rng::stream(seed, 10 + dir as u64),
+            sink: Sink::new(dir as u8, lp.event_log),
+            loss: p.loss.map(|m| Loss::new(m, Rng::stream(seed, 20 + dir as u64))),
+            jitter,
+            delay_ns: p.delay_ns,
+            hosts,
+            delay_line: DelayLine { limit, ..Default::default() },
+            last_due: vec![0; ORDER_BUCKETS],
+            free_at: t0,
+            in_service: None,
+            partial: None,
+        }
+    }
+
+    fn enqueue(&mut self, now: u64, mut pkt: Packet) {
+        self.advance(now);
+        pkt.arrival_ns = now;
+        pkt.enq_ns = now;
+        self.sink.arrival(pkt.len());
+        if let Some(ip) = pkt.ip {
+            for h in self.hosts.iter_mut() {
+                if h.ip == ip.src || h.ip == ip.dst {
+                    pkt.extra_delay_ns += h.delay_ns;
+                    if let Some(l) = h.loss.as_mut() {
+                        if l.lose() {
+                            self.sink.dropped(now, EV_DROP_LOSS, pkt.hash, pkt.len(), self.qdisc.len_pkts());
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(l) = self.loss.as_mut() {
+            if l.lose() {
+                self.sink.dropped(now, EV_DROP_LOSS, pkt.hash, pkt.len(), self.qdisc.len_pkts());
+                return;
+            }
+        }
+        if self.in_service.is_none() && self.qdisc.len_pkts() == 0 {
+            self.free_at = self.free_at.max(now);
+        }
+        let mut cx = QCtx { now, rng: &mut self.qrng, sink: &mut self.sink };
+        self.qdisc.enqueue(pkt, &mut cx);
+        self.advance(now);
+    }
+
+    /// Transmission finished at `t`: the packet enters the delay line.
+    fn transmitted(&mut self, t: u64, pkt: Packet) {
+        let base = self.delay_ns + pkt.extra_delay_ns;
+        let mut due = t + base;
+        if let Some(j) = self.jitter.as_mut() {
+            due = t + j.apply(base);
+            if !j.reorder {
+                let b = pkt.hash as usize % ORDER_BUCKETS;
+                due = due.max(self.last_due[b]);
+                self.last_due[b] = due;
+            }
+        }
+        if let Err(p) = self.delay_line.push(due, pkt) {
+            self.sink.delay_line_drop(t, p.hash, p.len());
+        }
+    }
+
+    fn dequeue_at(&mut self, t: u64) -> Option<Packet> {
+        let mut cx = QCtx { now: t, rng: &mut self.qrng, sink: &mut self.sink };
+        let p = self.qdisc.dequeue(&mut cx)?;
+        let qlen = self.qdisc.len_pkts();
+        self.sink.dequeued(t, p.hash, p.len(), qlen);
+        Some(p)
+    }
+
+    /// Run the transmitter up to `now`.
+    fn advance(&mut self, now: u64) {
+        if self.clock.is_trace() {
+            return self.advance_trace(now);
+        }
+        loop {
+            if let Some((_, f)) = self.in_service {
+                if f > now {
+                    break;
+                }
+                let (p, f) = self.in_service.take().unwrap();
+                self.free_at = f;
+                self.transmitted(f, p);
+            }
+            if self.qdisc.len_pkts() == 0 {
+                break;
+            }
+            let t = self.free_at;
+            let Some(p) = self.dequeue_at(t) else { break };
+            match self.clock.rate_at(t) {
+                None => self.transmitted(t, p),
+                Some(r) => {
+                    let f = t + self.clock.tx_ns(p.len(), r);
+                    self.in_service = Some((p, f));
+                }
+            }
+        }
+    }
+
+    fn advance_trace(&mut self, now: u64) {
+        loop {
+            let t = self.clock.opportunity_ns();
+            if t > now {
+                break;
+            }
+            if self.partial.is_none() && self.qdisc.len_pkts() == 0 {
+                self.clock.skip_until_after(now);
+                break;
+            }
+            let mut budget = TRACE_OPPORTUNITY_BYTES;
+            while budget > 0 {
+                if self.partial.is_none() {
+                    match self.dequeue_at(t) {
+                        Some(p) => {
+                            let n = p.l3_len().max(1);
+                            self.partial = Some((p, n));
+                        }
+                        None => break,
+                    }
+                }
+                let (_, rem) = self.partial.as_mut().unwrap();
+                let take = budget.min(*rem);
+                *rem -= take;
+                budget -= take;
+                if *rem == 0 {
+                    let (p, _) = self.partial.take().unwrap();
+                    self.transmitted(t, p);
+                }
+            }
+            self.clock.next_opportunity();
+        }
+    }
+
+    fn next_deadline(&self) -> Option<u64> {
+        let tx = if self.clock.is_trace() {
+            (self.partial.is_some() || self.qdisc.len_pkts() > 0).then(|| self.clock.opportunity_ns())
+        } else {
+            self.in_service.as_ref().map(|(_, f)| *f)
+        };
+        match (tx, self.delay_line.next_due()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (x, None) | (None, x) => x,
+        }
+    }
+}
+
+pub struct Link {
+    dirs: [Direction; 2],
+    stats_interval: u64,
+    next_stats: u64,
+    stats: Vec<StatsRecord>,
+}
+
+impl Link {
+    /// A link whose clock starts at `start_ns` (first stats interval ends at
+    /// `start_ns + stats_interval_ns`).
+    pub fn new(p: &LinkParams, start_ns: u64) -> Link {
+        Link {
+            dirs: [Direction::new(W2E, &p.dirs[0], p, start_ns), Direction::new(E2W, &p.dirs[1], p, start_ns)],
+            stats_interval: p.stats_interval_ns.max(1),
+            next_stats: start_ns + p.stats_interval_ns.max(1),
+            stats: Vec::new(),
+        }
+    }
+
+    /// A frame arrived at the link in direction `dir` at `now`.
+    pub fn enqueue(&mut self, now: u64, dir: usize, pkt: Packet) {
+        self.close_intervals(now);
+        self.dirs[dir].enqueue(now, pkt);
+    }
+
+    /// Advance to `now`; append every packet due by `now` to `out` (in due order per
+    /// direction).
+    pub fn poll(&mut self, now: u64, out: &mut Vec<Released>) {
+        self.close_intervals(now);
+        for (i, d) in self.dirs.iter_mut().enumerate() {
+            d.advance(now);
+            while let Some((due, pkt)) = d.delay_line.pop_due(now) {
+                d.sink.totals.released += 1;
+                out.push(Released { dir: i, due_ns: due, pkt });
+            }
+        }
+    }
+
+    /// Earliest time at which `poll` will have something to do (None: nothing pending).
+    pub fn next_deadline(&self) -> Option<u64> {
+        match (self.dirs[0].next_deadline(), self.dirs[1].next_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (x, None) | (None, x) => x,
+        }
+    }
+
+    /// End of the current statistics interval.
+    pub fn next_stats_ns(&self) -> u64 {
+        self.next_stats
+    }
+
+    fn close_intervals(&mut self, now: u64) {
+        while now >= self.next_stats {
+            for d in self.dirs.iter_mut() {
+                let r = d.sink.close_interval(self.next_stats, d.qdisc.len_pkts(), d.qdisc.len_bytes());
+                self.stats.push(r);
+            }
+            self.next_stats += self.stats_interval;
+        }
+    }
+
+    /// Close the last (partial) interval at `now` (call once, at exit).
+    pub fn finish(&mut self, now: u64) {
+        self.close_intervals(now);
+        for d in self.dirs.iter_mut() {
+            let r = d.sink.close_interval(now, d.qdisc.len_pkts(), d.qdisc.len_bytes());
+            self.stats.push(r);
+        }
+    }
+
+    pub fn drain_stats(&mut self) -> std::vec::Drain<'_, StatsRecord> {
+        self.stats.drain(..)
+    }
+
+    pub fn drain_events(&mut self, out: &mut Vec<EventRecord>) {
+        for d in self.dirs.iter_mut() {
+            out.append(&mut d.sink.events);
+        }
+        out.sort_by_key(|e| e.t_ns);
+    }
+
+    pub fn totals(&self, dir: usize) -> Totals {
+        self.dirs[dir].sink.totals
+    }
+
+    pub fn queue_len(&self, dir: usize) -> (usize, u64) {
+        (self.dirs[dir].qdisc.len_pkts(), self.dirs[dir].qdisc.len_bytes())
+    }
+
+    pub fn in_flight(&self, dir: usize) -> usize {
+        self.dirs[dir].delay_line.len()
+    }
+}
