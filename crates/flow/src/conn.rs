@@ -1,0 +1,171 @@
+//! Contract: one TCP connection as the event loop sees it, whatever its flow kind.
+//! - The *output side* is generic: an optional head (`pre`: hello, HTTP request or
+//!   response head, error page) is sent first, then up to `budget` payload bytes from
+//!   the engine's static buffer. Kinds only move `budget` (bulk: all of it; paced: one
+//!   write per gap; rr: one request or response). With `finish_when_sent`, the write
+//!   side is shut down (FIN) once head and budget are out.
+//! - The *input side* hands every chunk read to the kind (flows::on_data), which counts
+//!   payload with `note_rx`.
+//! - A connection is finished when the peer has closed and our write side is shut, or
+//!   when the kind or an error says so (`closing`). Its `ConnLog` then becomes one line
+//!   of conns.jsonl.
+//! Invariants: `sent <= sent + budget` never overflows (budget saturates); payload
+//! counters exclude heads; times are CLOCK_MONOTONIC ns, 0 = not yet (null in JSON).
+
+use crate::flows::Proto;
+use crate::sys::{self, Io};
+use serde::Serialize;
+use std::os::fd::RawFd;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Client,
+    Server,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    Send,
+    Recv,
+}
+
+/// One line of conns.jsonl.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConnLog {
+    pub flow: u32,
+    pub conn: u32,
+    pub kind: Option<&'static str>,
+    pub role: Role,
+    pub side: Option<Side>,
+    pub cc: Option<String>,
+    pub local: Option<String>,
+    pub remote: Option<String>,
+    pub connect_start_ns: Option<u64>,
+    pub connected_ns: Option<u64>,
+    pub first_byte_ns: Option<u64>,
+    pub last_byte_ns: Option<u64>,
+    pub end_ns: Option<u64>,
+    pub bytes: Option<u64>,
+    pub error: Option<String>,
+}
+
+pub struct Conn {
+    pub fd: RawFd,
+    /// Unique over the process lifetime (slots are reused, uids are not).
+    pub uid: u64,
+    /// Index of the client flow this belongs to (None for accepted connections).
+    pub flow_idx: Option<usize>,
+    pub log: ConnLog,
+    pub connected: bool,
+    pub pre: Vec<u8>,
+    pub pre_off: usize,
+    pub budget: u64,
+    pub sent: u64,
+    pub rcvd: u64,
+    pub finish_when_sent: bool,
+    pub wr_shut: bool,
+    pub peer_eof: bool,
+    pub closing: bool,
+    pub proto: Proto,
+}
+
+impl Conn {
+    pub fn new(fd: RawFd, uid: u64, log: ConnLog, proto: Proto) -> Conn {
+        Conn {
+            fd,
+            uid,
+            flow_idx: None,
+            log,
+            connected: false,
+            pre: Vec::new(),
+            pre_off: 0,
+            budget: 0,
+            sent: 0,
+            rcvd: 0,
+            finish_when_sent: false,
+            wr_shut: false,
+            peer_eof: false,
+            closing: false,
+            proto,
+        }
+    }
+
+    pub fn side(&self) -> Option<Side> {
+        self.log.side
+    }
+
+    pub fn add_budget(&mut self, n: u64) {
+        self.budget = self.budget.saturating_add(n);
+    }
+
+    pub fn note_rx(&mut self, now: u64, n: usize) {
+        if n == 0 {
+            return;
+        }
+        if self.log.first_byte_ns.is_none() {
+            self.log.first_byte_ns = Some(now);
+        }
+        self.log.last_byte_ns = Some(now);
+        self.rcvd += n as u64;
+    }
+
+    pub fn fail(&mut self, what: &str, e: impl std::fmt::Display) {
+        if self.log.error.is_none() {
+            self.log.error = Some(format!("{what}: {e}"));
+        }
+        self.closing = true;
+    }
+
+    /// Send head then payload until the socket is full or there is nothing left.
+    /// `data` is the engine's static payload buffer.
+    pub fn pump(&mut self, now: u64, data: &[u8]) {
+        if !self.connected || self.wr_shut || self.closing {
+            return;
+        }
+        while self.pre_off < self.pre.len() {
+            match sys::send(self.fd, &self.pre[self.pre_off..]) {
+                Ok(Io::Done(n)) => self.pre_off += n,
+                Ok(_) => return,
+                Err(e) => return self.fail("send", e),
+            }
+        }
+        while self.budget > 0 {
+            let n = (self.budget.min(data.len() as u64)) as usize;
+            match sys::send(self.fd, &data[..n]) {
+                Ok(Io::Done(k)) => {
+                    self.budget -= k as u64;
+                    self.sent += k as u64;
+                    if self.log.first_byte_ns.is_none() {
+                        self.log.first_byte_ns = Some(now);
+                    }
+                    self.log.last_byte_ns = Some(now);
+                }
+                Ok(_) => return,
+                Err(e) => return self.fail("send", e),
+            }
+        }
+        if self.finish_when_sent && !self.wr_shut {
+            if let Err(e) = sys::shutdown_write(self.fd) {
+                return self.fail("shutdown", e);
+            }
+            self.wr_shut = true;
+        }
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.closing || (self.peer_eof && self.wr_shut)
+    }
+
+    /// Fill in the closing fields of the log.
+    pub fn finish_log(&mut self, now: u64) -> ConnLog {
+        let mut l = self.log.clone();
+        l.end_ns = Some(now);
+        l.bytes = Some(match self.log.side {
+            Some(Side::Send) => self.sent,
+            _ => self.rcvd,
+        });
+        l
+    }
+}

@@ -1,0 +1,359 @@
+//! Contract: the thin, unsafe edge to the kernel. Every function here wraps one or two
+//! syscalls, returns `io::Result`, and owns no policy: sockets (non-blocking, with
+//! congestion control set and read back), epoll, an absolute CLOCK_MONOTONIC timerfd,
+//! a signalfd for SIGINT/SIGTERM, the clock and rusage. Nothing else in the crate
+//! calls `libc` directly except the sampler's TCP_INFO read.
+
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::os::fd::RawFd;
+
+fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+/// CLOCK_MONOTONIC in ns (the clock shared by all namespaces).
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+pub fn close(fd: RawFd) {
+    unsafe { libc::close(fd) };
+}
+
+// ---- socket addresses ---------------------------------------------------------------
+
+fn to_sockaddr(a: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    match a {
+        SocketAddr::V4(v4) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: v4.port().to_be(),
+                sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(v4.ip().octets()) },
+                sin_zero: [0; 8],
+            };
+            unsafe { std::ptr::write(&mut ss as *mut _ as *mut libc::sockaddr_in, sin) };
+            (ss, std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t)
+        }
+        SocketAddr::V6(v6) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: v6.port().to_be(),
+                sin6_flowinfo: v6.flowinfo(),
+                sin6_addr: libc::in6_addr { s6_addr: v6.ip().octets() },
+                sin6_scope_id: v6.scope_id(),
+            };
+            unsafe { std::ptr::write(&mut ss as *mut _ as *mut libc::sockaddr_in6, sin6) };
+            (ss, std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t)
+        }
+    }
+}
+
+fn from_sockaddr(ss: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    match ss.ss_family as libc::c_int {
+        libc::AF_INET => {
+            let sin = unsafe { &*(ss as *const _ as *const libc::sockaddr_in) };
+            let ip = Ipv4Addr::from(sin.sin_addr.s_addr.to_ne_bytes());
+            Some(SocketAddr::new(IpAddr::V4(ip), u16::from_be(sin.sin_port)))
+        }
+        libc::AF_INET6 => {
+            let sin6 = unsafe { &*(ss as *const _ as *const libc::sockaddr_in6) };
+            Some(SocketAddr::new(IpAddr::V6(Ipv6Addr::from(sin6.sin6_addr.s6_addr)), u16::from_be(sin6.sin6_port)))
+        }
+        _ => None,
+    }
+}
+
+pub fn local_addr(fd: RawFd) -> Option<SocketAddr> {
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    let r = unsafe { libc::getsockname(fd, &mut ss as *mut _ as *mut libc::sockaddr, &mut len) };
+    if r < 0 {
+        None
+    } else {
+        from_sockaddr(&ss)
+    }
+}
+
+pub fn peer_addr(fd: RawFd) -> Option<SocketAddr> {
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    let r = unsafe { libc::getpeername(fd, &mut ss as *mut _ as *mut libc::sockaddr, &mut len) };
+    if r < 0 {
+        None
+    } else {
+        from_sockaddr(&ss)
+    }
+}
+
+// ---- TCP sockets --------------------------------------------------------------------
+
+pub fn tcp_socket(for_addr: &SocketAddr) -> io::Result<RawFd> {
+    let af = if for_addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
+    cvt(unsafe { libc::socket(af, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) })
+}
+
+fn setsockopt_int(fd: RawFd, level: libc::c_int, opt: libc::c_int, v: libc::c_int) -> io::Result<()> {
+    cvt(unsafe {
+        libc::setsockopt(fd, level, opt, &v as *const _ as *const libc::c_void, std::mem::size_of::<libc::c_int>() as u32)
+    })
+    .map(|_| ())
+}
+
+pub fn set_congestion(fd: RawFd, name: &str) -> io::Result<()> {
+    cvt(unsafe {
+        libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, name.as_ptr() as *const libc::c_void, name.len() as u32)
+    })
+    .map(|_| ())
+}
+
+/// The congestion control the kernel says this socket uses.
+pub fn get_congestion(fd: RawFd) -> io::Result<String> {
+    let mut buf = [0u8; 32];
+    let mut len = buf.len() as libc::socklen_t;
+    cvt(unsafe {
+        libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, buf.as_mut_ptr() as *mut libc::c_void, &mut len)
+    })?;
+    let s = &buf[..len as usize];
+    let end = s.iter().position(|&b| b == 0).unwrap_or(s.len());
+    Ok(String::from_utf8_lossy(&s[..end]).into_owned())
+}
+
+pub fn set_nodelay(fd: RawFd, on: bool) -> io::Result<()> {
+    setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, on as libc::c_int)
+}
+
+/// Non-blocking connect: Ok(()) when started or done; completion shows as EPOLLOUT.
+pub fn connect(fd: RawFd, to: &SocketAddr) -> io::Result<()> {
+    let (ss, len) = to_sockaddr(to);
+    let r = unsafe { libc::connect(fd, &ss as *const _ as *const libc::sockaddr, len) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EINPROGRESS) {
+            return Ok(());
+        }
+        return Err(e);
+    }
+    Ok(())
+}
+
+pub fn so_error(fd: RawFd) -> io::Result<Option<io::Error>> {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    cvt(unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, libc::SO_ERROR, &mut v as *mut _ as *mut libc::c_void, &mut len) })?;
+    Ok(if v == 0 { None } else { Some(io::Error::from_raw_os_error(v)) })
+}
+
+pub fn listen(addr: &SocketAddr, cc: Option<&str>) -> io::Result<RawFd> {
+    let fd = tcp_socket(addr)?;
+    let r = (|| {
+        setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
+        if let Some(c) = cc {
+            set_congestion(fd, c)?;
+        }
+        let (ss, len) = to_sockaddr(addr);
+        cvt(unsafe { libc::bind(fd, &ss as *const _ as *const libc::sockaddr, len) })?;
+        cvt(unsafe { libc::listen(fd, 1024) })?;
+        Ok(())
+    })();
+    match r {
+        Ok(()) => Ok(fd),
+        Err(e) => {
+            close(fd);
+            Err(e)
+        }
+    }
+}
+
+/// Ok(None) when no connection is waiting.
+pub fn accept(fd: RawFd) -> io::Result<Option<RawFd>> {
+    let r = unsafe { libc::accept4(fd, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::EAGAIN) => Ok(None),
+            // The peer gave up before we got to it; try the next one.
+            Some(libc::ECONNABORTED) | Some(libc::EINTR) => accept(fd),
+            _ => Err(e),
+        };
+    }
+    Ok(Some(r))
+}
+
+pub enum Io {
+    Done(usize),
+    WouldBlock,
+    Eof,
+}
+
+pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<Io> {
+    let r = unsafe { libc::send(fd, buf.as_ptr() as *const libc::c_void, buf.len(), libc::MSG_NOSIGNAL) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(Io::WouldBlock),
+            _ => Err(e),
+        };
+    }
+    Ok(Io::Done(r as usize))
+}
+
+pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<Io> {
+    let r = unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(Io::WouldBlock),
+            _ => Err(e),
+        };
+    }
+    if r == 0 {
+        return Ok(Io::Eof);
+    }
+    Ok(Io::Done(r as usize))
+}
+
+pub fn shutdown_write(fd: RawFd) -> io::Result<()> {
+    cvt(unsafe { libc::shutdown(fd, libc::SHUT_WR) }).map(|_| ())
+}
+
+/// Raw `struct tcp_info` bytes; returns how many the kernel filled in.
+pub fn tcp_info_raw(fd: RawFd, buf: &mut [u8; 256]) -> io::Result<usize> {
+    let mut len = buf.len() as libc::socklen_t;
+    cvt(unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, buf.as_mut_ptr() as *mut libc::c_void, &mut len) })?;
+    Ok(len as usize)
+}
+
+// ---- epoll --------------------------------------------------------------------------
+
+pub struct Epoll {
+    fd: RawFd,
+    events: Vec<libc::epoll_event>,
+}
+
+pub const EV_IN: u32 = libc::EPOLLIN as u32;
+pub const EV_OUT: u32 = libc::EPOLLOUT as u32;
+pub const EV_ERR: u32 = (libc::EPOLLERR | libc::EPOLLHUP) as u32;
+pub const EV_RDHUP: u32 = libc::EPOLLRDHUP as u32;
+pub const EV_ET: u32 = libc::EPOLLET as u32;
+
+impl Epoll {
+    pub fn new() -> io::Result<Epoll> {
+        let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+        Ok(Epoll { fd, events: vec![libc::epoll_event { events: 0, u64: 0 }; 1024] })
+    }
+
+    pub fn add(&self, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
+        let mut ev = libc::epoll_event { events, u64: token };
+        cvt(unsafe { libc::epoll_ctl(self.fd, libc::EPOLL_CTL_ADD, fd, &mut ev) }).map(|_| ())
+    }
+
+    pub fn del(&self, fd: RawFd) {
+        let mut ev = libc::epoll_event { events: 0, u64: 0 };
+        unsafe { libc::epoll_ctl(self.fd, libc::EPOLL_CTL_DEL, fd, &mut ev) };
+    }
+
+    /// Wait (forever: deadlines come from the timerfd); returns (token, events) pairs.
+    pub fn wait(&mut self, out: &mut Vec<(u64, u32)>) -> io::Result<()> {
+        out.clear();
+        let n = unsafe { libc::epoll_wait(self.fd, self.events.as_mut_ptr(), self.events.len() as i32, -1) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EINTR) {
+                return Ok(());
+            }
+            return Err(e);
+        }
+        for ev in &self.events[..n as usize] {
+            let (t, e) = (ev.u64, ev.events);
+            out.push((t, e));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Epoll {
+    fn drop(&mut self) {
+        close(self.fd);
+    }
+}
+
+// ---- timerfd (absolute, CLOCK_MONOTONIC, ns resolution) ---------------------------------
+
+pub struct TimerFd {
+    pub fd: RawFd,
+}
+
+impl TimerFd {
+    pub fn new() -> io::Result<TimerFd> {
+        let fd = cvt(unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) })?;
+        Ok(TimerFd { fd })
+    }
+
+    /// Fire once at absolute monotonic time `at_ns` (0 disarms; a past time fires now).
+    pub fn arm_at(&self, at_ns: u64) -> io::Result<()> {
+        let at = at_ns.max(1); // it_value 0 would disarm
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+            it_value: libc::timespec { tv_sec: (at / 1_000_000_000) as i64, tv_nsec: (at % 1_000_000_000) as i64 },
+        };
+        cvt(unsafe { libc::timerfd_settime(self.fd, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) }).map(|_| ())
+    }
+
+    pub fn drain(&self) {
+        let mut b = [0u8; 8];
+        unsafe { libc::read(self.fd, b.as_mut_ptr() as *mut libc::c_void, 8) };
+    }
+}
+
+impl Drop for TimerFd {
+    fn drop(&mut self) {
+        close(self.fd);
+    }
+}
+
+// ---- signals --------------------------------------------------------------------------
+
+/// Block SIGINT and SIGTERM and return a signalfd that becomes readable when one comes;
+/// ignore SIGPIPE (writes use MSG_NOSIGNAL anyway, this covers stdout).
+pub fn signal_fd() -> io::Result<RawFd> {
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        cvt(libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()))?;
+        cvt(libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC))
+    }
+}
+
+pub fn read_fd(fd: RawFd, buf: &mut [u8]) -> io::Result<Io> {
+    let r = unsafe { libc::read(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(Io::WouldBlock),
+            _ => Err(e),
+        };
+    }
+    if r == 0 {
+        return Ok(Io::Eof);
+    }
+    Ok(Io::Done(r as usize))
+}
+
+/// (user seconds, system seconds) of this process so far.
+pub fn cpu_times() -> (f64, f64) {
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let s = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    (s(ru.ru_utime), s(ru.ru_stime))
+}
