@@ -167,6 +167,12 @@ FLOW_KEYS = {
 }
 PROBE_KEYS = {"name": lambda v: _str(v), "kind": _choice(("ping",)),
               "from": lambda v: _str(v), "to": lambda v: _str(v), "interval": _time_pos}
+EXPECT_KEYS = {
+    "name": lambda v: _str(v), "metric": lambda v: _str(v), "flow": lambda v: _str(v),
+    "where": _table, "min": lambda v: v, "max": lambda v: v,
+    "stat": _choice(("mean", "min", "max", "median", "each")),
+    "level": _choice(("flow", "run")),
+}
 TOP_KEYS = ("study", "topology", "bottleneck", "tcp", "testbed", "hosts", "flow", "probe",
             "sweep", "expect")
 
@@ -251,6 +257,12 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
     exp = raw.get("expect", [])
     if isinstance(exp, dict):
         exp = [exp]
+    if not isinstance(exp, list):
+        raise ctx.err("expect", "write checks as [[expect]] tables")
+    for i, e in enumerate(exp):
+        e = _take(ctx, e, f"expect[{i}]", EXPECT_KEYS, required=("metric",))
+        if "flow" in e and e["flow"] not in {f.name for f in study.flows}:
+            raise ctx.err(f"expect[{i}].flow", f"no flow named {e['flow']!r}")
     study.expect = exp
     return study
 

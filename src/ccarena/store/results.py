@@ -45,7 +45,7 @@ class ResultsDir:
     # -- creation --------------------------------------------------------------------------
     @classmethod
     def create(cls, study_name: str, base: Path | str = "results") -> "ResultsDir":
-        base = Path(base)
+        base = Path(base).absolute()
         stamp = time.strftime("%Y%m%d-%H%M%S")
         p = base / f"{study_name}-{stamp}"
         n = 1

@@ -1,0 +1,291 @@
+"""ccarena.report: one self-contained report.html per stored study.
+
+Contract: `write_report(study_dir, out=None, max_timeseries=12) -> Path` reads the study
+directory with pandas (report.load; no ccarena.store), computes cell statistics over the
+valid runs, draws the figures with ccarena.plots into a temporary directory and embeds
+them (base64 PNG), and writes `<study_dir>/report.html` (or `out`). The page has no
+external resources and no scripts. Sections: summary, checks (invalid runs with their
+reasons, pass criteria if the study has any), results per cell with 95 % CIs, figures,
+flows, environment, the resolved study.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import plots
+from ..analysis import KEY_METRICS, cell_stats, valid_mask
+from .html import esc, figure, fmt_metric, kv_table, page, table
+from .load import Results, load_results
+
+__all__ = ["write_report", "load_results", "Results"]
+
+FACTOR_METRICS = ["goodput_bps", "utilisation", "jain", "rtt_mean_s", "rtt_p99_s",
+                  "loss_ratio", "retrans_ratio", "convergence_s", "fct_mean_s"]
+BOX_METRICS = ["goodput_bps", "jain", "rtt_mean_s"]
+META_SHOWN = {"run_id", "study", "cell", "cell_params", "rep", "seed", "t0_ns", "flows",
+              "valid", "invalid_reasons", "duration_s", "warmup_s"}
+
+
+def _present(runs: pd.DataFrame, metrics) -> list[str]:
+    return [m for m in metrics if m in runs and pd.to_numeric(runs[m], errors="coerce")
+            .notna().any()]
+
+
+def _cell_key(res: Results) -> list[str]:
+    return (["cell"] if "cell" in res.runs else []) + [f for f in res.factors if f in res.runs]
+
+
+def _results_table(stats: pd.DataFrame, key: list[str], metrics: list[str]) -> str:
+    """Cells as rows, metrics as columns, each `mean ± CI half-width (n)`."""
+    if stats.empty:
+        return table(stats)
+    rows = []
+    for kv, g in stats.groupby(key, sort=False, dropna=False):
+        kv = kv if isinstance(kv, tuple) else (kv,)
+        row = dict(zip(key, kv))
+        g = g.set_index("metric")
+        row["runs"] = int(g["n"].max()) if len(g) else 0
+        inv = int(g["n_invalid"].max()) if len(g) else 0
+        row["invalid"] = f'<span class="bad">{inv}</span>' if inv else "0"
+        for m in metrics:
+            if m not in g.index:
+                row[m] = "–"
+                continue
+            s = g.loc[m]
+            ci = (f" ± {fmt_metric(m, s['ci_half'], 2)}" if pd.notna(s["ci_half"]) else "")
+            row[m] = (f"{fmt_metric(m, s['mean'], 3)}{esc(ci)}"
+                      f' <span class="muted">({int(s["n"])})</span>')
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    df.columns = [c if c not in metrics else plots.label_of(c) for c in df.columns]
+    return table(df, left=tuple(key),
+                 raw_html=tuple(plots.label_of(m) for m in metrics) + ("invalid",))
+
+
+def _checks(res: Results) -> str:
+    runs = res.runs
+    out = []
+    bad = runs[~valid_mask(runs)] if len(runs) else runs
+    if len(bad):
+        rows = []
+        for r in bad.itertuples(index=False):
+            rid = getattr(r, "run_id", "")
+            reasons = (res.metas.get(str(rid), {}).get("invalid_reasons") or
+                       [getattr(r, "invalid_reasons", "")])
+            rows.append({"run_id": rid, "cell": getattr(r, "cell", ""),
+                         "rep": getattr(r, "rep", ""),
+                         "reasons": "; ".join(map(str, np.atleast_1d(reasons)))})
+        out.append(f'<p class="bad">{len(bad)} of {len(runs)} runs are invalid; they are '
+                   "excluded from every statistic below and counted in the "
+                   "<em>invalid</em> column.</p>")
+        out.append(table(pd.DataFrame(rows), left=("run_id", "cell", "reasons")))
+    else:
+        out.append(f'<p class="ok">All {len(runs)} runs are valid.</p>')
+    checks = _load_checks(res)
+    if len(checks):
+        ok = checks["ok"].astype(bool) if "ok" in checks else pd.Series(True, index=checks.index)
+        out.append(f"<p>Pass criteria: {int(ok.sum())} of {len(checks)} met"
+                   + (f', <span class="bad">{int((~ok).sum())} failed</span>' if (~ok).any()
+                      else "") + ".</p>")
+        out.append(table(checks, left=tuple(c for c in checks.columns if checks[c].dtype == object)))
+    elif res.study.get("expect"):
+        out.append("<p>Pass criteria of the study (not evaluated in this directory):</p>"
+                   + kv_table(res.study["expect"]))
+    return "".join(out)
+
+
+def _load_checks(res: Results) -> pd.DataFrame:
+    """checks.json (a list of {check, target, measured, ok, ...}) if the runner wrote one."""
+    p = res.path / "checks.json"
+    if not p.exists():
+        return pd.DataFrame()
+    try:
+        data = json.loads(p.read_text())
+    except ValueError:
+        return pd.DataFrame([{"check": "checks.json", "ok": False, "why": "unreadable"}])
+    return pd.DataFrame(data if isinstance(data, list) else data.get("checks", []))
+
+
+def _figures(res: Results, stats: pd.DataFrame, tmp: Path, key: list[str],
+             max_timeseries: int) -> list[tuple[str, list[str]]]:
+    """(section title, [figure html]) for every figure that the data supports."""
+    runs = res.runs
+    sections = []
+    factors = [f for f in res.factors if f in runs and runs[f].nunique(dropna=True) > 1]
+    n = [0]
+
+    def fig(fn, caption, *a, **kw):
+        n[0] += 1
+        p = fn(*a, path=tmp / f"f{n[0]:03d}.png", **kw)
+        return figure(p, caption)
+
+    # metric against each swept factor; the other factor (if one) as colour
+    figs = []
+    fstats = cell_stats(runs, factors, _present(runs, FACTOR_METRICS)) if factors else stats
+    for f in factors:
+        hue = next((h for h in factors if h != f), None)
+        for m in _present(runs, FACTOR_METRICS):
+            figs.append(fig(plots.metric_vs_factor, f"{m} against {f}"
+                            + (f", one line per {hue}" if hue else "")
+                            + ". Points: mean over valid runs; bars: 95 % CI (Student t).",
+                            fstats, f, m, hue=hue))
+    if figs:
+        sections.append(("Metrics against the swept factors", figs))
+
+    group = "cell" if "cell" in runs else (factors[0] if factors else None)
+    if group:
+        figs = [fig(plots.box, f"{m} per {group} over repetitions (box: quartiles, "
+                    "triangle: mean, dots: runs).", runs, group, m)
+                for m in _present(runs, BOX_METRICS)]
+        if figs:
+            sections.append(("Spread over repetitions", figs))
+
+    figs = []
+    reps = _representative_runs(res, group)
+    if len(res.flows) and "goodput_bps" in res.flows:
+        fl = res.flows[res.flows["conn"] == -1] if "conn" in res.flows else res.flows
+        figs.append(fig(plots.cdf, "Per-flow steady-state goodput, all runs, per "
+                        f"{group or 'study'}.", fl, "goodput_bps",
+                        hue="cell" if "cell" in fl else None))
+    samples = []
+    for cell, rid in reps[:max_timeseries]:
+        tcp = res.run_tables(rid)["tcpinfo"]
+        meta = res.metas.get(rid, {})
+        if len(tcp) and "srtt_us" in tcp:
+            w = tcp[tcp["t"] >= float(meta.get("warmup_s") or 0)] if "t" in tcp else tcp
+            samples.append(pd.DataFrame({"rtt_s": w["srtt_us"].to_numpy(float) / 1e6,
+                                         "cell": cell}))
+    if samples:
+        figs.append(fig(plots.cdf, "Smoothed RTT (TCP_INFO srtt) samples after warm-up, "
+                        "one representative run per cell.", pd.concat(samples), "rtt_s",
+                        hue="cell"))
+    if figs:
+        sections.append(("Distributions", figs))
+
+    figs = []
+    if len(factors) >= 2:
+        a, b = factors[:2]
+        for m in _present(runs, ["jain", "goodput_bps", "rtt_mean_s"]):
+            figs.append(fig(plots.heatmap, f"Mean {m} for each {a} × {b} (valid runs).",
+                            runs[valid_mask(runs)], a, b, m))
+    if "n_flows" in runs and runs["n_flows"].nunique() > 1 and "jain" in runs:
+        figs.append(fig(plots.fairness_vs_flows, "Jain's index against the number of "
+                        "flows (mean, 95 % CI); dotted: 1/n.", runs, "n_flows",
+                        hue=next((f for f in factors if "n_flows" not in f and "pairs"
+                                  not in f), None)))
+    if figs:
+        sections.append(("Fairness and algorithm pairs", figs))
+
+    figs = []
+    for cell, rid in reps[:max_timeseries]:
+        meta = res.metas.get(rid)
+        if not meta:
+            continue
+        figs.append(fig(plots.timeseries, f"Run {rid} (cell {cell}): cwnd, goodput, RTT, "
+                        "bottleneck queue, Jain per interval; grey: warm-up.",
+                        res.run_tables(rid), meta))
+    if figs:
+        more = len(reps) - max_timeseries
+        title = "Time series of one run per cell" + (f" (first {max_timeseries}; "
+                                                    f"{more} more cells)" if more > 0 else "")
+        sections.append((title, figs))
+    return sections
+
+
+def _representative_runs(res: Results, group) -> list[tuple[str, str]]:
+    """(cell, run_id) of the first valid repetition of every cell, in plan order."""
+    runs = res.runs
+    if not len(runs) or "run_id" not in runs:
+        return []
+    r = runs[valid_mask(runs)]
+    if "rep" in r:
+        r = r.sort_values("rep", kind="stable")
+    col = group if group in r else None
+    if col is None:
+        return [("", str(r["run_id"].iloc[0]))] if len(r) else []
+    first = r.groupby(col, sort=False)["run_id"].first()
+    order = sorted(first.index, key=plots.natural_key)
+    return [(str(c), str(first[c])) for c in order]
+
+
+def _flows_table(res: Results, key: list[str]) -> str:
+    fl = res.flows
+    if not len(fl) or "goodput_bps" not in fl:
+        return table(pd.DataFrame())
+    fl = fl[fl["conn"] == -1] if "conn" in fl else fl
+    if "run_id" in fl and "run_id" in res.runs:
+        ok = set(res.runs.loc[valid_mask(res.runs), "run_id"].astype(str))
+        fl = fl[fl["run_id"].astype(str).isin(ok)]
+    by = [c for c in ("cell", "flow", "name", "cc") if c in fl]
+    ms = _present(fl, ["goodput_bps", "share", "rtt_mean_s", "rtt_p99_s", "retrans_ratio",
+                       "fct_mean_s", "mathis_bps"])
+    if not by or not ms:
+        return table(pd.DataFrame())
+    st = cell_stats(fl.assign(valid=True), by, ms)
+    return _results_table(st.drop(columns=["n_invalid"]).assign(n_invalid=0), by, ms)
+
+
+def _environment(res: Results) -> str:
+    env = {}
+    for m in list(res.metas.values())[:1]:
+        env.update({k: v for k, v in m.items() if k not in META_SHOWN})
+    for k in ("environment", "env", "host", "machine"):
+        if isinstance(res.study.get(k), dict):
+            env.update(res.study[k])
+    if "cpu_busy_frac" in res.runs:
+        env["cpu busy (mean over runs)"] = f"{res.runs['cpu_busy_frac'].mean():.3g}"
+    if "cpu_steal_frac" in res.runs:
+        env["cpu steal (max over runs)"] = f"{res.runs['cpu_steal_frac'].max():.3g}"
+    return kv_table(env)
+
+
+def write_report(study_dir, out=None, max_timeseries: int = 12) -> Path:
+    """Write report.html for a stored study and return its path."""
+    res = load_results(study_dir)
+    out = Path(out) if out else res.path / "report.html"
+    runs = res.runs
+    key = _cell_key(res) or ["cell"]
+    metrics = _present(runs, KEY_METRICS)
+    stats = cell_stats(runs, [k for k in key if k in runs], metrics)
+    n_inv = int((~valid_mask(runs)).sum()) if len(runs) else 0
+    n_cells = runs["cell"].nunique() if "cell" in runs else len(stats.groupby(key)) if len(
+        stats) else 0
+    sweep = res.study.get("sweep") or {}
+    parts = [f"<h1>ccarena report: {esc(res.name)}</h1>",
+             f'<p class="muted">{esc(res.path)} — generated '
+             f"{esc(_dt.datetime.now(_dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC'))}</p>",
+             '<nav><a href="#checks">checks</a><a href="#results">results</a>'
+             '<a href="#figures">figures</a><a href="#flows">flows</a>'
+             '<a href="#environment">environment</a><a href="#study">study</a></nav>',
+             "<h2>Summary</h2>",
+             kv_table({"study": res.name, "cells": n_cells, "runs": len(runs),
+                       "valid runs": len(runs) - n_inv, "invalid runs": n_inv,
+                       "swept factors": ", ".join(f"{k} ∈ {v}" for k, v in sweep.items())
+                       or ", ".join(res.factors) or "(none)"}),
+             '<h2 id="checks">Checks</h2>', _checks(res),
+             '<h2 id="results">Results per cell</h2>',
+             "<p>Mean ± half-width of the 95 % confidence interval (Student t, over valid "
+             "repetitions), (n) = runs that gave a value. Rates in Mbit/s, RTTs in ms; "
+             "definitions in docs/metrics.md.</p>",
+             _results_table(stats, [k for k in key if k in runs], metrics),
+             '<h2 id="figures">Figures</h2>']
+    with tempfile.TemporaryDirectory(prefix="ccarena-report-") as tmp:
+        for title, figs in _figures(res, stats, Path(tmp), key, max_timeseries):
+            parts.append(f"<h3>{esc(title)}</h3>" + "".join(figs))
+    parts += ['<h2 id="flows">Flows</h2>',
+              "<p>Per flow, over the valid repetitions of each cell (mean ± 95 % CI).</p>",
+              _flows_table(res, key),
+              '<h2 id="environment">Environment</h2>', _environment(res),
+              '<h2 id="study">Study</h2>',
+              f"<details><summary>resolved study (study.json)</summary><pre>"
+              f"{esc(json.dumps(res.study, indent=1, sort_keys=True, default=str))}</pre>"
+              "</details>"]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(page(f"ccarena: {res.name}", "\n".join(parts)), encoding="utf-8")
+    return out
