@@ -1,0 +1,175 @@
+"""Study files: valid ones load with the right numbers; each kind of bad input is one clear
+error naming the file, the key and what is accepted."""
+import textwrap
+
+import pytest
+
+from ccarena.errors import SpecError
+from ccarena.spec.load import load_study
+
+BASE = """
+[study]
+name = "t"
+duration = "10s"
+warmup = "2s"
+repetitions = 3
+[topology]
+pairs = 2
+[bottleneck]
+rate = "10mbit"
+delay = "10ms"
+buffer = "100p"
+[[flow]]
+name = "bulk"
+from = "s1"
+to = "r1"
+cc = "reno"
+[[flow]]
+name = "web"
+from = "r2"
+to = "s2"
+kind = "download"
+size = "174KiB"
+every = "2s"
+[[probe]]
+kind = "ping"
+from = "s1"
+to = "r1"
+interval = "100ms"
+"""
+
+
+def write(tmp_path, text, name="study.toml"):
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+def test_valid_study_in_si_units(tmp_path):
+    s = load_study(write(tmp_path, BASE))
+    assert s.duration_s == 10 and s.warmup_s == 2 and s.repetitions == 3
+    assert s.bottleneck.rate_bps == 10_000_000
+    assert s.bottleneck.delay_s == pytest.approx(0.01)
+    assert s.base_rtt_s == pytest.approx(0.02)
+    assert s.bottleneck.buffer.kind == "packets" and s.bottleneck.buffer.size == 100
+    web = s.flows[1]
+    assert (web.kind, web.size, web.src, web.dst) == ("download", 174 * 1024, "r2", "s2")
+    assert s.probes[0].interval_s == pytest.approx(0.1)
+    assert len(s.cells) == 1
+
+
+def expect_error(tmp_path, text, key, *needles):
+    p = write(tmp_path, text)
+    with pytest.raises(SpecError) as e:
+        load_study(p)
+    msg = str(e.value)
+    assert str(p) in msg, msg
+    assert key in msg, msg
+    for n in needles:
+        assert n in msg, msg
+    return msg
+
+
+def test_unknown_key(tmp_path):
+    expect_error(tmp_path, BASE.replace('delay = "10ms"', 'delay = "10ms"\nspeed = 3'),
+                 "bottleneck.speed", "unknown key", "accepted here", "rate")
+
+
+def test_unknown_table(tmp_path):
+    expect_error(tmp_path, BASE + "\n[network]\nx = 1\n", "network", "unknown table")
+
+
+def test_unknown_unit(tmp_path):
+    expect_error(tmp_path, BASE.replace('"10ms"', '"10 parsecs"'), "bottleneck.delay",
+                 "unknown time unit 'parsecs'", "ms")
+
+
+def test_unknown_algorithm(tmp_path):
+    expect_error(tmp_path, BASE.replace('cc = "reno"', 'cc = "warp"'), "flow.bulk.cc",
+                 "unknown congestion control 'warp'", "cubic")
+
+
+def test_flow_between_hosts_that_do_not_exist(tmp_path):
+    expect_error(tmp_path, BASE.replace('to = "r1"\ncc', 'to = "r9"\ncc'), "flow.bulk.to",
+                 "no such host 'r9'", "s1, s2, r1, r2")
+
+
+def test_sweep_over_a_key_that_does_not_exist(tmp_path):
+    expect_error(tmp_path, BASE + '\n[sweep]\n"bottleneck.colour" = ["red"]\n',
+                 'sweep."bottleneck.colour"', "no setting 'colour'", "buffer")
+    expect_error(tmp_path, BASE + '\n[sweep]\n"flow.nope.cc" = ["reno"]\n',
+                 'sweep."flow.nope.cc"', "no flow named 'nope'", "bulk")
+
+
+def test_bad_value_inside_a_sweep_cell_names_the_cell(tmp_path):
+    expect_error(tmp_path, BASE + '\n[sweep]\n"bottleneck.buffer" = ["20p", "lots"]\n',
+                 "bottleneck.buffer", "sweep cell", "lots")
+
+
+def test_missing_required(tmp_path):
+    expect_error(tmp_path, BASE.replace('duration = "10s"\n', ''), "study.duration",
+                 "is required")
+
+
+def test_download_that_cannot_finish(tmp_path):
+    expect_error(tmp_path, BASE.replace('every = "2s"', 'every = "2s"\ncount = 9'),
+                 "flow.web.count", "cannot all start")
+
+
+def test_key_of_another_kind(tmp_path):
+    expect_error(tmp_path, BASE.replace('cc = "reno"', 'cc = "reno"\nsize = "1MB"'),
+                 "flow.bulk.size", "does not apply to kind 'bulk'")
+
+
+def test_not_toml(tmp_path):
+    expect_error(tmp_path, "[study\nname=", "", "not valid TOML")
+
+
+def test_sweeps_are_cartesian_and_generated(tmp_path):
+    s = load_study(write(tmp_path, BASE + textwrap.dedent('''
+        [sweep]
+        "bottleneck.buffer" = ["20p", "100p"]
+        "flow.bulk.cc" = ["reno", "cubic", "bbr"]
+        ''')))
+    assert len(s.cells) == 6
+    combos = {(p["bottleneck.buffer"], p["flow.bulk.cc"]) for p, _ in s.cells}
+    assert ("20p", "bbr") in combos and ("100p", "reno") in combos
+    cell = dict(((p["bottleneck.buffer"], p["flow.bulk.cc"]), c) for p, c in s.cells)
+    assert cell[("20p", "bbr")].bottleneck.buffer.size == 20
+    assert cell[("20p", "bbr")].flows[0].cc == "bbr"
+
+
+@pytest.mark.parametrize("gen,extra,values", [
+    ("linear", 'unit = "5ms", until = "20ms"', [0, 5, 10, 15, 20]),
+    ("quadratic", 'unit = "1ms", from = 1, until = "64ms"', [1, 4, 9, 16, 25, 36, 49, 64]),
+    ("exponential", 'unit = "1ms", until = "64ms"', [1, 2, 4, 8, 16, 32, 64]),
+])
+def test_generated_sequences(tmp_path, gen, extra, values):
+    s = load_study(write(tmp_path, BASE + f'\n[sweep]\n"bottleneck.delay" = '
+                         f'{{ generate = "{gen}", {extra} }}\n'))
+    got = [round(c.bottleneck.delay_s * 1000, 6) for _, c in s.cells]
+    assert got == values
+
+
+def test_extends_merges_tables_and_replaces_flows(tmp_path):
+    write(tmp_path, BASE, "base.toml")
+    child = write(tmp_path, '''
+        [study]
+        extends = "base.toml"
+        name = "child"
+        [bottleneck]
+        rate = "50mbit"
+        ''', "child.toml")
+    s = load_study(child)
+    assert s.name == "child" and s.bottleneck.rate_bps == 50_000_000
+    assert s.bottleneck.delay_s == pytest.approx(0.01)   # inherited
+    assert [f.name for f in s.flows] == ["bulk", "web"]
+
+
+def test_every_shipped_study_loads():
+    from pathlib import Path
+    studies = sorted((Path(__file__).resolve().parents[2] / "studies").glob("*.toml"))
+    assert studies, "no studies shipped"
+    for p in studies:
+        s = load_study(p)
+        assert s.cells
