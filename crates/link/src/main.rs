@@ -1,1 +1,47 @@
-fn main() {}
+//! `ccarena-link --config link.json`: lifecycle of contracts §3. Configuration errors
+//! exit 2 before anything starts; setup/runtime errors exit 1; both print one line
+//! `ccarena-link: <attempt>: <object>: <cause>` on stderr.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::exit;
+
+use ccarena_link::config;
+use ccarena_link::shell::sys::SignalFd;
+use ccarena_link::shell::Shell;
+
+fn die(code: i32, msg: impl std::fmt::Display) -> ! {
+    eprintln!("ccarena-link: {msg}");
+    exit(code)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let path = match args.iter().position(|a| a == "--config").and_then(|i| args.get(i + 1)) {
+        Some(p) => PathBuf::from(p),
+        None => die(2, "parse arguments: argv: usage: ccarena-link --config link.json"),
+    };
+    let cfg = match config::load(&path) {
+        Ok(c) => c,
+        Err(e) => die(2, format!("load config {}: {}: {}", path.display(), e.object, e.cause)),
+    };
+    // Block SIGTERM/SIGINT before anything else so a signal during setup is not lost.
+    let sig = SignalFd::new().unwrap_or_else(|e| die(1, e));
+    let mut shell = Shell::open(&cfg).unwrap_or_else(|e| die(1, e));
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(b"READY\n");
+        let _ = out.flush();
+    }
+    if let Err(e) = shell.run(&sig) {
+        die(1, e);
+    }
+    let report = shell.finish();
+    let p = std::path::Path::new(&cfg.out_dir).join("link.json");
+    if let Err(e) = std::fs::write(&p, serde_json::to_vec_pretty(&report).unwrap()) {
+        die(1, format!("write: {}: {}", p.display(), e));
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(b"DONE\n");
+    let _ = out.flush();
+}

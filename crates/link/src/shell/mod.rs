@@ -1,1 +1,342 @@
+//! The packet-I/O shell around the core: two AF_PACKET sockets (one per port), batched
+//! `recvmmsg`/`sendmmsg`, and a timing loop that sleeps in `epoll_wait` on the sockets,
+//! a timerfd armed `spin_ns` before the next deadline, and a signalfd; within `spin_ns`
+//! of a deadline it busy-polls the sockets instead of sleeping (see docs/link.md for the
+//! measurements behind this choice).
+//!
+//! Contract: frames are forwarded unchanged (a `virtio_net_hdr` travels with each frame
+//! so checksum-offload state — CHECKSUM_PARTIAL from a veth peer — survives the hop);
+//! the shell reads the clock once per batch and passes it to the core; it measures how
+//! late each release is against the core's due time and counts kernel-side receive drops.
+
 pub mod hist;
+pub mod sys;
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use crate::config::Config;
+use crate::link::{Link, Released};
+use crate::packet::Packet;
+use crate::stats::{events_schema, stats_schema, EventRecord};
+use hist::Hist;
+use sys::{now_ns, Epoll, PacketSocket, SignalFd, SysError, TimerFd, VNET_HDR_LEN};
+
+const BATCH: usize = 64;
+const POOL_MAX: usize = 8192;
+
+/// Receive-side batch: buffers stay allocated across calls; consumed ones are replaced.
+struct RxBatch {
+    bufs: Vec<Vec<u8>>,
+    iovs: Vec<libc::iovec>,
+    msgs: Vec<libc::mmsghdr>,
+}
+
+/// Self-accounting of the shell (goes to link.json).
+#[derive(Default)]
+pub struct ShellStats {
+    pub rx_packets: u64,
+    pub rx_truncated: u64,
+    pub rx_ring_drops: u64,
+    pub kernel_rx_packets: u64,
+    pub forwarded: u64,
+    pub tx_errors: u64,
+    pub late: Hist,
+    pub late_packets: u64,
+    pub loops: u64,
+    pub sleeps: u64,
+}
+
+pub struct Shell {
+    socks: [PacketSocket; 2],
+    link: Link,
+    slot: usize,
+    pool: Vec<Vec<u8>>,
+    rx: [RxBatch; 2],
+    tx_iovs: Vec<libc::iovec>,
+    tx_msgs: Vec<libc::mmsghdr>,
+    out: Vec<Released>,
+    by_dir: [Vec<Released>; 2],
+    spin_ns: u64,
+    late_tol: u64,
+    stats_w: BufWriter<File>,
+    events_w: Option<BufWriter<File>>,
+    enc: Vec<u8>,
+    evbuf: Vec<EventRecord>,
+    pub st: ShellStats,
+    pub start_ns: u64,
+}
+
+fn rx_batch(slot: usize) -> RxBatch {
+    RxBatch { bufs: (0..BATCH).map(|_| vec![0u8; slot]).collect(), iovs: vec![libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; BATCH], msgs: vec![unsafe { std::mem::zeroed() }; BATCH] }
+}
+
+fn create(path: &Path) -> Result<File, SysError> {
+    File::create(path).map_err(|e| SysError { attempt: "create".into(), object: path.display().to_string(), cause: e })
+}
+
+impl Shell {
+    /// Open both sockets and the output files. Nothing is forwarded yet.
+    pub fn open(cfg: &Config) -> Result<Shell, SysError> {
+        let out_dir = Path::new(&cfg.out_dir);
+        std::fs::create_dir_all(out_dir).map_err(|e| SysError { attempt: "create out_dir".into(), object: cfg.out_dir.clone(), cause: e })?;
+        let west = PacketSocket::open(&cfg.west)?;
+        let east = PacketSocket::open(&cfg.east)?;
+        // Room for the vnet header, an Ethernet header with one VLAN tag and the MTU.
+        let slot = (VNET_HDR_LEN + 18 + west.mtu.max(east.mtu)).max(2048);
+        let w = |name: &str, v: serde_json::Value| -> Result<(), SysError> {
+            let p = out_dir.join(name);
+            std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).map_err(|e| SysError { attempt: "write".into(), object: p.display().to_string(), cause: e })
+        };
+        w("link_stats.bin.schema.json", stats_schema())?;
+        let stats_w = BufWriter::with_capacity(1 << 16, create(&out_dir.join("link_stats.bin"))?);
+        let events_w = if cfg.link.event_log {
+            w("link_events.bin.schema.json", events_schema())?;
+            Some(BufWriter::with_capacity(1 << 20, create(&out_dir.join("link_events.bin"))?))
+        } else {
+            None
+        };
+        sys::set_timer_slack_ns(1);
+        let start_ns = now_ns();
+        Ok(Shell {
+            socks: [west, east],
+            link: Link::new(&cfg.link, start_ns),
+            slot,
+            pool: Vec::new(),
+            rx: [rx_batch(slot), rx_batch(slot)],
+            tx_iovs: Vec::with_capacity(1024),
+            tx_msgs: Vec::with_capacity(1024),
+            out: Vec::with_capacity(1024),
+            by_dir: [Vec::with_capacity(1024), Vec::with_capacity(1024)],
+            spin_ns: cfg.spin_ns,
+            late_tol: cfg.late_tolerance_ns,
+            stats_w,
+            events_w,
+            enc: Vec::with_capacity(1 << 16),
+            evbuf: Vec::new(),
+            st: ShellStats::default(),
+            start_ns,
+        })
+    }
+
+    fn new_buf(&mut self) -> Vec<u8> {
+        match self.pool.pop() {
+            Some(mut b) => {
+                // SAFETY: every pooled buffer was created as `vec![0; slot]`; its bytes
+                // stay initialised when it is truncated, so restoring the length is sound.
+                unsafe { b.set_len(self.slot) };
+                b
+            }
+            None => vec![0u8; self.slot],
+        }
+    }
+
+    fn recycle(&mut self, b: Vec<u8>) {
+        if self.pool.len() < POOL_MAX && b.capacity() >= self.slot {
+            self.pool.push(b);
+        }
+    }
+
+    /// Receive up to one batch from socket `s` and hand it to the core. Returns the count.
+    fn rx(&mut self, s: usize, now: u64) -> usize {
+        let fd = self.socks[s].fd;
+        for i in 0..BATCH {
+            if self.rx[s].bufs[i].len() != self.slot {
+                let b = self.new_buf();
+                self.rx[s].bufs[i] = b;
+            }
+        }
+        let rb = &mut self.rx[s];
+        for i in 0..BATCH {
+            rb.iovs[i] = libc::iovec { iov_base: rb.bufs[i].as_mut_ptr() as *mut libc::c_void, iov_len: rb.bufs[i].len() };
+            let h = &mut rb.msgs[i].msg_hdr;
+            *h = unsafe { std::mem::zeroed() };
+            h.msg_iov = &mut rb.iovs[i];
+            h.msg_iovlen = 1;
+            rb.msgs[i].msg_len = 0;
+        }
+        let n = unsafe { libc::recvmmsg(fd, rb.msgs.as_mut_ptr(), BATCH as u32, libc::MSG_DONTWAIT, std::ptr::null_mut()) };
+        if n <= 0 {
+            return 0;
+        }
+        let n = n as usize;
+        // W2E (0) arrives on the west socket (0); E2W (1) on the east socket (1).
+        let dir = s;
+        for i in 0..n {
+            let len = self.rx[s].msgs[i].msg_len as usize;
+            let trunc = self.rx[s].msgs[i].msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
+            if trunc || len < VNET_HDR_LEN + 14 {
+                self.st.rx_truncated += 1;
+                continue;
+            }
+            let mut b = std::mem::take(&mut self.rx[s].bufs[i]);
+            b.truncate(len);
+            self.st.rx_packets += 1;
+            self.link.enqueue(now, dir, Packet::new(b, VNET_HDR_LEN));
+        }
+        n
+    }
+
+    /// Send the released packets of direction `dir` out of the opposite port.
+    fn tx(&mut self, dir: usize) {
+        let mut pkts = std::mem::take(&mut self.by_dir[dir]);
+        if pkts.is_empty() {
+            self.by_dir[dir] = pkts;
+            return;
+        }
+        let fd = self.socks[1 - dir].fd;
+        self.tx_iovs.clear();
+        self.tx_msgs.clear();
+        for r in pkts.iter_mut() {
+            self.tx_iovs.push(libc::iovec { iov_base: r.pkt.buf.as_mut_ptr() as *mut libc::c_void, iov_len: r.pkt.buf.len() });
+        }
+        for i in 0..pkts.len() {
+            let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+            m.msg_hdr.msg_iov = &mut self.tx_iovs[i];
+            m.msg_hdr.msg_iovlen = 1;
+            self.tx_msgs.push(m);
+        }
+        let t = now_ns();
+        let mut off = 0;
+        while off < pkts.len() {
+            let k = (pkts.len() - off).min(1024);
+            let r = unsafe { libc::sendmmsg(fd, self.tx_msgs.as_mut_ptr().add(off), k as u32, 0) };
+            if r < 0 {
+                if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                self.st.tx_errors += 1;
+                off += 1;
+            } else {
+                for p in &pkts[off..off + r as usize] {
+                    let late = t.saturating_sub(p.due_ns);
+                    self.st.late.add(late);
+                    if late > self.late_tol {
+                        self.st.late_packets += 1;
+                    }
+                }
+                self.st.forwarded += r as u64;
+                off += r as usize;
+            }
+        }
+        for r in pkts.drain(..) {
+            self.recycle(r.pkt.buf);
+        }
+        self.by_dir[dir] = pkts;
+    }
+
+    fn flush_records(&mut self) {
+        self.enc.clear();
+        for r in self.link.drain_stats() {
+            r.encode(&mut self.enc);
+        }
+        if !self.enc.is_empty() {
+            let _ = self.stats_w.write_all(&self.enc);
+        }
+        if let Some(w) = self.events_w.as_mut() {
+            self.link.drain_events(&mut self.evbuf);
+            self.enc.clear();
+            for e in self.evbuf.drain(..) {
+                e.encode(&mut self.enc);
+            }
+            let _ = w.write_all(&self.enc);
+        }
+    }
+
+    /// Forward until SIGTERM/SIGINT arrives on `sig`.
+    pub fn run(&mut self, sig: &SignalFd) -> Result<(), SysError> {
+        let timer = TimerFd::new()?;
+        let ep = Epoll::new(&[self.socks[0].fd, self.socks[1].fd, timer.0, sig.0])?;
+        let mut next_sig_check = 0u64;
+        loop {
+            self.st.loops += 1;
+            let now = now_ns();
+            let got = self.rx(0, now) + self.rx(1, now);
+            let now = now_ns();
+            self.link.poll(now, &mut self.out);
+            if !self.out.is_empty() {
+                for r in self.out.drain(..) {
+                    self.by_dir[r.dir].push(r);
+                }
+                self.tx(0);
+                self.tx(1);
+            }
+            if now >= next_sig_check {
+                self.flush_records();
+                if sig.pending() {
+                    return Ok(());
+                }
+                next_sig_check = now + 5_000_000;
+            }
+            if got > 0 {
+                continue;
+            }
+            let now = now_ns();
+            let dl = self.link.next_deadline();
+            if dl.is_some_and(|d| d <= now + self.spin_ns) {
+                continue; // busy-poll the last stretch before a deadline
+            }
+            let mut wake = self.link.next_stats_ns().max(now + 1).min(next_sig_check.max(now + 1));
+            if let Some(d) = dl {
+                wake = wake.min(d - self.spin_ns);
+            }
+            timer.arm_at(wake);
+            self.st.sleeps += 1;
+            ep.wait();
+            timer.clear();
+        }
+    }
+
+    /// Close the statistics, flush the files and return link.json's content.
+    pub fn finish(&mut self) -> serde_json::Value {
+        let end = now_ns();
+        self.link.finish(end);
+        self.flush_records();
+        let _ = self.stats_w.flush();
+        if let Some(w) = self.events_w.as_mut() {
+            let _ = w.flush();
+        }
+        for s in self.socks.iter() {
+            let (pk, dr) = s.take_stats();
+            self.st.kernel_rx_packets += pk;
+            self.st.rx_ring_drops += dr;
+        }
+        let (user, sys_s, rss) = sys::rusage();
+        let dir = |i: usize| {
+            let t = self.link.totals(i);
+            let (ql, qb) = self.link.queue_len(i);
+            let mut v = serde_json::to_value(t).unwrap();
+            v["qlen_pkts_end"] = ql.into();
+            v["qlen_bytes_end"] = qb.into();
+            v["in_flight_end"] = self.link.in_flight(i).into();
+            v
+        };
+        let st = &self.st;
+        serde_json::json!({
+            "version": 1,
+            "start_ns": self.start_ns,
+            "end_ns": end,
+            "forwarded": st.forwarded,
+            "rx_packets": st.rx_packets,
+            "rx_ring_drops": st.rx_ring_drops,
+            "rx_truncated": st.rx_truncated,
+            "tx_errors": st.tx_errors,
+            "late_tolerance_ns": self.late_tol,
+            "late_packets": st.late_packets,
+            "max_late_ns": st.late.max,
+            "p50_late_ns": st.late.quantile(0.5),
+            "p99_late_ns": st.late.quantile(0.99),
+            "p999_late_ns": st.late.quantile(0.999),
+            "cpu_user_s": user,
+            "cpu_sys_s": sys_s,
+            "max_rss_kib": rss,
+            "loops": st.loops,
+            "sleeps": st.sleeps,
+            "spin_ns": self.spin_ns,
+            "io": "AF_PACKET recvmmsg/sendmmsg, PACKET_VNET_HDR, epoll+timerfd",
+            "w2e": dir(0),
+            "e2w": dir(1),
+        })
+    }
+}

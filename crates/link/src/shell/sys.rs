@@ -1,0 +1,217 @@
+//! Thin, checked wrappers around the Linux calls the shell uses: AF_PACKET sockets,
+//! timerfd, signalfd, epoll, CLOCK_MONOTONIC. Each error says what was attempted.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::RawFd;
+
+pub const ETH_P_ALL: u16 = 0x0003;
+const SOL_PACKET: libc::c_int = 263;
+const PACKET_ADD_MEMBERSHIP: libc::c_int = 1;
+const PACKET_MR_PROMISC: libc::c_ushort = 1;
+const PACKET_STATISTICS: libc::c_int = 6;
+const PACKET_VNET_HDR: libc::c_int = 15;
+const PACKET_QDISC_BYPASS: libc::c_int = 20;
+const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+
+/// Size of `struct virtio_net_hdr` that precedes every frame with PACKET_VNET_HDR.
+pub const VNET_HDR_LEN: usize = 10;
+
+#[derive(Debug)]
+pub struct SysError {
+    pub attempt: String,
+    pub object: String,
+    pub cause: io::Error,
+}
+
+impl std::fmt::Display for SysError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}: {}", self.attempt, self.object, self.cause)
+    }
+}
+
+fn check(rc: libc::c_int, attempt: &str, object: &str) -> Result<libc::c_int, SysError> {
+    if rc < 0 {
+        Err(SysError { attempt: attempt.into(), object: object.into(), cause: io::Error::last_os_error() })
+    } else {
+        Ok(rc)
+    }
+}
+
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn setopt<T>(fd: RawFd, level: libc::c_int, opt: libc::c_int, val: &T, what: &str, ifname: &str) -> Result<(), SysError> {
+    let rc = unsafe { libc::setsockopt(fd, level, opt, val as *const T as *const libc::c_void, std::mem::size_of::<T>() as libc::socklen_t) };
+    check(rc, what, ifname).map(|_| ())
+}
+
+/// One AF_PACKET socket bound to one interface, used for both directions of I/O.
+pub struct PacketSocket {
+    pub fd: RawFd,
+    pub ifname: String,
+    pub ifindex: i32,
+    pub mtu: usize,
+}
+
+impl PacketSocket {
+    pub fn open(ifname: &str) -> Result<PacketSocket, SysError> {
+        let cname = CString::new(ifname).map_err(|_| SysError { attempt: "look up interface".into(), object: ifname.into(), cause: io::Error::from(io::ErrorKind::InvalidInput) })?;
+        let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) } as i32;
+        if ifindex == 0 {
+            return Err(SysError { attempt: "look up interface".into(), object: ifname.into(), cause: io::Error::last_os_error() });
+        }
+        // Protocol 0 first: the socket receives nothing until it is bound to the interface.
+        let fd = check(unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) }, "open AF_PACKET socket", ifname)?;
+        let mut s = PacketSocket { fd, ifname: ifname.into(), ifindex, mtu: 1500 };
+        let one: libc::c_int = 1;
+        setopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one, "setsockopt PACKET_VNET_HDR", ifname)?;
+        setopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, "setsockopt PACKET_IGNORE_OUTGOING", ifname)?;
+        setopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, "setsockopt PACKET_QDISC_BYPASS", ifname)?;
+        let buf: libc::c_int = 64 << 20;
+        if setopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &buf, "setsockopt SO_RCVBUFFORCE", ifname).is_err() {
+            setopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, &buf, "setsockopt SO_RCVBUF", ifname)?;
+        }
+        let sbuf: libc::c_int = 16 << 20;
+        if setopt(fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, &sbuf, "setsockopt SO_SNDBUFFORCE", ifname).is_err() {
+            setopt(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, &sbuf, "setsockopt SO_SNDBUF", ifname)?;
+        }
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = ETH_P_ALL.to_be();
+        sll.sll_ifindex = ifindex;
+        check(
+            unsafe { libc::bind(fd, &sll as *const libc::sockaddr_ll as *const libc::sockaddr, std::mem::size_of::<libc::sockaddr_ll>() as u32) },
+            "bind AF_PACKET socket",
+            ifname,
+        )?;
+        let mreq = libc::packet_mreq { mr_ifindex: ifindex, mr_type: PACKET_MR_PROMISC, mr_alen: 0, mr_address: [0; 8] };
+        setopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mreq, "setsockopt PACKET_ADD_MEMBERSHIP promisc", ifname)?;
+        s.mtu = s.query_mtu().unwrap_or(1500);
+        Ok(s)
+    }
+
+    fn query_mtu(&self) -> Option<usize> {
+        let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
+        for (i, b) in self.ifname.bytes().take(15).enumerate() {
+            ifr.ifr_name[i] = b as libc::c_char;
+        }
+        let rc = unsafe { libc::ioctl(self.fd, libc::SIOCGIFMTU, &mut ifr) };
+        (rc == 0).then(|| unsafe { ifr.ifr_ifru.ifru_mtu } as usize)
+    }
+
+    /// Packets dropped by the kernel for this socket since the last call
+    /// (PACKET_STATISTICS, which resets the counters): (received, dropped).
+    pub fn take_stats(&self) -> (u64, u64) {
+        let mut st = [0u32; 2];
+        let mut len = 8 as libc::socklen_t;
+        let rc = unsafe { libc::getsockopt(self.fd, SOL_PACKET, PACKET_STATISTICS, st.as_mut_ptr() as *mut libc::c_void, &mut len) };
+        if rc < 0 {
+            (0, 0)
+        } else {
+            (st[0] as u64, st[1] as u64)
+        }
+    }
+}
+
+impl Drop for PacketSocket {
+    fn drop(&mut self) {
+        unsafe { libc::close(self.fd) };
+    }
+}
+
+pub struct TimerFd(pub RawFd);
+
+impl TimerFd {
+    pub fn new() -> Result<TimerFd, SysError> {
+        let fd = check(unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) }, "timerfd_create", "CLOCK_MONOTONIC")?;
+        Ok(TimerFd(fd))
+    }
+    /// Arm at absolute CLOCK_MONOTONIC time `t_ns`.
+    pub fn arm_at(&self, t_ns: u64) {
+        let t = t_ns.max(1);
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+            it_value: libc::timespec { tv_sec: (t / 1_000_000_000) as i64, tv_nsec: (t % 1_000_000_000) as i64 },
+        };
+        unsafe { libc::timerfd_settime(self.0, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) };
+    }
+    pub fn clear(&self) {
+        let mut b = [0u8; 8];
+        unsafe { libc::read(self.0, b.as_mut_ptr() as *mut libc::c_void, 8) };
+    }
+}
+
+impl Drop for TimerFd {
+    fn drop(&mut self) {
+        unsafe { libc::close(self.0) };
+    }
+}
+
+/// SIGTERM/SIGINT delivered through a signalfd (the signals are blocked).
+pub struct SignalFd(pub RawFd);
+
+impl SignalFd {
+    pub fn new() -> Result<SignalFd, SysError> {
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGTERM);
+            libc::sigaddset(&mut set, libc::SIGINT);
+            check(libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()), "block signals", "SIGTERM/SIGINT")?;
+            let fd = check(libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC), "signalfd", "SIGTERM/SIGINT")?;
+            Ok(SignalFd(fd))
+        }
+    }
+    /// True if a signal is pending (consumes it).
+    pub fn pending(&self) -> bool {
+        let mut b = [0u8; 128];
+        unsafe { libc::read(self.0, b.as_mut_ptr() as *mut libc::c_void, 128) > 0 }
+    }
+}
+
+impl Drop for SignalFd {
+    fn drop(&mut self) {
+        unsafe { libc::close(self.0) };
+    }
+}
+
+pub struct Epoll(pub RawFd);
+
+impl Epoll {
+    pub fn new(fds: &[RawFd]) -> Result<Epoll, SysError> {
+        let ep = check(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) }, "epoll_create1", "-")?;
+        for (i, &fd) in fds.iter().enumerate() {
+            let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: i as u64 };
+            check(unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev) }, "epoll_ctl", "ADD")?;
+        }
+        Ok(Epoll(ep))
+    }
+    /// Block until one of the descriptors is readable (or a signal interrupts).
+    pub fn wait(&self) {
+        let mut evs: [libc::epoll_event; 8] = unsafe { std::mem::zeroed() };
+        unsafe { libc::epoll_wait(self.0, evs.as_mut_ptr(), 8, -1) };
+    }
+}
+
+impl Drop for Epoll {
+    fn drop(&mut self) {
+        unsafe { libc::close(self.0) };
+    }
+}
+
+/// Let hrtimers (timerfd) fire without the default 50 µs slack.
+pub fn set_timer_slack_ns(ns: u64) {
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
+}
+
+/// (user s, system s, max RSS KiB) of this process.
+pub fn rusage() -> (f64, f64, u64) {
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    (tv(ru.ru_utime), tv(ru.ru_stime), ru.ru_maxrss as u64)
+}
