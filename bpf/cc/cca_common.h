@@ -17,8 +17,8 @@
  *
  * Everything here is integer arithmetic: BPF has no floating point, and clang 14
  * (Debian 12) emits no signed division for BPF, so only unsigned u64/u32 divisions
- * are used. Times are taken from tp->tcp_mstamp (microseconds, the kernel's
- * per-ACK timestamp) so that one ACK sees one "now".
+ * are used. Times are microseconds of bpf_ktime_get_ns() (CLOCK_MONOTONIC, the
+ * clock of the kernel's TCP timestamps).
  *
  * The helpers below implement the generic rules of RFC 5681 (slow start, additive
  * increase counted in acked segments); they are written for ccarena and do not
@@ -76,10 +76,20 @@ static __always_inline u32 cca_max(u32 a, u32 b) { return a > b ? a : b; }
 static __always_inline u64 cca_min64(u64 a, u64 b) { return a < b ? a : b; }
 static __always_inline u64 cca_max64(u64 a, u64 b) { return a > b ? a : b; }
 
-/* Now, in microseconds: the timestamp the kernel took for the ACK being processed. */
-static __always_inline u64 cca_now_us(const struct tcp_sock *tp)
+/* Now, in microseconds of CLOCK_MONOTONIC (the clock TCP's own timestamps use). */
+static __always_inline u64 cca_now_us(void)
 {
-	return tp->tcp_mstamp;
+	return bpf_ktime_get_ns() / 1000;
+}
+
+/* Sequence-number order, modulo 2^32 (RFC 1982 style). */
+static __always_inline bool cca_seq_before(u32 a, u32 b)
+{
+	return (s32)(a - b) < 0;
+}
+static __always_inline bool cca_seq_after(u32 a, u32 b)
+{
+	return cca_seq_before(b, a);
 }
 
 /* Smoothed RTT in microseconds (the kernel keeps it scaled by 8). */
@@ -169,35 +179,51 @@ static __always_inline u32 cca_half_cwnd(const struct tcp_sock *tp)
 }
 
 /*
- * Integer cube root of a u64 (floor), by bisection over the bits: 22 rounds
- * cover 2^64's cube root (< 2^22). Bounded, so the verifier accepts it.
+ * Branch-free helpers. BPF has no conditional move, and a loop whose body
+ * branches on data multiplies the states the verifier must walk (2^rounds);
+ * so the bit-by-bit roots below decide each bit arithmetically.
  */
+/* 1 if a < b (unsigned), else 0 — Hacker's Delight §2-12, without a branch. */
+static __always_inline u64 cca_ltu(u64 a, u64 b)
+{
+	return ((~a & b) | ((~a | b) & (a - b))) >> 63;
+}
+
+/* 1 if y != 0, else 0. */
+static __always_inline u64 cca_nz(u64 y)
+{
+	return (y | (0 - y)) >> 63;
+}
+
+/* Integer cube root of a u64 (floor): 22 rounds cover 2^64's cube root (< 2^22). */
 static __always_inline u32 cca_cbrt(u64 x)
 {
 	u64 r = 0;
 	int i;
 
+#pragma unroll
 	for (i = 21; i >= 0; i--) {
 		u64 t = r | (1ull << i);
+		/* 2642245^3 < 2^64 < 2642246^3: a larger t would overflow; masked out */
+		u64 ok = cca_ltu(t, 2642246) & (1 - cca_ltu(x, t * t * t));
 
-		/* 2642245^3 < 2^64 < 2642246^3: larger t would overflow */
-		if (t <= 2642245 && t * t * t <= x)
-			r = t;
+		r |= (1ull << i) * ok;
 	}
 	return (u32)r;
 }
 
-/* Integer square root (floor) of a u64, bitwise; bounded loop of 32 rounds. */
+/* Integer square root (floor) of a u64; 32 rounds. */
 static __always_inline u32 cca_sqrt(u64 x)
 {
 	u64 r = 0;
 	int i;
 
+#pragma unroll
 	for (i = 31; i >= 0; i--) {
 		u64 t = r | (1ull << i);
+		u64 ok = 1 - cca_ltu(x, t * t);
 
-		if (t * t <= x)
-			r = t;
+		r |= (1ull << i) * ok;
 	}
 	return (u32)r;
 }
@@ -208,11 +234,12 @@ static __always_inline u32 cca_ilog2(u64 x)
 	u32 r = 0;
 	int i;
 
+#pragma unroll
 	for (i = 32; i >= 1; i >>= 1) {
-		if (x >> i) {
-			x >>= i;
-			r += i;
-		}
+		u32 sh = (u32)cca_nz(x >> i) * i;
+
+		x >>= sh;
+		r += sh;
 	}
 	return r;
 }

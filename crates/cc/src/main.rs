@@ -74,7 +74,10 @@ fn errno_of(err: &libbpf_rs::Error) -> Option<i32> {
         }
         cur = e.source();
     }
-    None
+    // libbpf-rs sometimes keeps only the message: "... (os error N)"
+    let msg = format!("{err:#}");
+    let i = msg.rfind("os error ")?;
+    msg[i + 9..].chars().take_while(|c| c.is_ascii_digit()).collect::<String>().parse().ok()
 }
 
 #[derive(Debug)]
