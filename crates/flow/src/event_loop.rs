@@ -111,6 +111,7 @@ impl Engine {
         }
         let out = Outputs::create(&cfg.out_dir)
             .map_err(|e| Failure::os("create outputs", cfg.out_dir.display().to_string(), e))?;
+        sys::set_min_timer_slack();
         let epoll = Epoll::new().map_err(|e| Failure::os("create", "epoll", e))?;
         let timerfd = TimerFd::new().map_err(|e| Failure::os("create", "timerfd", e))?;
         epoll.add(timerfd.fd, EV_IN, TOK_TIMER).map_err(|e| Failure::os("epoll add", "timerfd", e))?;
@@ -634,6 +635,10 @@ impl Engine {
                     c.log.connected_ns = Some(now);
                     c.log.local = sys::local_addr(c.fd).map(|a| a.to_string());
                     flows::on_connected(c, &mut ctx);
+                    // Stopped while connecting: say hello, send nothing, close.
+                    if c.flow_idx.is_some_and(|fi| self.flows[fi].stopped) {
+                        flows::on_stop(c);
+                    }
                 }
                 Ok(Some(e)) | Err(e) => c.fail("connect", e),
             }

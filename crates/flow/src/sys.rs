@@ -350,6 +350,11 @@ pub fn read_fd(fd: RawFd, buf: &mut [u8]) -> io::Result<Io> {
     Ok(Io::Done(r as usize))
 }
 
+/// Ask for 1 ns timer slack (default 50 µs) so timerfd deadlines are met as set.
+pub fn set_min_timer_slack() {
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+}
+
 /// (user seconds, system seconds) of this process so far.
 pub fn cpu_times() -> (f64, f64) {
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
