@@ -172,6 +172,24 @@ static __always_inline void cca_cong_avoid_ai(struct tcp_sock *tp, u32 w, u32 ac
 	}
 }
 
+/*
+ * Fractional additive increase: `inc_fp` / 1024 segments per RTT, spread over
+ * the cwnd segments acked in one RTT; `acc` (in the algorithm's private state)
+ * keeps the remainder in units of 1/1024 segment-acks.
+ */
+static __always_inline void cca_cong_avoid_frac(struct tcp_sock *tp, u64 *acc, u64 inc_fp, u32 acked)
+{
+	u64 unit = (u64)cca_max(tp->snd_cwnd, 1) << 10;
+
+	*acc += (u64)acked * inc_fp;
+	if (*acc >= unit) {
+		u64 n = *acc / unit;
+
+		*acc -= n * unit;
+		cca_set_cwnd(tp, tp->snd_cwnd + (u32)cca_min64(n, 0xffff));
+	}
+}
+
 /* RFC 5681 eq. (4) on a loss: half the flight (we use cwnd), at least 2 segments. */
 static __always_inline u32 cca_half_cwnd(const struct tcp_sock *tp)
 {

@@ -71,10 +71,13 @@ SENDER = textwrap.dedent(r'''
     print(json.dumps({"cc": got, "sent": sent, "secs": secs, "samples": samples}))
 ''')
 
-# Receiver: accept one connection, read to EOF, print bytes received.
+# Receiver: accept one connection (its socket uses the same algorithm: DCTCP needs
+# both ends), read to EOF, print bytes received.
 RECEIVER = textwrap.dedent(r'''
     import socket, sys
     ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if len(sys.argv) > 2:
+        ls.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, sys.argv[2].encode())
     ls.bind(("0.0.0.0", int(sys.argv[1]))); ls.listen(1)
     print("READY", flush=True)
     c, _ = ls.accept(); n = 0
@@ -151,7 +154,7 @@ class NsPair:
 
     def flow(self, cca: str, secs: float = 2.0, interval: float = 0.02, ss_at: float | None = None):
         """Run one bulk flow sender→receiver; returns (sender summary, ss -tin text)."""
-        rx = subprocess.Popen(["ip", "netns", "exec", self.r, sys.executable, "-c", RECEIVER, str(PORT)],
+        rx = subprocess.Popen(["ip", "netns", "exec", self.r, sys.executable, "-c", RECEIVER, str(PORT), cca],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             assert rx.stdout.readline().strip() == "READY", rx.stderr.read()

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cca_dctcp — Data Center TCP, written from
+ *   S. Bensley, D. Thaler, P. Balasubramanian, L. Eggert, G. Judd, "Data Center TCP
+ *   (DCTCP): TCP Congestion Control for Data Centers", RFC 8257, 2017
+ *   (§3.2 receiver, §3.3 sender estimate of alpha, §3.4 reaction, §3.5 loss), and
+ *   M. Alizadeh et al., "Data Center TCP (DCTCP)", ACM SIGCOMM 2010.
+ *
+ * Sender, once per observation window (about one RTT, ends when snd_una passes
+ * the snd_nxt recorded at its start):
+ *   M     = marked / acked in the window          (segments whose ACK carried ECE)
+ *   alpha = (1 - g) alpha + g M,  g = 1/16,  alpha starts at 1 (§3.3, conservative)
+ * On ECE (the kernel enters CWR and asks for ssthresh): cwnd * (1 - alpha/2).
+ * On loss: standard halving (§3.5). Growth: Reno's (RFC 5681).
+ * Receiver (§3.2): ECE mirrors the CE state of the data exactly; when the CE
+ * state flips while an ACK is delayed, the ACK for the data before the flip is
+ * sent at once (so the sender can count marks per segment).
+ * Needs ECN on both ends: the ops carry TCP_CONG_NEEDS_ECN, and the receiving
+ * socket must use cca_dctcp as well.
+ */
+#include "cca_common.h"
+
+#define DCTCP_G_SHIFT   4          /* g = 1/16 */
+#define DCTCP_ALPHA_ONE 1024u      /* alpha in 1/1024 */
+
+struct dctcp {
+	u32 alpha;              /* 0..1024 */
+	u32 win_end;            /* snd_nxt at the start of the observation window */
+	u32 delivered_start;    /* tp->delivered at the window start */
+	u32 ce_start;           /* tp->delivered_ce at the window start */
+	u32 prior_rcv_nxt;      /* receiver: rcv_nxt before the packet being handled */
+	u8  ce_state;           /* receiver: last data packet was CE-marked */
+	u8  ece_seen;           /* sender: the ACK that triggers a reduction carried ECE */
+};
+CCA_PRIV_CHECK(struct dctcp);
+
+static __always_inline void dctcp_window_start(struct dctcp *ca, const struct tcp_sock *tp)
+{
+	ca->win_end = tp->snd_nxt;
+	ca->delivered_start = tp->delivered;
+	ca->ce_start = tp->delivered_ce;
+}
+
+SEC("struct_ops")
+void BPF_PROG(cca_dctcp_init, struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct dctcp *ca = inet_csk_ca(sk);
+
+	ca->alpha = DCTCP_ALPHA_ONE;
+	ca->prior_rcv_nxt = tp->rcv_nxt;
+	ca->ce_state = 0;
+	ca->ece_seen = 0;
+	dctcp_window_start(ca, tp);
+}
+
+/* Sender: per ACK; fold the window into alpha when it ends (§3.3). */
+SEC("struct_ops")
+void BPF_PROG(cca_dctcp_in_ack_event, struct sock *sk, u32 flags)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct dctcp *ca = inet_csk_ca(sk);
+
+	ca->ece_seen = (flags & CA_ACK_ECE) ? 1 : 0;
+	if (cca_seq_before(tp->snd_una, ca->win_end))
+		return;
+	{
+		u32 acked = tp->delivered - ca->delivered_start;
+		u32 marked = tp->delivered_ce - ca->ce_start;
+		u32 alpha = ca->alpha;
+		u32 m = 0;
+
+		if (acked) {
+			marked = cca_min(marked, acked);
+			m = (u32)((u64)marked * DCTCP_ALPHA_ONE / acked);
+		}
+		/* alpha = alpha - alpha*g + M*g, in 1/1024 */
+		alpha = alpha - (alpha >> DCTCP_G_SHIFT) + (m >> DCTCP_G_SHIFT);
+		ca->alpha = cca_min(alpha, DCTCP_ALPHA_ONE);
+	}
+	dctcp_window_start(ca, tp);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(cca_dctcp_ssthresh, struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	struct dctcp *ca = inet_csk_ca(sk);
+	u32 cwnd = tp->snd_cwnd;
+
+	if (!ca->ece_seen)
+		return cca_half_cwnd(tp);           /* loss: §3.5 */
+	/* §3.4: cwnd * (1 - alpha / 2) */
+	return cca_max(cwnd - (u32)((u64)cwnd * ca->alpha >> 11), 2);
+}
+
+/* Receiver side: exact ECE echo (§3.2). */
+static __always_inline void dctcp_ce_flip(struct sock *sk, struct dctcp *ca, u8 ce)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (ca->ce_state != ce) {
+		/* an ACK delayed for the packets before the flip goes out now,
+		 * with the ECE value those packets deserve */
+		if (inet_csk(sk)->icsk_ack.pending & ICSK_ACK_TIMER)
+			bpf_tcp_send_ack(tp, ca->prior_rcv_nxt);
+		inet_csk(sk)->icsk_ack.pending |= ICSK_ACK_NOW;
+		ca->ce_state = ce;
+	}
+	ca->prior_rcv_nxt = tp->rcv_nxt;
+	if (ce)
+		tp->ecn_flags |= CCA_TCP_ECN_DEMAND_CWR;
+	else
+		tp->ecn_flags &= ~CCA_TCP_ECN_DEMAND_CWR;
+}
+
+SEC("struct_ops")
+void BPF_PROG(cca_dctcp_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
+{
+	struct dctcp *ca = inet_csk_ca(sk);
+
+	if (ev == CA_EVENT_ECN_IS_CE)
+		dctcp_ce_flip(sk, ca, 1);
+	else if (ev == CA_EVENT_ECN_NO_CE)
+		dctcp_ce_flip(sk, ca, 0);
+}
+
+SEC("struct_ops")
+void BPF_PROG(cca_dctcp_set_state, struct sock *sk, u8 new_state)
+{
+	/* after an RTO nothing is known about the path: alpha back to 1 (conservative) */
+	if (new_state == TCP_CA_Loss) {
+		struct dctcp *ca = inet_csk_ca(sk);
+
+		ca->alpha = DCTCP_ALPHA_ONE;
+		dctcp_window_start(ca, tcp_sk(sk));
+	}
+}
+
+SEC("struct_ops")
+void BPF_PROG(cca_dctcp_cong_avoid, struct sock *sk, u32 ack, u32 acked)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (!cca_is_cwnd_limited(sk))
+		return;
+	if (cca_in_slow_start(tp)) {
+		acked = cca_slow_start(tp, acked);
+		if (!acked)
+			return;
+	}
+	cca_cong_avoid_ai(tp, tp->snd_cwnd, acked);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(cca_dctcp_undo_cwnd, struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+
+	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
+}
+
+CCA_OPS(cca_dctcp) = {
+	.init         = (void *)cca_dctcp_init,
+	.ssthresh     = (void *)cca_dctcp_ssthresh,
+	.cong_avoid   = (void *)cca_dctcp_cong_avoid,
+	.in_ack_event = (void *)cca_dctcp_in_ack_event,
+	.cwnd_event   = (void *)cca_dctcp_cwnd_event,
+	.set_state    = (void *)cca_dctcp_set_state,
+	.undo_cwnd    = (void *)cca_dctcp_undo_cwnd,
+	.flags        = CCA_TCP_CONG_NEEDS_ECN,
+	.name         = "cca_dctcp",
+};

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cca_scalable — Scalable TCP, written from
+ *   T. Kelly, "Scalable TCP: Improving Performance in Highspeed Wide Area Networks",
+ *   ACM SIGCOMM Computer Communication Review 33(2), 2003.
+ *
+ * Multiplicative increase, multiplicative decrease:
+ *   each ACK in congestion avoidance:  cwnd <- cwnd + a        (a = 0.01)
+ *   on congestion:                     cwnd <- cwnd - b * cwnd (b = 0.125)
+ * so the time to recover from a reduction is a constant number of RTTs,
+ * independent of the window. Below the "legacy window" (lwnd = 16 segments)
+ * the paper falls back to standard TCP. We also never grow slower than Reno
+ * (per acked segment max(a, 1/cwnd)): between lwnd and 1/a = 100 segments Kelly's
+ * rule alone would be less aggressive than the standard TCP it replaces.
+ */
+#include "cca_common.h"
+
+#define SCALABLE_LWND   16u   /* legacy window, segments */
+#define SCALABLE_INV_A  100u  /* 1 / a */
+#define SCALABLE_B_SHIFT 3    /* b = 1/8 */
+
+SEC("struct_ops")
+void BPF_PROG(cca_scalable_cong_avoid, struct sock *sk, u32 ack, u32 acked)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (!cca_is_cwnd_limited(sk))
+		return;
+	if (cca_in_slow_start(tp)) {
+		acked = cca_slow_start(tp, acked);
+		if (!acked)
+			return;
+	}
+	/* one segment per min(cwnd, 1/a) acked segments */
+	cca_cong_avoid_ai(tp, cca_min(tp->snd_cwnd, SCALABLE_INV_A), acked);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(cca_scalable_ssthresh, struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	u32 cwnd = tp->snd_cwnd;
+
+	if (cwnd <= SCALABLE_LWND)
+		return cca_half_cwnd(tp);
+	/* cwnd - ceil(b * cwnd) */
+	return cca_max(cwnd - ((cwnd + (1u << SCALABLE_B_SHIFT) - 1) >> SCALABLE_B_SHIFT), 2);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(cca_scalable_undo_cwnd, struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+
+	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
+}
+
+CCA_OPS(cca_scalable) = {
+	.ssthresh   = (void *)cca_scalable_ssthresh,
+	.cong_avoid = (void *)cca_scalable_cong_avoid,
+	.undo_cwnd  = (void *)cca_scalable_undo_cwnd,
+	.name       = "cca_scalable",
+};
