@@ -176,13 +176,31 @@ def timeseries(tables: dict, meta: dict, path, interval_s: float = DEFAULT_INTER
 
 # -- across cells and runs ----------------------------------------------------------------
 
-def metric_vs_factor(stats: pd.DataFrame, factor: str, metric: str, path,
+def metric_vs_factor(stats: pd.DataFrame, factor: str, metric, path,
                      hue: str | None = None, title: str | None = None) -> Path:
-    """Mean of a metric against a swept factor with 95 % CI error bars.
+    """Mean of a metric against a swept factor with 95 % CI error bars; with a list of
+    metrics, one small panel per metric (same x axis) in one figure.
 
     stats: output of analysis.cell_stats (columns factor, [hue], metric, mean, ci_half)."""
+    metrics = [metric] if isinstance(metric, str) else list(metric)
+    ncol = min(3, len(metrics))
+    nrow = -(-len(metrics) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(6 if ncol == 1 else 4.2 * ncol,
+                                                  3.8 if nrow == 1 else 3.1 * nrow),
+                             squeeze=False, layout="constrained")
+    for ax, m in zip(axes.ravel(), metrics):
+        _factor_panel(ax, stats, factor, m, hue, legend=(m == metrics[0]))
+        if len(metrics) > 1:
+            ax.set_title(m, fontsize="small")
+    for ax in axes.ravel()[len(metrics):]:
+        ax.set_visible(False)
+    fig.suptitle(title or (f"{metrics[0]} vs {factor} (mean, 95 % CI)" if len(metrics) == 1
+                           else f"metrics vs {factor} (mean, 95 % CI)"), fontsize="medium")
+    return _save(fig, path)
+
+
+def _factor_panel(ax, stats, factor, metric, hue, legend=True):
     scale, _ = unit_of(metric)
-    fig, ax = plt.subplots(figsize=(6, 3.8))
     d = stats[stats["metric"] == metric] if nonempty(stats) else pd.DataFrame()
     if d.empty or factor not in d:
         _no_data(ax)
@@ -200,13 +218,11 @@ def metric_vs_factor(stats: pd.DataFrame, factor: str, metric: str, path,
             ax.errorbar(g["_x"] + off, g["mean"] * scale, yerr=g["ci"].fillna(0) * scale,
                         marker="o", capsize=3, label=None if h is None else str(h))
         ax.set_xticks(range(len(levels)), [str(v) for v in levels])
-        if hue and hue in d:
-            ax.legend(title=hue, fontsize="x-small")
+        if hue and hue in d and legend:
+            ax.legend(title=hue, fontsize="x-small", title_fontsize="x-small")
     ax.set_xlabel(factor)
     ax.set_ylabel(label_of(metric))
     ax.grid(alpha=0.3)
-    ax.set_title(title or f"{metric} vs {factor} (mean, 95 % CI)", fontsize="medium")
-    return _save(fig, path)
 
 
 def box(runs: pd.DataFrame, by: str, metric: str, path, title: str | None = None) -> Path:

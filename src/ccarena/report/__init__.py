@@ -130,11 +130,12 @@ def _figures(res: Results, stats: pd.DataFrame, tmp: Path, key: list[str],
     fstats = cell_stats(runs, factors, _present(runs, FACTOR_METRICS)) if factors else stats
     for f in factors:
         hue = next((h for h in factors if h != f), None)
-        for m in _present(runs, FACTOR_METRICS):
-            figs.append(fig(plots.metric_vs_factor, f"{m} against {f}"
+        ms = _present(runs, FACTOR_METRICS)
+        if ms:
+            figs.append(fig(plots.metric_vs_factor, f"Metrics against {f}"
                             + (f", one line per {hue}" if hue else "")
                             + ". Points: mean over valid runs; bars: 95 % CI (Student t).",
-                            fstats, f, m, hue=hue))
+                            fstats, f, ms, hue=hue))
     if figs:
         sections.append(("Metrics against the swept factors", figs))
 

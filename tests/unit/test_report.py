@@ -1,0 +1,118 @@
+"""ccarena.report: report.html from a synthetic study directory, checked in headless
+Chromium (every image decoded, no console error) and for its content."""
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pandas as pd
+import pytest
+
+from ccarena.metrics.synthetic import write_synthetic_study
+from ccarena.report import load_results, write_report
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run",
+                "--enable-logging=stderr", "--v=0", "--virtual-time-budget=10000"]
+# Injected into a copy of the report: the report itself carries no script.
+PROBE = """<script>
+window.__errors = [];
+window.addEventListener('error', e => window.__errors.push(String(e.message)));
+window.addEventListener('load', () => {
+  const imgs = Array.from(document.images);
+  const ok = imgs.filter(i => i.complete && i.naturalWidth > 0).length;
+  const svgs = document.querySelectorAll('svg').length;
+  document.title = `CHECK imgs=${imgs.length} ok=${ok} svgs=${svgs} errors=${window.__errors.length}`;
+});
+</script></body>"""
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    d = tmp_path_factory.mktemp("study")
+    return write_synthetic_study(d / "synthetic-20261122-000000", reps=2, duration_s=5.0,
+                                 invalid=("buf20-reno-r1",))
+
+
+@pytest.fixture(scope="module")
+def report(study):
+    return write_report(study)
+
+
+def test_report_is_self_contained_with_sections(report):
+    html = report.read_text()
+    assert report.name == "report.html"
+    for section in ("Summary", "Checks", "Results per cell", "Figures", "Flows",
+                    "Environment", "Study"):
+        assert f">{section}</h2>" in html, section
+    assert not re.search(r'(src|href)="(https?:)?//', html), "external resource"
+    assert "<script" not in html
+    assert html.count('src="data:image/png;base64,') >= 8
+
+
+def test_report_counts_invalid_runs_and_shows_cis(report):
+    html = report.read_text()
+    assert "1 of 8 runs are invalid" in html and "buf20-reno-r1" in html
+    assert "cpu steal 12% &gt; 5%" in html
+    # the invalid run's cell has n = 1: its CI is undefined, the others have a ± part
+    assert re.search(r"\d ± [\d.]+", html)
+
+
+def test_report_recomputes_metrics_without_runs_parquet(tmp_path, study):
+    d = tmp_path / "copy"
+    shutil.copytree(study, d)
+    for f in ("runs.parquet", "flows.parquet", "cells.parquet", "report.html"):
+        (d / f).unlink(missing_ok=True)
+    res = load_results(d)
+    assert len(res.runs) == 8 and "bottleneck.buffer" in res.runs
+    assert write_report(d, max_timeseries=1).exists()
+
+
+def test_report_of_a_study_with_missing_tables(tmp_path, study):
+    d = tmp_path / "sparse"
+    shutil.copytree(study, d)
+    for p in d.glob("runs/*/link_stats.parquet"):
+        p.unlink()
+    for p in d.glob("runs/*/ping.parquet"):
+        p.unlink()
+    (d / "study.json").unlink()
+    html = write_report(d, max_timeseries=1).read_text()
+    assert "no link statistics" not in html  # the message is in the figure, not the page
+    assert ">Figures</h2>" in html
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install "
+                    "chromium; the Makefile does) - cannot render report.html")
+def test_report_renders_in_headless_chromium(tmp_path, report):
+    page = tmp_path / "check.html"
+    html = report.read_text()
+    page.write_text(html.replace("</body>", PROBE, 1))
+    n_img = html.count("<img ")
+    profile = tmp_path / "profile"
+    env = {**os.environ, "HOME": str(tmp_path)}
+    dom = subprocess.run([CHROMIUM, *CHROME_FLAGS, f"--user-data-dir={profile}",
+                          "--dump-dom", page.as_uri()],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    title = re.search(r"<title>(CHECK[^<]*)</title>", dom.stdout)
+    assert title, f"probe did not run; stderr: {dom.stderr[-1500:]}"
+    assert title.group(1) == f"CHECK imgs={n_img} ok={n_img} svgs=0 errors=0"
+    console = [ln for ln in dom.stderr.splitlines()
+               if "Uncaught" in ln or "ERROR:CONSOLE" in ln or "Failed to load resource" in ln]
+    assert not console, console
+    shot = tmp_path / "report.png"
+    r = subprocess.run([CHROMIUM, *CHROME_FLAGS, f"--user-data-dir={profile}",
+                        "--window-size=1200,2400", f"--screenshot={shot}", report.as_uri()],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0 and shot.stat().st_size > 10_000, r.stderr[-1500:]
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_write_report_to_another_place(tmp_path, study):
+    out = write_report(study, out=tmp_path / "elsewhere" / "r.html", max_timeseries=1)
+    assert out.exists() and out.read_text().count("Time series of one run per cell") == 1
+    meta = json.loads(next((study / "runs").glob("*/meta.json")).read_text())
+    assert meta["cell_params"]
+    assert not pd.read_parquet(study / "runs.parquet").empty
