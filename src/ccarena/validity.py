@@ -1,7 +1,9 @@
 """When a run is invalid: the machine or the tools failed the experiment, not the network.
 
 A run is flagged (never silently averaged in) when
-- the CPU was stolen from us for more than STEAL_MAX of the time, or busy above BUSY_MAX;
+- the hypervisor stole the CPU for more than STEAL_MAX of the run (busy time is recorded
+  but not judged: a busy machine matters only when it makes the tools late, which the
+  sampling-gap and link-lateness checks see directly);
 - a flow engine missed more than SAMPLE_GAP_MAX of its sampling ticks;
 - the user-space link lost packets in its own receive path, or released more than LATE_MAX of
   packets later than its tolerance;
@@ -10,7 +12,6 @@ A run is flagged (never silently averaged in) when
 from __future__ import annotations
 
 STEAL_MAX = 0.25
-BUSY_MAX = 0.98
 SAMPLE_GAP_MAX = 0.10
 LINK_RING_DROP_MAX = 0.001
 LATE_MAX = 0.01
@@ -20,8 +21,6 @@ def check_cpu(cpu: dict) -> list[str]:
     out = []
     if cpu.get("steal_frac", 0) > STEAL_MAX:
         out.append(f"CPU steal {cpu['steal_frac']:.0%} of the run (limit {STEAL_MAX:.0%})")
-    if cpu.get("busy_frac", 0) > BUSY_MAX:
-        out.append(f"CPU busy {cpu['busy_frac']:.0%} of all cores (limit {BUSY_MAX:.0%})")
     return out
 
 

@@ -21,13 +21,15 @@ def dtype_from_schema(schema: dict, where: str = "") -> np.dtype:
                            f"this ccarena reads ({SUPPORTED_VERSION}); upgrade ccarena")
     fields = []
     for f in schema["fields"]:
+        # ["name", "u8"], ["name", "u8", 3] or ["name", "u8[3]"] (an array of 3)
         name, typ = f[0], f[1]
         m = typ.rstrip("]").split("[")
         base = TYPES.get(m[0])
         if base is None:
             raise ResultsError(f"{where}: unknown field type {typ!r}")
-        if len(m) == 2:
-            fields.append((name, base, (int(m[1]),)))
+        count = int(f[2]) if len(f) > 2 else int(m[1]) if len(m) == 2 else 1
+        if count != 1 or len(m) == 2 or len(f) > 2:
+            fields.append((name, base, (count,)))
         else:
             fields.append((name, base))
     return np.dtype(fields)
@@ -41,7 +43,11 @@ def read_bin(path: Path) -> pd.DataFrame | None:
         sch = alt if alt.exists() else sch
     if not path.exists() or not sch.exists():
         return None
-    dt = dtype_from_schema(json.loads(sch.read_text()), str(path))
+    schema = json.loads(sch.read_text())
+    dt = dtype_from_schema(schema, str(path))
+    if schema.get("record_size") not in (None, dt.itemsize):
+        raise ResultsError(f"{path}: schema says {schema['record_size']}-byte records, its "
+                           f"fields add up to {dt.itemsize}")
     raw = np.fromfile(path, dtype=np.uint8)
     n = len(raw) // dt.itemsize
     arr = raw[: n * dt.itemsize].view(dt)

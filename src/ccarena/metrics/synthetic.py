@@ -120,13 +120,13 @@ def write_synthetic_study(study_dir, *, buffers=(20, 100), ccs=(("cubic",), ("re
     from .run import run_metrics  # local: synthetic is imported by tests without metrics
     d = Path(study_dir)
     (d / "runs").mkdir(parents=True, exist_ok=True)
-    run_rows, flow_rows, cells, order = [], [], [], []
+    run_rows, flow_rows, cells, order = [], [], {}, []
     seed = 0
     for buf in buffers:
         for cc in ccs:
             cell = f"buf{buf}-{'+'.join(cc)}"
             params = {"bottleneck.buffer": f"{buf}p", "flow.bulk.cc": "+".join(cc)}
-            cells.append({"cell": cell, "params": params})
+            cells[cell] = params
             for rep in range(reps):
                 seed += 1
                 rid = f"{cell}-r{rep}"
@@ -134,9 +134,11 @@ def write_synthetic_study(study_dir, *, buffers=(20, 100), ccs=(("cubic",), ("re
                     n_flows=n_flows, duration_s=duration_s, dt=dt, buffer_pkts=buf, ccs=cc,
                     seed=seed, run_id=rid, cell=cell, rep=rep, params=params,
                     shares=np.linspace(1.0, 0.3 if cc[0] == "reno" else 0.8, n_flows))
+                label = f"{len(order):03d}-{rid}"  # like the store: dirs named by label
+                meta["label"] = label
                 if rid in invalid:
                     meta.update(valid=False, invalid_reasons=["cpu steal 12% > 5%"])
-                rdir = d / "runs" / rid
+                rdir = d / "runs" / label
                 rdir.mkdir(exist_ok=True)
                 (rdir / "meta.json").write_text(json.dumps(meta, indent=1))
                 for name, df in tables.items():
@@ -144,7 +146,8 @@ def write_synthetic_study(study_dir, *, buffers=(20, 100), ccs=(("cubic",), ("re
                 fdf, run = run_metrics(tables, meta)
                 run_rows.append({**params, **run})
                 flow_rows.append(fdf.assign(cell=cell, rep=rep))
-                order.append(rid)
+                order.append({"index": len(order), "cell": cell, "rep": rep, "seed": seed,
+                              "label": label})
     runs = pd.DataFrame(run_rows)
     runs.to_parquet(d / "runs.parquet", index=False)
     pd.concat(flow_rows, ignore_index=True).to_parquet(d / "flows.parquet", index=False)
@@ -157,5 +160,10 @@ def write_synthetic_study(study_dir, *, buffers=(20, 100), ccs=(("cubic",), ("re
         "bottleneck": {"rate": "10mbit", "delay": "10ms", "queue": "droptail"},
         "sweep": {"bottleneck.buffer": [f"{b}p" for b in buffers],
                   "flow.bulk.cc": ["+".join(c) for c in ccs]}}, indent=1))
-    (d / "plan.json").write_text(json.dumps({"cells": cells, "runs": order, "seed": 1}))
+    (d / "plan.json").write_text(json.dumps({"version": 1, "study": "synthetic", "seed": 1,
+                                             "shuffled": False, "cells": cells,
+                                             "runs": order}))
+    # the store's marker (ccarena.store.results), so the directory opens like a real one
+    (d / "ccarena-results.json").write_text(json.dumps({"format_version": 1,
+                                                        "study": "synthetic"}))
     return d

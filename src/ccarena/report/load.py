@@ -49,6 +49,7 @@ class Results:
     cells: pd.DataFrame
     metas: dict = field(default_factory=dict)
     factors: list = field(default_factory=list)
+    dirs: dict = field(default_factory=dict)  # run_id -> run directory (named by label)
 
     @property
     def name(self) -> str:
@@ -56,7 +57,7 @@ class Results:
         return st.get("name") or self.study.get("name") or self.path.name
 
     def run_dir(self, run_id: str) -> Path:
-        return self.path / "runs" / str(run_id)
+        return self.dirs.get(str(run_id), self.path / "runs" / str(run_id))
 
     def run_tables(self, run_id: str) -> dict:
         d = self.run_dir(run_id)
@@ -67,14 +68,15 @@ def load_results(study_dir) -> Results:
     d = Path(study_dir)
     if not d.is_dir():
         raise ResultsError(f"opening results {d}: not a directory")
-    metas = {}
+    metas, dirs = {}, {}
     for p in sorted((d / "runs").glob("*/meta.json")):
         m = _read_json(p)
-        metas[str(m.get("run_id") or p.parent.name)] = m
+        rid = str(m.get("run_id") or p.parent.name)
+        metas[rid], dirs[rid] = m, p.parent
     runs = _read_parquet(d / "runs.parquet")
     flows = _read_parquet(d / "flows.parquet")
     if runs.empty and metas:
-        runs, flows = _recompute(d, metas)
+        runs, flows = _recompute(dirs, metas)
     if runs.empty and not metas:
         raise ResultsError(f"opening results {d}: no runs.parquet and no runs/*/meta.json")
     factors = []
@@ -87,13 +89,13 @@ def load_results(study_dir) -> Results:
                     lambda r, k=k: (metas.get(r, {}).get("cell_params") or {}).get(k))
     factors += [c for c in runs.columns if "." in str(c) and c not in factors]
     return Results(d, _read_json(d / "study.json"), _read_json(d / "plan.json"), runs, flows,
-                   _read_parquet(d / "cells.parquet"), metas, factors)
+                   _read_parquet(d / "cells.parquet"), metas, factors, dirs)
 
 
-def _recompute(d: Path, metas: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _recompute(dirs: dict, metas: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows, fl = [], []
     for rid, meta in metas.items():
-        tables = {n: _read_parquet(d / "runs" / rid / f"{n}.parquet") for n in RUN_TABLES}
+        tables = {n: _read_parquet(dirs[rid] / f"{n}.parquet") for n in RUN_TABLES}
         f, r = run_metrics(tables, meta)
         rows.append({**(meta.get("cell_params") or {}), **r})
         fl.append(f.assign(cell=meta.get("cell"), rep=meta.get("rep")))
