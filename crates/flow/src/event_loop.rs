@@ -77,6 +77,10 @@ pub struct Engine {
     errors: Vec<String>,
     errors_dropped: u64,
     stop: Option<&'static str>,
+    /// How late connections were opened (flow starts, scheduled downloads), and how late
+    /// any timer fired: a run whose starts were late is not the run that was asked for.
+    max_start_late_ns: u64,
+    max_timer_late_ns: u64,
 }
 
 fn conn_token(slot: usize, uid: u64) -> u64 {
@@ -156,6 +160,8 @@ impl Engine {
             errors: Vec::new(),
             errors_dropped: 0,
             stop: None,
+            max_start_late_ns: 0,
+            max_timer_late_ns: 0,
         })
     }
 
@@ -284,15 +290,20 @@ impl Engine {
                     continue;
                 }
             }
-            match self.timers.pop_due(now) {
-                None => break,
-                Some((_, Timer::FlowStart(i))) => self.flow_start(i),
-                Some((_, Timer::FlowStop(i))) => self.flow_stop(i),
-                Some((_, Timer::DownloadNext(i))) => self.download_next(i),
-                Some((_, Timer::End)) => {
+            let Some((due, timer)) = self.timers.pop_due(now) else { break };
+            let late = now - due;
+            self.max_timer_late_ns = self.max_timer_late_ns.max(late);
+            if matches!(timer, Timer::FlowStart(_) | Timer::DownloadNext(_)) {
+                self.max_start_late_ns = self.max_start_late_ns.max(late);
+            }
+            match timer {
+                Timer::FlowStart(i) => self.flow_start(i),
+                Timer::FlowStop(i) => self.flow_stop(i),
+                Timer::DownloadNext(i) => self.download_next(i),
+                Timer::End => {
                     self.stop.get_or_insert("end_ns");
                 }
-                Some((_, Timer::Conn(slot, uid))) => {
+                Timer::Conn(slot, uid) => {
                     if self.conns.get(slot).and_then(|c| c.as_ref()).map(|c| c.uid) == Some(uid) {
                         self.with_conn(slot, |c, ctx| flows::on_timer(c, ctx));
                     }
@@ -334,6 +345,8 @@ impl Engine {
             cpu_sys_s: s,
             records: serde_json::Value::Null,
             conns: 0,
+            max_start_late_ns: self.max_start_late_ns,
+            max_timer_late_ns: self.max_timer_late_ns,
             stopped_by,
             errors: &self.errors,
             errors_dropped: self.errors_dropped,

@@ -36,6 +36,8 @@ pub struct EngineReport<'a> {
     pub cpu_sys_s: f64,
     pub records: serde_json::Value,
     pub conns: u64,
+    pub max_start_late_ns: u64,
+    pub max_timer_late_ns: u64,
     pub stopped_by: &'a str,
     pub errors: &'a [String],
     pub errors_dropped: u64,
