@@ -45,6 +45,10 @@ struct RawConfig {
     t0_ns: Option<f64>,
     #[serde(default)]
     spin_ns: Option<f64>,
+    #[serde(default)]
+    threads: Option<f64>,
+    #[serde(default)]
+    rt_priority: Option<f64>,
     w2e: RawDir,
     e2w: RawDir,
     #[serde(default)]
@@ -186,6 +190,10 @@ pub struct Config {
     pub late_tolerance_ns: u64,
     /// Busy-wait window before a deadline (ns).
     pub spin_ns: u64,
+    /// Forwarding threads: 2 = one per direction (default), 1 = both in one.
+    pub threads: usize,
+    /// SCHED_FIFO priority of the forwarding threads (0 = normal scheduling).
+    pub rt_priority: i32,
     pub link: LinkParams,
 }
 
@@ -366,6 +374,11 @@ pub fn parse(text: &str, base_dir: &std::path::Path) -> Result<Config, ConfigErr
     let stats_interval_ns = raw.stats_interval_ns.map(|v| positive_int("stats_interval_ns", v)).transpose()?.unwrap_or(10_000_000);
     let late_tolerance_ns = raw.late_tolerance_ns.map(|v| nonneg_int("late_tolerance_ns", v)).transpose()?.unwrap_or(100_000);
     let spin_ns = raw.spin_ns.map(|v| nonneg_int("spin_ns", v)).transpose()?.unwrap_or(60_000);
+    let threads = raw.threads.map(|v| positive_int("threads", v)).transpose()?.unwrap_or(2).min(2) as usize;
+    let rt_priority = raw.rt_priority.map(|v| nonneg_int("rt_priority", v)).transpose()?.unwrap_or(10);
+    if rt_priority > 99 {
+        return Err(ConfigError::new("rt_priority", format!("must be 0..99, got {rt_priority}")));
+    }
     let seed = raw.seed.map(|v| nonneg_int("seed", v)).transpose()?.unwrap_or(1);
     let t0_ns = raw.t0_ns.map(|v| nonneg_int("t0_ns", v)).transpose()?;
     let w2e = direction("w2e", &raw.w2e, base_dir)?;
@@ -390,6 +403,8 @@ pub fn parse(text: &str, base_dir: &std::path::Path) -> Result<Config, ConfigErr
         out_dir: raw.out_dir,
         late_tolerance_ns,
         spin_ns,
+        threads,
+        rt_priority: rt_priority as i32,
         link: LinkParams {
             stats_interval_ns,
             event_log: raw.event_log,

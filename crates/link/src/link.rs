@@ -429,6 +429,8 @@ impl Link {
     fn close_intervals(&mut self, now: u64) {
         while now >= self.next_stats {
             for d in self.dirs.iter_mut() {
+                // Account transmitter events up to the boundary in the interval they belong to.
+                d.advance(self.next_stats);
                 let r = d.sink.close_interval(self.next_stats, d.qdisc.len_pkts(), d.qdisc.len_bytes());
                 self.stats.push(r);
             }

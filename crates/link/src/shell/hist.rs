@@ -41,6 +41,14 @@ impl Hist {
         self.max = self.max.max(v);
     }
 
+    pub fn merge(&mut self, o: &Hist) {
+        for (a, b) in self.counts.iter_mut().zip(o.counts.iter()) {
+            *a += b;
+        }
+        self.n += o.n;
+        self.max = self.max.max(o.max);
+    }
+
     /// Upper edge of the bucket holding quantile `q` (0..=1), capped at the max.
     pub fn quantile(&self, q: f64) -> u64 {
         if self.n == 0 {

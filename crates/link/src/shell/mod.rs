@@ -15,9 +15,11 @@ pub mod sys;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::config::Config;
-use crate::link::{Link, Released};
+use crate::link::{Link, Released, E2W, W2E};
 use crate::packet::Packet;
 use crate::stats::{events_schema, stats_schema, EventRecord};
 use hist::Hist;
@@ -48,8 +50,12 @@ pub struct ShellStats {
     pub sleeps: u64,
 }
 
-pub struct Shell {
-    socks: [PacketSocket; 2],
+/// One forwarding thread: receives on the ports of its directions, runs its own core
+/// (directions are independent, so each thread owns a `Link` and uses only its
+/// directions of it), sends out of the opposite ports.
+pub struct Worker {
+    socks: Arc<[PacketSocket; 2]>,
+    dirs: Vec<usize>,
     link: Link,
     slot: usize,
     pool: Vec<Vec<u8>>,
@@ -60,13 +66,17 @@ pub struct Shell {
     by_dir: [Vec<Released>; 2],
     spin_ns: u64,
     late_tol: u64,
-    stats_w: BufWriter<File>,
-    events_w: Option<BufWriter<File>>,
+    stats_w: Arc<Mutex<BufWriter<File>>>,
+    events_w: Option<Arc<Mutex<BufWriter<File>>>>,
     enc: Vec<u8>,
     evbuf: Vec<EventRecord>,
+    stop: Arc<AtomicBool>,
     pub st: ShellStats,
-    pub start_ns: u64,
 }
+
+// SAFETY: the raw pointers inside iovec/mmsghdr are rebuilt before every system call
+// and only point into buffers owned by the same Worker.
+unsafe impl Send for Worker {}
 
 fn rx_batch(slot: usize) -> RxBatch {
     RxBatch { bufs: (0..BATCH).map(|_| vec![0u8; slot]).collect(), iovs: vec![libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; BATCH], msgs: vec![unsafe { std::mem::zeroed() }; BATCH] }
@@ -74,6 +84,18 @@ fn rx_batch(slot: usize) -> RxBatch {
 
 fn create(path: &Path) -> Result<File, SysError> {
     File::create(path).map_err(|e| SysError { attempt: "create".into(), object: path.display().to_string(), cause: e })
+}
+
+/// Sockets and output files, opened before READY.
+pub struct Shell {
+    socks: Arc<[PacketSocket; 2]>,
+    slot: usize,
+    stats_w: Arc<Mutex<BufWriter<File>>>,
+    events_w: Option<Arc<Mutex<BufWriter<File>>>>,
+    pub start_ns: u64,
+    cfg: Config,
+    workers: Vec<Worker>,
+    threads: usize,
 }
 
 impl Shell {
@@ -90,36 +112,148 @@ impl Shell {
             std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).map_err(|e| SysError { attempt: "write".into(), object: p.display().to_string(), cause: e })
         };
         w("link_stats.bin.schema.json", stats_schema())?;
-        let stats_w = BufWriter::with_capacity(1 << 16, create(&out_dir.join("link_stats.bin"))?);
+        let stats_w = Arc::new(Mutex::new(BufWriter::with_capacity(1 << 16, create(&out_dir.join("link_stats.bin"))?)));
         let events_w = if cfg.link.event_log {
             w("link_events.bin.schema.json", events_schema())?;
-            Some(BufWriter::with_capacity(1 << 20, create(&out_dir.join("link_events.bin"))?))
+            Some(Arc::new(Mutex::new(BufWriter::with_capacity(1 << 20, create(&out_dir.join("link_events.bin"))?))))
         } else {
             None
         };
         sys::set_timer_slack_ns(1);
-        let start_ns = now_ns();
-        Ok(Shell {
-            socks: [west, east],
-            link: Link::new(&cfg.link, start_ns),
-            slot,
+        Ok(Shell { socks: Arc::new([west, east]), slot, stats_w, events_w, start_ns: 0, cfg: cfg.clone(), workers: Vec::new(), threads: cfg.threads })
+    }
+
+    fn worker(&self, dirs: Vec<usize>, stop: &Arc<AtomicBool>) -> Worker {
+        Worker {
+            socks: self.socks.clone(),
+            dirs,
+            link: Link::new(&self.cfg.link, self.start_ns),
+            slot: self.slot,
             pool: Vec::new(),
-            rx: [rx_batch(slot), rx_batch(slot)],
+            rx: [rx_batch(self.slot), rx_batch(self.slot)],
             tx_iovs: Vec::with_capacity(1024),
             tx_msgs: Vec::with_capacity(1024),
             out: Vec::with_capacity(1024),
             by_dir: [Vec::with_capacity(1024), Vec::with_capacity(1024)],
-            spin_ns: cfg.spin_ns,
-            late_tol: cfg.late_tolerance_ns,
-            stats_w,
-            events_w,
+            spin_ns: self.cfg.spin_ns,
+            late_tol: self.cfg.late_tolerance_ns,
+            stats_w: self.stats_w.clone(),
+            events_w: self.events_w.clone(),
             enc: Vec::with_capacity(1 << 16),
             evbuf: Vec::new(),
+            stop: stop.clone(),
             st: ShellStats::default(),
-            start_ns,
-        })
+        }
     }
 
+    /// Forward until SIGTERM/SIGINT arrives on `sig`: one thread per direction (or one
+    /// thread for both with `threads: 1`).
+    pub fn run(&mut self, sig: &SignalFd) -> Result<(), SysError> {
+        self.start_ns = now_ns();
+        let stop = Arc::new(AtomicBool::new(false));
+        let groups: Vec<Vec<usize>> = if self.threads >= 2 { vec![vec![W2E], vec![E2W]] } else { vec![vec![W2E, E2W]] };
+        let mut handles = Vec::new();
+        for g in groups {
+            let mut w = self.worker(g, &stop);
+            let sigfd = sig.0;
+            let prio = self.cfg.rt_priority;
+            handles.push(std::thread::spawn(move || {
+                if prio > 0 {
+                    sys::set_fifo(prio);
+                }
+                let r = w.run(sigfd);
+                (w, r)
+            }));
+        }
+        let mut err = None;
+        for h in handles {
+            let (w, r) = h.join().expect("worker thread panicked");
+            if let Err(e) = r {
+                err.get_or_insert(e);
+            }
+            self.workers.push(w);
+        }
+        match err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Close the statistics, flush the files and return link.json's content.
+    pub fn finish(&mut self) -> serde_json::Value {
+        let end = now_ns();
+        for w in self.workers.iter_mut() {
+            w.link.finish(end);
+            w.flush_records();
+        }
+        let _ = self.stats_w.lock().unwrap().flush();
+        if let Some(w) = self.events_w.as_ref() {
+            let _ = w.lock().unwrap().flush();
+        }
+        let mut st = ShellStats::default();
+        for w in self.workers.iter() {
+            st.merge(&w.st);
+        }
+        for s in self.socks.iter() {
+            let (pk, dr) = s.take_stats();
+            st.kernel_rx_packets += pk;
+            st.rx_ring_drops += dr;
+        }
+        let (user, sys_s, rss) = sys::rusage();
+        let dir = |i: usize| {
+            let w = self.workers.iter().find(|w| w.dirs.contains(&i)).unwrap();
+            let t = w.link.totals(i);
+            let (ql, qb) = w.link.queue_len(i);
+            let mut v = serde_json::to_value(t).unwrap();
+            v["qlen_pkts_end"] = ql.into();
+            v["qlen_bytes_end"] = qb.into();
+            v["in_flight_end"] = w.link.in_flight(i).into();
+            v
+        };
+        serde_json::json!({
+            "version": 1,
+            "start_ns": self.start_ns,
+            "end_ns": end,
+            "forwarded": st.forwarded,
+            "rx_packets": st.rx_packets,
+            "rx_ring_drops": st.rx_ring_drops,
+            "rx_truncated": st.rx_truncated,
+            "tx_errors": st.tx_errors,
+            "late_tolerance_ns": self.cfg.late_tolerance_ns,
+            "late_packets": st.late_packets,
+            "max_late_ns": st.late.max,
+            "p50_late_ns": st.late.quantile(0.5),
+            "p99_late_ns": st.late.quantile(0.99),
+            "p999_late_ns": st.late.quantile(0.999),
+            "cpu_user_s": user,
+            "cpu_sys_s": sys_s,
+            "max_rss_kib": rss,
+            "loops": st.loops,
+            "sleeps": st.sleeps,
+            "spin_ns": self.cfg.spin_ns,
+            "threads": self.workers.len(),
+            "rt_priority": self.cfg.rt_priority,
+            "io": "AF_PACKET recvmmsg/sendmmsg, PACKET_VNET_HDR, epoll+timerfd",
+            "w2e": dir(W2E),
+            "e2w": dir(E2W),
+        })
+    }
+}
+
+impl ShellStats {
+    fn merge(&mut self, o: &ShellStats) {
+        self.rx_packets += o.rx_packets;
+        self.rx_truncated += o.rx_truncated;
+        self.forwarded += o.forwarded;
+        self.tx_errors += o.tx_errors;
+        self.late.merge(&o.late);
+        self.late_packets += o.late_packets;
+        self.loops += o.loops;
+        self.sleeps += o.sleeps;
+    }
+}
+
+impl Worker {
     fn new_buf(&mut self) -> Vec<u8> {
         match self.pool.pop() {
             Some(mut b) => {
@@ -228,43 +362,59 @@ impl Shell {
 
     fn flush_records(&mut self) {
         self.enc.clear();
+        let dirs = self.dirs.clone();
         for r in self.link.drain_stats() {
-            r.encode(&mut self.enc);
+            if dirs.contains(&(r.dir as usize)) {
+                r.encode(&mut self.enc);
+            }
         }
         if !self.enc.is_empty() {
-            let _ = self.stats_w.write_all(&self.enc);
+            let _ = self.stats_w.lock().unwrap().write_all(&self.enc);
         }
-        if let Some(w) = self.events_w.as_mut() {
+        if let Some(w) = self.events_w.as_ref() {
             self.link.drain_events(&mut self.evbuf);
             self.enc.clear();
             for e in self.evbuf.drain(..) {
                 e.encode(&mut self.enc);
             }
-            let _ = w.write_all(&self.enc);
+            if !self.enc.is_empty() {
+                let _ = w.lock().unwrap().write_all(&self.enc);
+            }
         }
     }
 
-    /// Forward until SIGTERM/SIGINT arrives on `sig`.
-    pub fn run(&mut self, sig: &SignalFd) -> Result<(), SysError> {
+    /// Forward until a signal arrives on `sigfd` (or another worker saw one).
+    fn run(&mut self, sigfd: i32) -> Result<(), SysError> {
         let timer = TimerFd::new()?;
-        let ep = Epoll::new(&[self.socks[0].fd, self.socks[1].fd, timer.0, sig.0])?;
+        let mut fds: Vec<i32> = self.dirs.iter().map(|&d| self.socks[d].fd).collect();
+        fds.push(timer.0);
+        fds.push(sigfd);
+        let ep = Epoll::new(&fds)?;
         let mut next_sig_check = 0u64;
+        let dirs = self.dirs.clone();
         loop {
             self.st.loops += 1;
             let now = now_ns();
-            let got = self.rx(0, now) + self.rx(1, now);
+            let mut got = 0;
+            for &d in &dirs {
+                got += self.rx(d, now);
+            }
             let now = now_ns();
             self.link.poll(now, &mut self.out);
             if !self.out.is_empty() {
                 for r in self.out.drain(..) {
                     self.by_dir[r.dir].push(r);
                 }
-                self.tx(0);
-                self.tx(1);
+                for &d in &dirs {
+                    self.tx(d);
+                }
             }
             if now >= next_sig_check {
                 self.flush_records();
-                if sig.pending() {
+                if sys::signal_pending(sigfd) {
+                    self.stop.store(true, Ordering::SeqCst);
+                }
+                if self.stop.load(Ordering::SeqCst) {
                     return Ok(());
                 }
                 next_sig_check = now + 5_000_000;
@@ -286,57 +436,5 @@ impl Shell {
             ep.wait();
             timer.clear();
         }
-    }
-
-    /// Close the statistics, flush the files and return link.json's content.
-    pub fn finish(&mut self) -> serde_json::Value {
-        let end = now_ns();
-        self.link.finish(end);
-        self.flush_records();
-        let _ = self.stats_w.flush();
-        if let Some(w) = self.events_w.as_mut() {
-            let _ = w.flush();
-        }
-        for s in self.socks.iter() {
-            let (pk, dr) = s.take_stats();
-            self.st.kernel_rx_packets += pk;
-            self.st.rx_ring_drops += dr;
-        }
-        let (user, sys_s, rss) = sys::rusage();
-        let dir = |i: usize| {
-            let t = self.link.totals(i);
-            let (ql, qb) = self.link.queue_len(i);
-            let mut v = serde_json::to_value(t).unwrap();
-            v["qlen_pkts_end"] = ql.into();
-            v["qlen_bytes_end"] = qb.into();
-            v["in_flight_end"] = self.link.in_flight(i).into();
-            v
-        };
-        let st = &self.st;
-        serde_json::json!({
-            "version": 1,
-            "start_ns": self.start_ns,
-            "end_ns": end,
-            "forwarded": st.forwarded,
-            "rx_packets": st.rx_packets,
-            "rx_ring_drops": st.rx_ring_drops,
-            "rx_truncated": st.rx_truncated,
-            "tx_errors": st.tx_errors,
-            "late_tolerance_ns": self.late_tol,
-            "late_packets": st.late_packets,
-            "max_late_ns": st.late.max,
-            "p50_late_ns": st.late.quantile(0.5),
-            "p99_late_ns": st.late.quantile(0.99),
-            "p999_late_ns": st.late.quantile(0.999),
-            "cpu_user_s": user,
-            "cpu_sys_s": sys_s,
-            "max_rss_kib": rss,
-            "loops": st.loops,
-            "sleeps": st.sleeps,
-            "spin_ns": self.spin_ns,
-            "io": "AF_PACKET recvmmsg/sendmmsg, PACKET_VNET_HDR, epoll+timerfd",
-            "w2e": dir(0),
-            "e2w": dir(1),
-        })
     }
 }

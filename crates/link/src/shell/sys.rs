@@ -173,6 +173,18 @@ impl SignalFd {
     }
 }
 
+/// True if a signal is pending on signalfd `fd` (consumes it).
+pub fn signal_pending(fd: RawFd) -> bool {
+    let mut b = [0u8; 128];
+    unsafe { libc::read(fd, b.as_mut_ptr() as *mut libc::c_void, 128) > 0 }
+}
+
+/// Run the calling thread under SCHED_FIFO at `prio` (best effort: false if refused).
+pub fn set_fifo(prio: i32) -> bool {
+    let p = libc::sched_param { sched_priority: prio };
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) == 0 }
+}
+
 impl Drop for SignalFd {
     fn drop(&mut self) {
         unsafe { libc::close(self.0) };
