@@ -107,3 +107,159 @@ pub fn on_stop(c: &mut Conn) {
         _ => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The kinds' state machines without sockets: a `Conn` with fd -1 is never pumped.
+    use super::*;
+    use crate::conn::{ConnLog, Side};
+    use crate::records::{RecordFile, RR_FIELDS};
+    use crate::wire;
+
+    fn log(role: Role) -> ConnLog {
+        ConnLog {
+            flow: 5,
+            conn: 1,
+            kind: None,
+            role,
+            side: None,
+            cc: None,
+            local: None,
+            remote: None,
+            connect_start_ns: None,
+            connected_ns: None,
+            first_byte_ns: None,
+            last_byte_ns: None,
+            end_ns: None,
+            bytes: None,
+            error: None,
+        }
+    }
+
+    fn with_ctx(f: impl FnOnce(&mut Ctx)) -> u64 {
+        let dir = std::env::temp_dir().join(format!("ccaflow-unit-{}-{:?}", std::process::id(), std::thread::current().id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut rr = RecordFile::create(&dir, "rr.bin", "rr", RR_FIELDS).unwrap();
+        let mut timers = Timers::default();
+        let mut errors = Vec::new();
+        let mut ctx = Ctx { now: 1_000, slot: 0, timers: &mut timers, rr_out: &mut rr, errors: &mut errors };
+        f(&mut ctx);
+        let n = rr.records;
+        std::fs::remove_dir_all(&dir).ok();
+        n
+    }
+
+    #[test]
+    fn server_turns_a_bulk_hello_into_a_sink_and_counts_the_rest_as_payload() {
+        with_ctx(|ctx| {
+            let mut c = Conn::new(-1, 1, log(Role::Server), Proto::Detect(accept::Detect { buf: vec![], seq: 0 }));
+            let mut b = wire::Hello { flow: 9, conn: 2, kind: wire::HelloKind::Bulk }.encode();
+            b.extend_from_slice(&[0u8; 100]);
+            on_data(&mut c, &b[..10], ctx);
+            assert!(matches!(c.proto, Proto::Detect(_)));
+            on_data(&mut c, &b[10..], ctx);
+            assert!(matches!(c.proto, Proto::Sink));
+            assert_eq!((c.log.flow, c.log.conn, c.log.side, c.rcvd), (9, 2, Some(Side::Recv), 100));
+            on_eof(&mut c, ctx);
+            assert!(c.finish_when_sent && c.peer_eof);
+        });
+    }
+
+    #[test]
+    fn rr_server_answers_each_complete_request() {
+        with_ctx(|ctx| {
+            let mut c = Conn::new(-1, 1, log(Role::Server), Proto::RrServer(rr::RrServer::new(100, 1000)));
+            rr::server_on_data(&mut c, &[0u8; 150], ctx);
+            assert_eq!(c.budget, 1000);
+            rr::server_on_data(&mut c, &[0u8; 250], ctx);
+            assert_eq!(c.budget, 4000); // 400 bytes = 4 requests
+        });
+    }
+
+    #[test]
+    fn rr_client_records_latency_and_asks_again() {
+        let recs = with_ctx(|ctx| {
+            let r = rr::RrClient {
+                request_bytes: 10,
+                response_bytes: 50,
+                left: Some(2),
+                gap_ns: 0,
+                sent_ns: 0,
+                got: 0,
+                stopped: false,
+            };
+            let mut c = Conn::new(-1, 1, log(Role::Client), Proto::RrClient(r));
+            on_connected(&mut c, ctx);
+            assert_eq!(c.budget, 10);
+            assert_eq!(c.pre.len(), wire::HELLO_RR_LEN);
+            c.budget = 0; // as if sent
+            ctx.now = 5_000;
+            on_data(&mut c, &[0u8; 50], ctx);
+            assert_eq!(c.budget, 10, "second request");
+            c.budget = 0;
+            on_data(&mut c, &[0u8; 50], ctx);
+            assert_eq!(c.budget, 0, "count reached");
+            assert!(c.finish_when_sent);
+        });
+        assert_eq!(recs, 2);
+    }
+
+    #[test]
+    fn download_client_completes_on_the_last_body_byte_and_rejects_short_bodies() {
+        with_ctx(|ctx| {
+            let g = download::HttpGet { size: 10, host: "h".into(), head: vec![], body_len: None };
+            let mut c = Conn::new(-1, 1, log(Role::Client), Proto::HttpGet(g));
+            on_connected(&mut c, ctx);
+            assert!(c.pre.starts_with(b"GET /bytes/10?flow=5&conn=1 HTTP/1.1\r\n"));
+            let mut resp = wire::format_http_ok(10);
+            resp.extend_from_slice(&[1u8; 4]);
+            on_data(&mut c, &resp, ctx);
+            assert_eq!(c.rcvd, 4);
+            assert!(!c.closing);
+            on_data(&mut c, &[1u8; 6], ctx);
+            assert!(c.closing && c.log.error.is_none());
+
+            let g = download::HttpGet { size: 10, host: "h".into(), head: vec![], body_len: None };
+            let mut c = Conn::new(-1, 2, log(Role::Client), Proto::HttpGet(g));
+            on_data(&mut c, &wire::format_http_ok(10), ctx);
+            on_eof(&mut c, ctx);
+            assert!(c.log.error.as_deref().unwrap().contains("0 of 10"));
+        });
+    }
+
+    #[test]
+    fn http_server_answers_curl_and_404s_other_paths() {
+        with_ctx(|ctx| {
+            let mut c = Conn::new(-1, 1, log(Role::Server), Proto::Detect(accept::Detect { buf: vec![], seq: 7 }));
+            on_data(&mut c, b"GET /bytes/500 HTTP/1.1\r\nHost: x\r\n\r\n", ctx);
+            assert!(matches!(c.proto, Proto::HttpServe));
+            assert_eq!((c.budget, c.log.flow, c.log.conn), (500, wire::FLOW_UNKNOWN, 7));
+            assert!(c.pre.starts_with(b"HTTP/1.1 200 OK"));
+            let mut c = Conn::new(-1, 1, log(Role::Server), Proto::Detect(accept::Detect { buf: vec![], seq: 0 }));
+            on_data(&mut c, b"GET /x HTTP/1.1\r\n\r\n", ctx);
+            assert!(c.pre.starts_with(b"HTTP/1.1 404"));
+            assert_eq!(c.budget, 0);
+        });
+    }
+
+    #[test]
+    fn paced_writes_one_chunk_per_gap_and_stops_at_its_byte_limit() {
+        with_ctx(|ctx| {
+            let p = paced::Paced {
+                gaps: crate::rng::GapSource::new(1_000, crate::config::GapDist::Const, 1),
+                write_bytes: 100,
+                left: Some(250),
+                next_ns: 0,
+                stopped: false,
+            };
+            let mut c = Conn::new(-1, 1, log(Role::Client), Proto::Paced(p));
+            on_connected(&mut c, ctx);
+            assert_eq!(c.budget, 100);
+            assert_eq!(ctx.timers.next_deadline(), Some(2_000));
+            on_timer(&mut c, ctx);
+            on_timer(&mut c, ctx);
+            assert_eq!(c.budget, 250);
+            assert!(c.finish_when_sent);
+        });
+    }
+}
