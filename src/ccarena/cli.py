@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -192,6 +193,9 @@ def main(argv=None) -> int:
     if not getattr(args, "func", None):
         ap.print_help()
         return 2
+    # Ctrl-C must reach us even when started from a shell that ignores SIGINT in
+    # background jobs: the runner turns it into a teardown.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return args.func(args)
     except KeyboardInterrupt:

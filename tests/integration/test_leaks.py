@@ -1,0 +1,132 @@
+"""Leave no trace: after a normal run, a failing run and a SIGINT/SIGTERM in mid-run, no
+namespace, veth, process or BPF object of ccarena's is left, and completed runs are kept."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ccarena.runner import run_study
+
+from conftest import ccarena_cli, ccarena_namespaces
+from helpers import bulk_study
+
+pytestmark = pytest.mark.root
+
+
+def root_links() -> str:
+    return subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout
+
+
+def test_normal_run_leaves_nothing_and_touches_no_root_interface(tmp_path, no_leaks):
+    before = root_links()
+    res = run_study(bulk_study(rate="20mbit", duration="2s", warmup="0.5s", backend="kernel"),
+                    results_base=tmp_path, progress=False)
+    assert len(res.run_dirs()) == 1
+    assert root_links() == before
+
+
+def test_run_whose_engine_fails_is_recorded_invalid_and_cleaned(tmp_path, no_leaks):
+    # A flow engine that says READY and then dies: the run fails in mid-run.
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "ccarena-flow"
+    fake.write_text("#!/bin/sh\necho READY\nread go\necho 'ccarena-flow: boom' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    os.environ["CCARENA_BIN_DIR"] = str(bindir)
+    try:
+        res = run_study(bulk_study(rate="20mbit", duration="2s", warmup="0.5s",
+                                   backend="kernel"), results_base=tmp_path / "r",
+                        progress=False)
+    finally:
+        del os.environ["CCARENA_BIN_DIR"]
+    runs = res.runs
+    assert len(runs) == 1 and not bool(runs["valid"].iloc[0])
+    assert "boom" in runs["invalid_reasons"].iloc[0]
+
+
+def test_run_whose_build_fails_is_cleaned(tmp_path, no_leaks):
+    study = bulk_study(rate="20mbit", duration="2s", warmup="0.5s", backend="kernel",
+                       extra='[tcp]\nsysctl = { "net.ipv4.tcp_no_such_knob" = "1" }\n')
+    res = run_study(study, results_base=tmp_path, progress=False)
+    reasons = res.runs["invalid_reasons"].iloc[0]
+    assert "tcp_no_such_knob" in reasons and "no such sysctl" in reasons
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_in_mid_run_tears_down_and_keeps_completed_runs(tmp_path, no_leaks, sig):
+    study = tmp_path / "s.toml"
+    study.write_text('''
+[study]
+name = "sig"
+duration = "3s"
+repetitions = 3
+shuffle = false
+[bottleneck]
+rate = "20mbit"
+backend = "kernel"
+[[flow]]
+name = "bulk"
+from = "s1"
+to = "r1"
+''')
+    before = ccarena_namespaces()
+    p = subprocess.Popen([sys.executable, "-m", "ccarena.cli", "run", str(study), "--quiet",
+                          "--results", str(tmp_path / "res")], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    # wait until the second run's namespaces exist (the first run is then complete)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done = list((tmp_path / "res").glob("*/runs/*/meta.json"))
+        if done and ccarena_namespaces() - before:
+            break
+        time.sleep(0.1)
+    else:
+        p.kill()
+        pytest.fail("the study did not reach its second run")
+    time.sleep(0.5)
+    p.send_signal(sig)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, (out, err)
+    assert "interrupted" in err
+    assert ccarena_namespaces() - before == set()
+    res_dir = next((tmp_path / "res").glob("sig-*"))
+    kept = list(res_dir.glob("runs/*/meta.json"))
+    assert len(kept) >= 1
+    # the stored runs are readable and complete
+    r = ccarena_cli("show", res_dir)
+    assert "bulk" in r.stdout
+
+
+def test_cleanup_removes_what_a_killed_run_left(tmp_path, no_leaks):
+    study = tmp_path / "s.toml"
+    study.write_text('''
+[study]
+name = "crash"
+duration = "20s"
+[bottleneck]
+rate = "20mbit"
+backend = "kernel"
+[[flow]]
+name = "bulk"
+from = "s1"
+to = "r1"
+''')
+    before = ccarena_namespaces()
+    p = subprocess.Popen([sys.executable, "-m", "ccarena.cli", "run", str(study), "--quiet",
+                          "--results", str(tmp_path / "res")], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (ccarena_namespaces() - before):
+        time.sleep(0.1)
+    time.sleep(1.0)
+    p.kill()            # SIGKILL: no teardown possible
+    p.wait()
+    left = ccarena_namespaces() - before
+    assert left, "expected the killed run to leave namespaces for cleanup to find"
+    r = ccarena_cli("cleanup")
+    assert ccarena_namespaces() - before == set(), r.stdout
+    for n in left:
+        assert n in r.stdout
