@@ -1,0 +1,217 @@
+"""The analysis commands of the CLI: report, export, query, compare.
+
+Contract: `register(subparsers)` adds the four subcommands to the main parser's
+subparsers; each sets `func=cmd_<name>`, a function `(args) -> int` (0 = success). A
+RESULTS argument is a results directory or a prefix of a directory name under
+`--results` (default `results/`, the newest match wins). Errors are raised as
+CcarenaError (one line; the main CLI prints it). `connect(results_dir)` is the DuckDB
+session behind `query`, usable from Python.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .errors import CcarenaError, ResultsError
+
+PER_RUN = ("tcpinfo", "rx", "conns", "rr", "ping", "link_stats", "link_events")
+STUDY_TABLES = ("runs", "flows", "cells")
+
+
+def resolve_results(arg: str, base: str = "results") -> Path:
+    """A results directory from a path or a name prefix under `base`."""
+    p = Path(arg)
+    if p.is_dir():
+        return p
+    b = Path(base)
+    cands = sorted(q for q in b.glob(f"{arg}*") if q.is_dir()) if b.is_dir() else []
+    if not cands:
+        raise ResultsError(f"opening results {arg!r}: no such directory, and no directory "
+                           f"{b}/{arg}* (give a path or a name prefix)")
+    return cands[-1]
+
+
+def _sql_str(p: Path) -> str:
+    return "'" + str(p).replace("'", "''") + "'"
+
+
+def connect(results_dir):
+    """In-memory DuckDB with views over a results directory: runs, flows, cells and the
+    per-run tables unioned over all runs (tcpinfo, rx, conns, rr, ping, link_stats,
+    link_events; columns matched by name). Views exist only for files that exist."""
+    import duckdb
+    d = Path(results_dir)
+    con = duckdb.connect(":memory:")
+    for t in STUDY_TABLES:
+        if (d / f"{t}.parquet").exists():
+            con.execute(f"CREATE VIEW {t} AS SELECT * FROM read_parquet("
+                        f"{_sql_str(d / f'{t}.parquet')})")
+    for t in PER_RUN:
+        if any((d / "runs").glob(f"*/{t}.parquet")):
+            con.execute(f"CREATE VIEW {t} AS SELECT * FROM read_parquet("
+                        f"{_sql_str(d / 'runs' / '*' / f'{t}.parquet')}, union_by_name=true)")
+    return con
+
+
+def views(con) -> list[str]:
+    return sorted(r[0] for r in con.execute(
+        "SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall())
+
+
+# -- handlers -------------------------------------------------------------------------------
+
+def cmd_report(args) -> int:
+    from .report import write_report
+    d = resolve_results(args.results_dir, args.results)
+    out = write_report(d, out=args.out, max_timeseries=args.max_timeseries)
+    print(out)
+    return 0
+
+
+def cmd_export(args) -> int:
+    if not args.csv:
+        print("ccarena export: choose a format: --csv", file=sys.stderr)
+        return 2
+    d = resolve_results(args.results_dir, args.results)
+    out = Path(args.out) if args.out else d / "csv"
+    out.mkdir(parents=True, exist_ok=True)
+    con = connect(d)
+    wanted = args.tables.split(",") if args.tables else [*STUDY_TABLES, *PER_RUN]
+    have = views(con)
+    unknown = [t for t in wanted if t not in (*STUDY_TABLES, *PER_RUN)]
+    if unknown:
+        raise CcarenaError(f"export {d}: unknown table(s) {', '.join(unknown)}; known: "
+                           f"{', '.join((*STUDY_TABLES, *PER_RUN))}")
+    for t in wanted:
+        if t not in have:
+            print(f"{t}: not in {d} (skipped)", file=sys.stderr)
+            continue
+        dest = out / f"{t}.csv"
+        con.execute(f"COPY (SELECT * FROM {t}) TO {_sql_str(dest)} (HEADER, DELIMITER ',')")
+        n = con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        print(f"{dest}  ({n} rows)")
+    return 0
+
+
+def cmd_query(args) -> int:
+    import duckdb
+    import pandas as pd
+    d = resolve_results(args.results_dir, args.results)
+    con = connect(d)
+    try:
+        df = con.execute(args.sql).df()
+    except duckdb.Error as e:
+        msg = str(e).splitlines()[0]
+        raise CcarenaError(f"query on {d}: {msg} (views: {', '.join(views(con))})") from e
+    if args.csv:
+        df.to_csv(sys.stdout, index=False)
+    else:
+        with pd.option_context("display.max_rows", args.max_rows, "display.max_columns", 50,
+                               "display.width", 200):
+            print(df.to_string(index=False, max_rows=args.max_rows) if len(df) else
+                  f"(no rows; columns: {', '.join(map(str, df.columns))})")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    import pandas as pd
+
+    from .analysis import KEY_METRICS, compare_studies
+    from .report.html import fmt_metric
+    from .report.load import load_results
+    a = load_results(resolve_results(args.a, args.results))
+    b = load_results(resolve_results(args.b, args.results))
+    metrics = args.metric or [m for m in KEY_METRICS if m in a.runs and m in b.runs]
+    by = args.by or None
+    if by is None:
+        common = [f for f in a.factors if f in b.factors and f in a.runs and f in b.runs]
+        by = common or ["cell"]
+    missing = [c for c in by if c not in a.runs or c not in b.runs]
+    if missing:
+        raise CcarenaError(f"compare {a.path} {b.path}: column(s) {', '.join(missing)} not in "
+                           "both studies' runs")
+    res = compare_studies(a.runs, b.runs, metrics, by=by, alpha=args.alpha)
+    if res.empty:
+        print(f"no common cells (matched on {', '.join(by)})")
+        return 1
+    res = res[(res["n_a"] > 0) | (res["n_b"] > 0)]  # metrics neither study measured
+    if args.csv:
+        res.to_csv(args.csv, index=False)
+    rows = []
+    for r in res.to_dict("records"):
+        m = r["metric"]
+        ci = lambda v: "" if pd.isna(v) else f" ± {fmt_metric(m, v, 2)}"  # noqa: E731
+        rows.append({**{k: r[k] for k in by}, "metric": m,
+                     "A": f"{fmt_metric(m, r['mean_a'], 4)}{ci(r['ci_half_a'])} ({r['n_a']})",
+                     "B": f"{fmt_metric(m, r['mean_b'], 4)}{ci(r['ci_half_b'])} ({r['n_b']})",
+                     "B-A %": f"{-100 * r['diff'] / abs(r['mean_a']):+.1f}"
+                     if r["mean_a"] and pd.notna(r["mean_a"]) and pd.notna(r["diff"]) else "",
+                     "welch p": f"{r['welch_p']:.3g}", "MWU p": f"{r['mw_p']:.3g}",
+                     "d": f"{r['cohen_d']:.2f}", "r_rb": f"{r['rank_biserial']:.2f}",
+                     "": "*" if r["significant"] else ""})
+    print(f"A = {a.path}\nB = {b.path}\nmeans ± 95 % CI (n valid runs); "
+          f"* = Welch p < {args.alpha}; d = Cohen's d (A-B), r_rb = rank-biserial (A vs B)")
+    print(pd.DataFrame(rows).to_string(index=False))
+    inv_a, inv_b = int(res["n_invalid_a"].iloc[0]), int(res["n_invalid_b"].iloc[0])
+    if inv_a or inv_b:
+        print(f"invalid runs excluded: A {inv_a}, B {inv_b}")
+    return 0
+
+
+# -- parser ---------------------------------------------------------------------------------
+
+def register(subparsers) -> None:
+    """Add report, export, query and compare to the main CLI's subparsers."""
+    def results_opt(p):
+        p.add_argument("--results", default="results",
+                       help="base directory to look up a name prefix (default: results)")
+
+    p = subparsers.add_parser("report", help="write report.html for a stored study",
+                              description="Write a self-contained report.html (figures "
+                              "embedded) for a stored study.")
+    p.add_argument("results_dir", metavar="RESULTS", help="results directory or name prefix")
+    p.add_argument("--out", help="where to write (default: RESULTS/report.html)")
+    p.add_argument("--max-timeseries", type=int, default=12,
+                   help="time-series figures: one run per cell, at most this many")
+    results_opt(p)
+    p.set_defaults(func=cmd_report)
+
+    p = subparsers.add_parser("export", help="export a study's tables as CSV",
+                              description="Export runs, flows, cells and the per-run tables "
+                              "(unioned over runs) as CSV files.")
+    p.add_argument("results_dir", metavar="RESULTS")
+    p.add_argument("--csv", action="store_true", help="write CSV (the only format so far)")
+    p.add_argument("--out", help="output directory (default: RESULTS/csv)")
+    p.add_argument("--tables", help="comma-separated subset, e.g. runs,flows,tcpinfo")
+    results_opt(p)
+    p.set_defaults(func=cmd_export)
+
+    p = subparsers.add_parser("query", help="SQL (DuckDB) over a study's Parquet files",
+                              description="Run SQL with DuckDB. Views: runs, flows, cells, "
+                              "and tcpinfo, rx, conns, rr, ping, link_stats, link_events "
+                              "unioned over all runs (each row has run_id).",
+                              formatter_class=argparse.RawDescriptionHelpFormatter,
+                              epilog='example:\n  ccarena query RESULTS "SELECT cell, '
+                              'avg(goodput_bps)/1e6 AS mbit FROM runs GROUP BY cell"')
+    p.add_argument("results_dir", metavar="RESULTS")
+    p.add_argument("sql", metavar="SQL")
+    p.add_argument("--csv", action="store_true", help="print CSV instead of a table")
+    p.add_argument("--max-rows", type=int, default=200)
+    results_opt(p)
+    p.set_defaults(func=cmd_query)
+
+    p = subparsers.add_parser("compare", help="compare two stored studies cell by cell",
+                              description="For every cell both studies share (same swept "
+                              "factor values) and every metric: both means with 95 % CIs, "
+                              "Welch's t-test, Mann-Whitney U and effect sizes.")
+    p.add_argument("a", metavar="A", help="first results directory (or name prefix)")
+    p.add_argument("b", metavar="B", help="second results directory (or name prefix)")
+    p.add_argument("--metric", action="append", help="metric to compare (repeatable; "
+                   "default: the key run metrics)")
+    p.add_argument("--by", action="append", help="columns that identify a cell (repeatable; "
+                   "default: the common swept factors, else cell)")
+    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--csv", help="also write the full comparison to this CSV file")
+    results_opt(p)
+    p.set_defaults(func=cmd_compare)

@@ -1,0 +1,102 @@
+"""The analysis subcommands (report, export, query, compare) on synthetic studies."""
+import argparse
+
+import pandas as pd
+import pytest
+
+from ccarena import cli_analysis
+from ccarena.errors import CcarenaError
+from ccarena.metrics.synthetic import write_synthetic_study
+
+
+@pytest.fixture(scope="module")
+def studies(tmp_path_factory):
+    base = tmp_path_factory.mktemp("results")
+    a = write_synthetic_study(base / "synthetic-20261122-000000", reps=3, duration_s=4.0,
+                              invalid=("buf20-reno-r1",))
+    b = write_synthetic_study(base / "synthetic-20261122-010000", reps=3, duration_s=4.0,
+                              buffers=(20, 200))
+    return base, a, b
+
+
+def run(argv):
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers()
+    cli_analysis.register(sub)
+    args = ap.parse_args(argv)
+    return args.func(args)
+
+
+def test_register_adds_the_four_commands():
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers()
+    cli_analysis.register(sub)
+    assert {"report", "export", "query", "compare"} <= set(sub.choices)
+    for name in ("report", "export", "query", "compare"):
+        assert sub.choices[name].get_default("func") is getattr(cli_analysis, f"cmd_{name}")
+
+
+def test_query_runs_and_per_run_tables(studies, capsys):
+    _, a, _ = studies
+    assert run(["query", str(a), "SELECT count(*) AS n FROM runs"]) == 0
+    assert capsys.readouterr().out.split() == ["n", "12"]
+    assert run(["query", str(a), "--csv", "SELECT count(DISTINCT run_id) AS r, "
+                "count(*) AS n FROM tcpinfo"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["r,n", "12,9600"]
+    for view in ("flows", "cells", "rx", "conns", "ping", "link_stats"):
+        assert run(["query", str(a), f"SELECT count(*) FROM {view}"]) == 0
+
+
+def test_query_error_is_one_line_naming_the_views(studies):
+    _, a, _ = studies
+    with pytest.raises(CcarenaError, match="views: .*tcpinfo"):
+        run(["query", str(a), "SELECT nope FROM runs"])
+
+
+def test_results_by_name_prefix(studies, capsys):
+    base, _, b = studies
+    assert run(["query", "synthetic-", "--results", str(base), "SELECT 1 AS one"]) == 0
+    with pytest.raises(CcarenaError, match="no such directory"):
+        run(["query", "nothing-", "--results", str(base), "SELECT 1"])
+
+
+def test_export_csv(studies, tmp_path, capsys):
+    _, a, _ = studies
+    assert run(["export", str(a), "--csv", "--out", str(tmp_path)]) == 0
+    runs = pd.read_csv(tmp_path / "runs.csv")
+    assert len(runs) == 12 and "goodput_bps" in runs
+    assert len(pd.read_csv(tmp_path / "tcpinfo.csv")) == 9600
+    assert run(["export", str(a), "--csv", "--out", str(tmp_path / "x"),
+                "--tables", "runs"]) == 0
+    assert [p.name for p in (tmp_path / "x").iterdir()] == ["runs.csv"]
+    assert run(["export", str(a)]) == 2  # no format chosen
+
+
+def test_compare_two_studies(studies, tmp_path, capsys):
+    _, a, b = studies
+    out = tmp_path / "cmp.csv"
+    assert run(["compare", str(a), str(b), "--metric", "rtt_mean_s", "--metric", "jain",
+                "--csv", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "invalid runs excluded: A 1, B 0" in text
+    cmp = pd.read_csv(out)
+    # only the 20p cells are common (100p vs 200p)
+    assert set(cmp["bottleneck.buffer"]) == {"20p"}
+    assert set(cmp.metric) == {"rtt_mean_s", "jain"}
+    assert {"mean_a", "mean_b", "ci_half_a", "welch_p", "mw_p", "cohen_d",
+            "rank_biserial"} <= set(cmp.columns)
+
+
+def test_report_command(studies, tmp_path, capsys):
+    _, _, b = studies
+    out = tmp_path / "r.html"
+    assert run(["report", str(b), "--out", str(out), "--max-timeseries", "1"]) == 0
+    assert capsys.readouterr().out.strip() == str(out)
+    assert out.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_main_cli_knows_the_commands():
+    cli = pytest.importorskip("ccarena.cli")
+    ap = cli.build_parser()
+    args = ap.parse_args(["query", "x", "SELECT 1"])
+    assert args.func is cli_analysis.cmd_query
