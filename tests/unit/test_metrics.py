@@ -278,3 +278,25 @@ def test_inputs_not_modified():
     before = rx.copy()
     run_metrics({"rx": rx}, meta(flows=1))
     pd.testing.assert_frame_equal(rx, before)
+
+
+def test_two_hosts_on_one_connection_keep_the_main_direction():
+    # a request/response connection: the server sends 10x what the client sends
+    big = ramp_rx([1e5]).assign(host="r1")
+    small = ramp_rx([1e4]).assign(host="s1")
+    flows, _ = run_metrics({"rx": pd.concat([small, big], ignore_index=True)},
+                           meta(flows=1, kinds=["rr"]))
+    assert flows.loc[0, "goodput_bps"] == pytest.approx(8e5)
+
+
+def test_real_pipeline_column_types():
+    # as the runner builds them: uint64 t_ns, a host column, conns from JSON with nulls
+    rx = ramp_rx([125_000.0]).assign(host="r1")
+    m = meta(flows=1)
+    rx["t_ns"] = (m["t0_ns"] + (rx["t"] * 1e9).round()).astype("uint64")
+    conns = pd.DataFrame([{"flow": 0, "conn": 0, "role": "client", "side": "send",
+                           "cc": "cubic", "connect_start_ns": m["t0_ns"], "connected_ns": None,
+                           "first_byte_ns": None, "last_byte_ns": None, "end_ns": None,
+                           "bytes": 10, "error": None, "host": "s1"}])
+    flows, run = run_metrics({"rx": rx, "conns": conns}, m)
+    assert flows.loc[0, "goodput_bps"] == pytest.approx(1e6) and run["errors"] == 0

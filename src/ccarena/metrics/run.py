@@ -176,6 +176,8 @@ def run_metrics(tables: dict, meta: dict, *, interval_s: float = DEFAULT_INTERVA
                 jain_threshold: float = 0.9) -> tuple[pd.DataFrame, dict]:
     """All metrics of one run; see the module contract and docs/metrics.md."""
     tables = {k: with_t(v, meta) for k, v in (tables or {}).items()}
+    for name, col in (("tcpinfo", "bytes_sent"), ("rx", "bytes")):
+        tables[name] = _main_direction(tables.get(name), col)
     timing = run_timing(tables, meta)
     flows = flow_table(tables, meta, timing)
     rx, tcp = tables.get("rx"), tables.get("tcpinfo")
@@ -257,6 +259,21 @@ def run_metrics(tables: dict, meta: dict, *, interval_s: float = DEFAULT_INTERVA
     cpu = meta.get("cpu") or {}
     run.update(cpu_busy_frac=cpu.get("busy_frac", NAN), cpu_steal_frac=cpu.get("steal_frac", NAN))
     return fdf, run
+
+
+def _main_direction(df, col: str):
+    """Keep, per (flow, conn), the samples of one host only: the one that moved the most
+    bytes. A request/response connection carries data both ways; mixing two hosts'
+    cumulative counters in one series would make nonsense of every difference."""
+    if not nonempty(df) or "host" not in df or col not in df:
+        return df
+    top = df.groupby(["flow", "conn", "host"], sort=False)[col].max().reset_index()
+    if not top.duplicated(["flow", "conn"]).any():
+        return df
+    best = top.sort_values(col).drop_duplicates(["flow", "conn"], keep="last")
+    keep = df.set_index(["flow", "conn", "host"]).index.isin(
+        best.set_index(["flow", "conn", "host"]).index)
+    return df[keep]
 
 
 def _tcp_row(t: pd.DataFrame, key) -> dict:
