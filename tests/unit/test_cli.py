@@ -1,0 +1,76 @@
+"""The CLI as a user meets it: --help everywhere, dry runs, and bad input as one clear line."""
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ccarena_cli
+
+COMMANDS = ["run", "ls", "show", "cleanup", "doctor", "cc", "studies"]
+
+
+@pytest.mark.parametrize("cmd", COMMANDS)
+def test_every_command_has_help(cmd):
+    r = ccarena_cli(cmd, "--help")
+    assert "usage: ccarena" in r.stdout
+
+
+def test_dry_run_lists_runs_without_building(tmp_path):
+    p = tmp_path / "s.toml"
+    p.write_text('''
+[study]
+name = "d"
+duration = "5s"
+repetitions = 2
+seed = 3
+[bottleneck]
+rate = "10mbit"
+[[flow]]
+name = "f"
+from = "s1"
+to = "r1"
+[sweep]
+"flow.f.cc" = ["reno", "cubic"]
+''')
+    r = ccarena_cli("run", p, "--dry-run", "--results", tmp_path / "res", check=False)
+    assert "2 cells x 2 repetitions = 4 runs" in r.stdout
+    assert "seed 3" in r.stdout
+    assert not (tmp_path / "res").exists()
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (('rate = "10mbit"', 'rate = "10 parsecs"'), "bottleneck.rate: unknown rate unit 'parsecs'"),
+    (('rate = "10mbit"', 'rate = "10mbit"\nwidth = 3'), "bottleneck.width: unknown key"),
+    (('to = "r1"', 'to = "r7"'), "flow.f.to: no such host 'r7'"),
+    (('name = "f"', 'name = "f"\ncc = "turbo"'), "flow.f.cc: unknown congestion control 'turbo'"),
+])
+def test_bad_input_is_one_clear_line(tmp_path, edit, needle):
+    text = '''
+[study]
+name = "d"
+duration = "5s"
+[bottleneck]
+rate = "10mbit"
+[[flow]]
+name = "f"
+from = "s1"
+to = "r1"
+'''.replace(*edit)
+    p = tmp_path / "bad.toml"
+    p.write_text(text)
+    r = ccarena_cli("run", p, "--results", tmp_path / "res", check=False)
+    assert r.returncode == 1
+    assert r.stderr.startswith(f"ccarena: {p}: "), r.stderr
+    assert needle in r.stderr
+    assert "Traceback" not in r.stderr
+    assert not (tmp_path / "res").exists()   # nothing half-built
+
+
+def test_missing_study_file(tmp_path):
+    r = ccarena_cli("run", tmp_path / "nope.toml", check=False)
+    assert r.returncode == 1 and "no such study file" in r.stderr
+
+
+def test_studies_lists_the_builtin_ones():
+    r = ccarena_cli("studies")
+    assert "quickstart" in r.stdout
