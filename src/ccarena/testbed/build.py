@@ -86,32 +86,38 @@ class Testbed:
         mtu = self.study.mtu
         for pair in self.topo.veths:
             a, b = pair.a, pair.b
-            ipr = self.ipr(a.ns)
-            ipr.link("add", ifname=a.name, kind="veth", address=a.mac, mtu=mtu,
-                     peer={"ifname": b.name, "net_ns_fd": netns.path(b.ns), "address": b.mac,
-                           "mtu": mtu})
-            for end in (a, b):
+            self.ipr(a.ns).link("add", ifname=a.name, kind="veth", address=a.mac, mtu=mtu,
+                                peer={"ifname": b.name, "net_ns_fd": netns.path(b.ns),
+                                      "address": b.mac, "mtu": mtu})
+        # one dump per namespace instead of a lookup per interface (each lookup is a dump)
+        self._index = {}
+        for ns in self.topo.namespaces:
+            for link in self.ipr(ns).get_links():
+                self._index[(ns, link.get_attr("IFLA_IFNAME"))] = link["index"]
+        ln = self.topo.routers.get("ln")
+        for pair in self.topo.veths:
+            for end in (pair.a, pair.b):
                 if end.emulated and not self.study.offloads:
                     netns.set_offloads(end.ns, end.name, False)
-                idx = self.ipr(end.ns).link_lookup(ifname=end.name)[0]
-                self.ipr(end.ns).link("set", index=idx, state="up")
-                if end.ns == self.topo.routers.get("ln"):
-                    self.ipr(end.ns).link("set", index=idx, promiscuity=1)
+                kw = {"promiscuity": 1} if end.ns == ln else {}
+                self.ipr(end.ns).link("set", index=self.index(end.ns, end.name), state="up",
+                                      **kw)
+
+    def index(self, ns: str, ifname: str) -> int:
+        return self._index[(ns, ifname)]
 
     def _addresses_routes(self):
         for pair in self.topo.veths:
             for end in (pair.a, pair.b):
                 if end.addr:
                     ip, plen = end.addr.split("/")
-                    ipr = self.ipr(end.ns)
-                    ipr.addr("add", index=ipr.link_lookup(ifname=end.name)[0], address=ip,
-                             prefixlen=int(plen))
+                    self.ipr(end.ns).addr("add", index=self.index(end.ns, end.name),
+                                          address=ip, prefixlen=int(plen))
         for r in self.topo.routes:
             self.ipr(r.ns).route("add", dst=r.dst, gateway=r.gateway)
         for n in self.topo.neighbours:
-            ipr = self.ipr(n.ns)
-            ipr.neigh("replace", dst=n.ip, lladdr=n.mac,
-                      ifindex=ipr.link_lookup(ifname=n.dev)[0], state=NUD_PERMANENT)
+            self.ipr(n.ns).neigh("replace", dst=n.ip, lladdr=n.mac,
+                                 ifindex=self.index(n.ns, n.dev), state=NUD_PERMANENT)
 
     def _sysctls(self):
         tcp = self.study.tcp.sysctls()
