@@ -35,11 +35,14 @@ def render(results, console: Console | None = None) -> Table:
     plan = results.plan_json()
     params = list(next(iter(plan.get("cells", {}).values()), {}) or {})
     t = Table(title=f"{results.path.name}  ({len(runs)} runs)", show_lines=False)
+    # a swept flow.<name>.cc duplicates the cc column
+    params = [p for p in params if not (p.startswith("flow.") and p.endswith(".cc"))]
     for p in params:
         t.add_column(p.split(".", 1)[-1] if p.startswith(("bottleneck.", "study.")) else p)
     t.add_column("flow")
     t.add_column("cc")
-    present = [c for c in COLUMNS if len(cells) and c[0] in set(cells["metric"])]
+    have = set(cells.loc[cells["mean"].notna(), "metric"]) if len(cells) else set()
+    present = [c for c in COLUMNS if c[0] in have]
     for _, head, _, _ in present:
         t.add_column(head, justify="right")
     t.add_column("n", justify="right")
