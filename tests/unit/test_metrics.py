@@ -300,3 +300,20 @@ def test_real_pipeline_column_types():
                            "bytes": 10, "error": None, "host": "s1"}])
     flows, run = run_metrics({"rx": rx, "conns": conns}, m)
     assert flows.loc[0, "goodput_bps"] == pytest.approx(1e6) and run["errors"] == 0
+
+
+def test_damaged_samples_are_counted_not_turned_into_flows():
+    rx = ramp_rx([1e5, 1e5, 1e5])  # flow 2 is not in meta: a misread record
+    rx.loc[rx.index[-5:], "bytes"] = 0  # and a counter that goes backwards
+    flows, run = run_metrics({"rx": rx}, meta(flows=2))
+    assert flows.flow.tolist() == [0, 1] and run["n_flows"] == 2
+    assert run["unknown_flow_rows"] == 1001
+    assert run["counter_resets"] == 1
+
+
+def test_zero_base_rtt_gives_nan_ratios_not_infinity():
+    m = meta(flows=1)
+    m["base_rtt_s"] = 0.0
+    flows, run = run_metrics({"tcpinfo": tcpinfo([5000])}, m)
+    assert math.isnan(flows.loc[0, "rtt_inflation"]) and math.isnan(flows.loc[0, "wnd_limit_bps"])
+    assert math.isnan(run["rtt_inflation"])

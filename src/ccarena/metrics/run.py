@@ -180,6 +180,9 @@ def run_metrics(tables: dict, meta: dict, *, interval_s: float = DEFAULT_INTERVA
         tables[name] = _main_direction(tables.get(name), col)
     timing = run_timing(tables, meta)
     flows = flow_table(tables, meta, timing)
+    quality = _data_quality(tables, flows)
+    tables = {k: (v[v["flow"].isin(flows["flow"])] if nonempty(v) and "flow" in v else v)
+              for k, v in tables.items()}
     rx, tcp = tables.get("rx"), tables.get("tcpinfo")
 
     # -- goodput and completion --------------------------------------------------
@@ -256,9 +259,30 @@ def run_metrics(tables: dict, meta: dict, *, interval_s: float = DEFAULT_INTERVA
     run.update(fct_mean_s=float(dl["fct_s"].mean()) if len(dl) else NAN,
                fct_p95_s=F.percentiles(dl["fct_s"], (95,))[95] if len(dl) else NAN,
                errors=float(top["errors"].sum()) if "errors" in top else 0.0)
+    run.update(quality)
     cpu = meta.get("cpu") or {}
     run.update(cpu_busy_frac=cpu.get("busy_frac", NAN), cpu_steal_frac=cpu.get("steal_frac", NAN))
     return fdf, run
+
+
+def _data_quality(tables: dict, flows: pd.DataFrame) -> dict:
+    """Counts that say the samples are damaged: rows of flows meta does not know, and
+    connections whose cumulative counters go backwards. Nonzero means: do not trust
+    this run's metrics (the runner may flag it invalid)."""
+    unknown = 0
+    for df in tables.values():
+        if nonempty(df) and "flow" in df:
+            unknown += int((~df["flow"].isin(flows["flow"])).sum())
+    resets = 0
+    for name, col in (("tcpinfo", "bytes_sent"), ("rx", "bytes")):
+        df = tables.get(name)
+        if nonempty(df) and col in df:
+            d = df.sort_values(["flow", "conn", "t"], kind="stable")
+            same = (d["flow"].to_numpy()[1:] == d["flow"].to_numpy()[:-1]) & \
+                   (d["conn"].to_numpy()[1:] == d["conn"].to_numpy()[:-1])
+            v = d[col].to_numpy(float)
+            resets += int(np.sum(same & (np.diff(v) < 0)))
+    return {"unknown_flow_rows": float(unknown), "counter_resets": float(resets)}
 
 
 def _main_direction(df, col: str):
@@ -316,10 +340,12 @@ def _derived_flow_columns(fdf: pd.DataFrame, timing) -> pd.DataFrame:
     segs = d / mss
     fdf["loss_p"] = fdf["retrans_segs"] / segs.where(segs > 0)
     rtt = col("rtt_mean_s")
-    fdf["rtt_inflation"] = rtt / timing.base_rtt_s
+    # base RTT 0 (no emulated delay): ratios over it are undefined, not infinite
+    base = timing.base_rtt_s if timing.base_rtt_s > 0 else NAN
+    fdf["rtt_inflation"] = rtt / base
     fdf["queue_delay_s"] = rtt - timing.base_rtt_s
     fdf["power"] = fdf["goodput_bps"] / rtt.where(rtt > 0)
-    fdf["wnd_limit_bps"] = col("wnd_bytes") * 8.0 / timing.base_rtt_s
+    fdf["wnd_limit_bps"] = col("wnd_bytes") * 8.0 / base
     fdf["mathis_bps"] = [F.mathis_bps(m, r, p) for m, r, p in zip(mss, rtt, fdf["loss_p"])]
     top = fdf["conn"] == -1
     tot = fdf.loc[top, "goodput_bps"].sum()

@@ -62,11 +62,12 @@ def flow_table(tables: dict, meta: dict, timing: Timing) -> pd.DataFrame:
     """One row per flow: flow, name, kind, cc, from, to, conns, start_s, stop_s, dir,
     plus the steady-state window [win_a, win_b] = [max(warmup, start), min(duration, stop)].
 
-    Flows come from meta["flows"]; flows seen only in the data are added as bulk flows
-    active for the whole run, so no sample is ever ignored."""
+    Flows come from meta["flows"]. Only when meta lists none are they taken from the
+    data (as bulk flows active for the whole run); otherwise a flow id that meta does not
+    know is damaged data, counted by run_metrics, never a new flow."""
     rows = [dict(f) for f in meta.get("flows") or []]
     known = {int(r["flow"]) for r in rows if "flow" in r}
-    for name in ("rx", "tcpinfo", "conns"):
+    for name in (() if rows else ("rx", "tcpinfo", "conns")):
         df = tables.get(name)
         if nonempty(df) and "flow" in df.columns:
             for f in sorted(set(df["flow"].astype("int64").tolist()) - known):

@@ -62,7 +62,13 @@ def _save(fig, path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fmt = path.suffix.lstrip(".").lower() or "png"
     if fmt not in ("png", "svg"):
+        plt.close(fig)
         raise ValueError(f"plot {path}: format {fmt!r} not supported (use .png or .svg)")
+    for ax in fig.axes:  # "+1.913e1" offsets hide the values a reader wants to see
+        for axis in (ax.xaxis, ax.yaxis):
+            fmtr = axis.get_major_formatter()
+            if hasattr(fmtr, "set_useOffset"):
+                fmtr.set_useOffset(False)
     fig.savefig(path, format=fmt, dpi=100, bbox_inches="tight",
                 metadata={"Date": None} if fmt == "svg" else None)
     plt.close(fig)
