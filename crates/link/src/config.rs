@@ -48,6 +48,8 @@ struct RawConfig {
     #[serde(default)]
     threads: Option<f64>,
     #[serde(default)]
+    rx_timestamps: Option<bool>,
+    #[serde(default)]
     rt_priority: Option<f64>,
     w2e: RawDir,
     e2w: RawDir,
@@ -192,6 +194,9 @@ pub struct Config {
     pub spin_ns: u64,
     /// Forwarding threads: 2 = one per direction (default), 1 = both in one.
     pub threads: usize,
+    /// Take arrival times from the kernel's receive timestamps (default) instead of the
+    /// time the shell read the packet.
+    pub rx_timestamps: bool,
     /// SCHED_FIFO priority of the forwarding threads (0 = normal scheduling).
     pub rt_priority: i32,
     pub link: LinkParams,
@@ -404,6 +409,7 @@ pub fn parse(text: &str, base_dir: &std::path::Path) -> Result<Config, ConfigErr
         late_tolerance_ns,
         spin_ns,
         threads,
+        rx_timestamps: raw.rx_timestamps.unwrap_or(true),
         rt_priority: rt_priority as i32,
         link: LinkParams {
             stats_interval_ns,

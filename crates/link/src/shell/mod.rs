@@ -33,6 +33,10 @@ struct RxBatch {
     bufs: Vec<Vec<u8>>,
     iovs: Vec<libc::iovec>,
     msgs: Vec<libc::mmsghdr>,
+    /// Control buffers for the SO_TIMESTAMPNS receive timestamps (u64 for alignment).
+    ctrl: Vec<[u64; 8]>,
+    /// Last arrival time handed to the core (arrivals are kept nondecreasing).
+    last_ns: u64,
 }
 
 /// Self-accounting of the shell (goes to link.json).
@@ -71,6 +75,7 @@ pub struct Worker {
     enc: Vec<u8>,
     evbuf: Vec<EventRecord>,
     stop: Arc<AtomicBool>,
+    use_rx_ts: bool,
     pub st: ShellStats,
 }
 
@@ -79,7 +84,13 @@ pub struct Worker {
 unsafe impl Send for Worker {}
 
 fn rx_batch(slot: usize) -> RxBatch {
-    RxBatch { bufs: (0..BATCH).map(|_| vec![0u8; slot]).collect(), iovs: vec![libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; BATCH], msgs: vec![unsafe { std::mem::zeroed() }; BATCH] }
+    RxBatch {
+        bufs: (0..BATCH).map(|_| vec![0u8; slot]).collect(),
+        iovs: vec![libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; BATCH],
+        msgs: vec![unsafe { std::mem::zeroed() }; BATCH],
+        ctrl: vec![[0u64; 8]; BATCH],
+        last_ns: 0,
+    }
 }
 
 fn create(path: &Path) -> Result<File, SysError> {
@@ -142,6 +153,7 @@ impl Shell {
             enc: Vec::with_capacity(1 << 16),
             evbuf: Vec::new(),
             stop: stop.clone(),
+            use_rx_ts: self.cfg.rx_timestamps,
             st: ShellStats::default(),
         }
     }
@@ -231,6 +243,7 @@ impl Shell {
             "loops": st.loops,
             "sleeps": st.sleeps,
             "spin_ns": self.cfg.spin_ns,
+            "rx_timestamps": self.cfg.rx_timestamps,
             "threads": self.workers.len(),
             "rt_priority": self.cfg.rt_priority,
             "io": "AF_PACKET recvmmsg/sendmmsg, PACKET_VNET_HDR, epoll+timerfd",
@@ -273,7 +286,7 @@ impl Worker {
     }
 
     /// Receive up to one batch from socket `s` and hand it to the core. Returns the count.
-    fn rx(&mut self, s: usize, now: u64) -> usize {
+    fn rx(&mut self, s: usize) -> usize {
         let fd = self.socks[s].fd;
         for i in 0..BATCH {
             if self.rx[s].bufs[i].len() != self.slot {
@@ -288,6 +301,8 @@ impl Worker {
             *h = unsafe { std::mem::zeroed() };
             h.msg_iov = &mut rb.iovs[i];
             h.msg_iovlen = 1;
+            h.msg_control = rb.ctrl[i].as_mut_ptr() as *mut libc::c_void;
+            h.msg_controllen = std::mem::size_of::<[u64; 8]>();
             rb.msgs[i].msg_len = 0;
         }
         let n = unsafe { libc::recvmmsg(fd, rb.msgs.as_mut_ptr(), BATCH as u32, libc::MSG_DONTWAIT, std::ptr::null_mut()) };
@@ -295,6 +310,9 @@ impl Worker {
             return 0;
         }
         let n = n as usize;
+        // Kernel receive timestamps are CLOCK_REALTIME: map them onto CLOCK_MONOTONIC
+        // with the offset read now (valid for this batch).
+        let (now, offset) = sys::mono_and_real_offset();
         // W2E (0) arrives on the west socket (0); E2W (1) on the east socket (1).
         let dir = s;
         for i in 0..n {
@@ -304,10 +322,15 @@ impl Worker {
                 self.st.rx_truncated += 1;
                 continue;
             }
+            let t = match sys::rx_timestamp(&self.rx[s].msgs[i].msg_hdr) {
+                Some(real) if self.use_rx_ts => real.wrapping_sub(offset).min(now).max(self.rx[s].last_ns),
+                _ => now.max(self.rx[s].last_ns),
+            };
+            self.rx[s].last_ns = t;
             let mut b = std::mem::take(&mut self.rx[s].bufs[i]);
             b.truncate(len);
             self.st.rx_packets += 1;
-            self.link.enqueue(now, dir, Packet::new(b, VNET_HDR_LEN));
+            self.link.enqueue(t, dir, Packet::new(b, VNET_HDR_LEN));
         }
         n
     }
@@ -394,10 +417,9 @@ impl Worker {
         let dirs = self.dirs.clone();
         loop {
             self.st.loops += 1;
-            let now = now_ns();
             let mut got = 0;
             for &d in &dirs {
-                got += self.rx(d, now);
+                got += self.rx(d);
             }
             let now = now_ns();
             self.link.poll(now, &mut self.out);

@@ -44,6 +44,34 @@ pub fn now_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// (CLOCK_MONOTONIC now, CLOCK_REALTIME − CLOCK_MONOTONIC) in ns.
+pub fn mono_and_real_offset() -> (u64, u64) {
+    let mut a = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut b = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut a);
+        libc::clock_gettime(libc::CLOCK_REALTIME, &mut b);
+    }
+    let mono = a.tv_sec as u64 * 1_000_000_000 + a.tv_nsec as u64;
+    let real = b.tv_sec as u64 * 1_000_000_000 + b.tv_nsec as u64;
+    (mono, real.wrapping_sub(mono))
+}
+
+/// The SO_TIMESTAMPNS receive time (CLOCK_REALTIME ns) carried by a received message.
+pub fn rx_timestamp(h: &libc::msghdr) -> Option<u64> {
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(h);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                return Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+            }
+            c = libc::CMSG_NXTHDR(h, c);
+        }
+    }
+    None
+}
+
 fn setopt<T>(fd: RawFd, level: libc::c_int, opt: libc::c_int, val: &T, what: &str, ifname: &str) -> Result<(), SysError> {
     let rc = unsafe { libc::setsockopt(fd, level, opt, val as *const T as *const libc::c_void, std::mem::size_of::<T>() as libc::socklen_t) };
     check(rc, what, ifname).map(|_| ())
@@ -71,6 +99,7 @@ impl PacketSocket {
         setopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one, "setsockopt PACKET_VNET_HDR", ifname)?;
         setopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, "setsockopt PACKET_IGNORE_OUTGOING", ifname)?;
         setopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, "setsockopt PACKET_QDISC_BYPASS", ifname)?;
+        setopt(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, &one, "setsockopt SO_TIMESTAMPNS", ifname)?;
         let buf: libc::c_int = 64 << 20;
         if setopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &buf, "setsockopt SO_RCVBUFFORCE", ifname).is_err() {
             setopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, &buf, "setsockopt SO_RCVBUF", ifname)?;
