@@ -9,8 +9,9 @@
 //! - A connection is finished when the peer has closed and our write side is shut, or
 //!   when the kind or an error says so (`closing`). Its `ConnLog` then becomes one line
 //!   of conns.jsonl.
-//! Invariants: `sent <= sent + budget` never overflows (budget saturates); payload
-//! counters exclude heads; times are CLOCK_MONOTONIC ns, 0 = not yet (null in JSON).
+//!
+//! Invariants: `budget` saturates (u64::MAX = unlimited bulk); payload counters exclude
+//! hellos and HTTP heads; times are CLOCK_MONOTONIC ns, None = not (yet) applicable.
 
 use crate::flows::Proto;
 use crate::sys::{self, Io};

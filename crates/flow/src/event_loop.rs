@@ -305,7 +305,7 @@ impl Engine {
                 }
                 Timer::Conn(slot, uid) => {
                     if self.conns.get(slot).and_then(|c| c.as_ref()).map(|c| c.uid) == Some(uid) {
-                        self.with_conn(slot, |c, ctx| flows::on_timer(c, ctx));
+                        self.with_conn(slot, flows::on_timer);
                     }
                 }
             }
@@ -318,7 +318,7 @@ impl Engine {
         for slot in 0..self.conns.len() {
             if let Some(c) = &mut self.conns[slot] {
                 if let Proto::HttpGet(g) = &c.proto {
-                    if c.log.error.is_none() && g.body_len.map_or(true, |n| c.rcvd < n) {
+                    if c.log.error.is_none() && g.body_len.is_none_or(|n| c.rcvd < n) {
                         c.log.error = Some(format!("download incomplete at end ({} bytes)", c.rcvd));
                     }
                 }

@@ -4,6 +4,7 @@
 //!   endian; for rr two more u32 (request_bytes, response_bytes) → 24 bytes.
 //! - download: HTTP/1.1 `GET /bytes/<size>[?flow=<f>&conn=<c>]`; the answer is
 //!   `200 OK` with `Content-Length: <size>` and `Connection: close`.
+//!
 //! `classify` looks at the first bytes a listener received and says which of the two it
 //! is, or that it needs more bytes, or that the peer speaks neither.
 

@@ -138,7 +138,7 @@ fn every_kind_runs_over_loopback_and_leaves_consistent_files() {
             serde_json::from_str(&std::fs::read_to_string(format!("{}.schema.json", p.display())).unwrap()).unwrap();
         assert_eq!(schema["record_size"], size);
         let len = std::fs::metadata(&p).unwrap().len();
-        assert!(len > 0 && len % size == 0, "{file}: {len} bytes");
+        assert!(len > 0 && len.is_multiple_of(size), "{file}: {len} bytes");
     }
     assert_eq!(std::fs::metadata(dir.join("cli/rr.bin")).unwrap().len(), 20 * 24);
     let eng: serde_json::Value =
