@@ -305,8 +305,9 @@ def heatmap(df: pd.DataFrame, row: str, col: str, value: str, path,
         ax.set_yticks(range(piv.shape[0]), [str(i) for i in piv.index])
         for (i, j), v in np.ndenumerate(piv.to_numpy(float)):
             if not np.isnan(v):
+                r, g, b, _ = im.cmap(im.norm(v))  # dark text on light cells, and back
                 ax.text(j, i, f"{v:.3g}", ha="center", va="center", fontsize="small",
-                        color="w" if im.norm(v) < 0.5 else "k")
+                        color="k" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "w")
         fig.colorbar(im, ax=ax, label=label_of(value))
     ax.set_xlabel(col)
     ax.set_ylabel(row)

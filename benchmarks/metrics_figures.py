@@ -1,0 +1,71 @@
+"""Regenerate the example figures of docs/metrics.md (docs/img/metrics-*.png) from
+synthetic data: PYTHONPATH=src python benchmarks/metrics_figures.py [OUT_DIR]
+
+The data are synthetic (ccarena.metrics.synthetic): the figures show what each plot
+looks like, not results. PNGs are quantised to a small palette to keep the repo light."""
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ccarena import plots
+from ccarena.analysis import cell_stats
+from ccarena.metrics import run_metrics
+from ccarena.metrics.synthetic import synthetic_run
+
+
+def shrink(p: Path) -> None:
+    try:
+        from PIL import Image
+    except ImportError:
+        return
+    im = Image.open(p).convert("RGB").quantize(colors=48)
+    im.save(p, optimize=True)
+
+
+def main() -> int:
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/img")
+    out.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(7)
+    tables, meta = synthetic_run(n_flows=3, duration_s=20, stagger_s=4, shares=[1, .8, .6],
+                                 ccs=("cubic", "reno", "bbr"))
+    made = [plots.timeseries(tables, meta, out / "metrics-timeseries.png")]
+    runs = []
+    for buf in (10, 20, 50, 100, 200):
+        for cc in ("reno", "cubic"):
+            for rep in range(4):
+                t, m = synthetic_run(n_flows=2, duration_s=6, buffer_pkts=buf, ccs=(cc,),
+                                     seed=int(rng.integers(1e6)), run_id=f"{buf}{cc}{rep}",
+                                     cell=f"{buf}p-{cc}", rep=rep,
+                                     shares=[1, 0.5 if cc == "reno" else 0.8])
+                _, r = run_metrics(t, m)
+                runs.append({"bottleneck.buffer": f"{buf}p", "flow.bulk.cc": cc, **r})
+    runs = pd.DataFrame(runs)
+    st = cell_stats(runs, ["bottleneck.buffer", "flow.bulk.cc"], ["goodput_bps", "rtt_mean_s"])
+    made.append(plots.metric_vs_factor(st, "bottleneck.buffer", "rtt_mean_s",
+                                       out / "metrics-vs-factor.png", hue="flow.bulk.cc"))
+    made.append(plots.box(runs, "cell", "jain", out / "metrics-box.png"))
+    made.append(plots.cdf(runs, "rtt_mean_s", out / "metrics-cdf.png", hue="flow.bulk.cc"))
+    algs = ["reno", "cubic", "bbr", "vegas"]
+    pair = pd.DataFrame([{"flow 0 cc": a, "flow 1 cc": b,
+                          "share": 0.5 if a == b else float(rng.uniform(0.2, 0.8))}
+                         for a in algs for b in algs])
+    made.append(plots.heatmap(pair, "flow 0 cc", "flow 1 cc", "share",
+                              out / "metrics-heatmap.png", vmin=0, vmax=1, cmap="coolwarm",
+                              title="share of flow 0 (mean over runs)"))
+    fair = pd.DataFrame([{"n_flows": n, "cc": cc,
+                          "jain": min(1.0, 1 - (0.02 if cc == "cubic" else 0.05) * np.log2(n)
+                                      + rng.normal(0, 0.02))}
+                         for n in (2, 4, 8, 16, 32) for cc in ("reno", "cubic")
+                         for _ in range(4)])
+    made.append(plots.fairness_vs_flows(fair, "n_flows", out / "metrics-fairness.png",
+                                        hue="cc"))
+    for p in made:
+        shrink(p)
+        print(p, p.stat().st_size)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
