@@ -46,6 +46,7 @@ demo: install
 	$(VENV)/bin/ccarena run quickstart
 
 test: install
+	cargo test --release -q -p ccarena-flow -p ccarena-link
 	$(VENV)/bin/pytest -q -ra tests
 
 test-unit: python

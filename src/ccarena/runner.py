@@ -29,6 +29,7 @@ from .testbed import caps as caps_mod
 from .testbed import kernel_link, user_link
 from .testbed.build import Testbed
 from .testbed.topology import plan_dumbbell
+from .workload.commands import Commands, check_programs
 from .workload.engine import Engines, algorithms_of, host_configs
 
 START_LEAD_S = 0.2
@@ -48,7 +49,8 @@ def preflight(study: Study, force_cc: str | None = None) -> dict:
         b, why = backend_mod.choose(cell, caps)
         out["cells"][i] = {"backend": b, "why": why}
         names |= cell.algorithms()
-        if cell.flows:
+        check_programs(cell)
+        if any(f.kind != "command" for f in cell.flows):
             from .paths import require_binary
             require_binary("ccarena-flow", "the flow engine")
     missing = []
@@ -130,6 +132,7 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
     reasons: list[str] = []
     tables: dict[str, pd.DataFrame] = {}
     link_proc = sampler = engines = None
+    cmds = Commands(study, topo, raw)
     pings: list[PingProbe] = []
     started = time.time()
     try:
@@ -151,9 +154,14 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
             c0 = cpu.snapshot()
             t0 = engines.go(START_LEAD_S)
             meta["t0_ns"] = t0
+            cmds.start(t0)
             rcs = engines.wait(study.duration_s + START_LEAD_S + WAIT_MARGIN_S)
+            cmds.finish(timeout_s=study.duration_s + START_LEAD_S + WAIT_MARGIN_S)
             meta["cpu"] = cpu.usage(c0, cpu.snapshot())
             reasons += engines.failures(rcs)
+            reasons += cmds.failures()
+            if cmds:
+                tables["commands"] = cmds.table()
             engines.stop()
             pt = [p.finish(timeout_s=2.0) for p in pings]
             if pt:
@@ -176,6 +184,7 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
                 p.proc.terminate(1)
         if engines:
             engines.stop()
+        cmds.stop()
     meta["wall_start"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started))
     meta["wall_s"] = time.time() - started
     _collect(raw, tables, meta, reasons)
@@ -197,6 +206,8 @@ def _flows_meta(study: Study, kernel_names: dict, pf: dict) -> list[dict]:
     out = []
     algs = algorithms_of(study)
     for i, f in enumerate(study.flows):
+        if f.kind == "command":
+            continue
         src = pf["algorithms"].get(f.cc, {}).get("source")
         out.append({"flow": i, "name": f.name, "kind": f.kind, "from": f.src, "to": f.dst,
                     "cc": f.cc, "cc_kernel": kernel_names.get(f.cc, f.cc), "cc_source": src,

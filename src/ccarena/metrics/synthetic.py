@@ -163,6 +163,8 @@ def write_synthetic_study(study_dir, *, buffers=(20, 100), ccs=(("cubic",), ("re
     (d / "plan.json").write_text(json.dumps({"version": 1, "study": "synthetic", "seed": 1,
                                              "shuffled": False, "cells": cells,
                                              "runs": order}))
+    (d / "environment.json").write_text(json.dumps({"kernel": "0.0.0-synthetic",
+                                                    "machine": "x86_64", "cpus": 1}))
     # the store's marker (ccarena.store.results), so the directory opens like a real one
     (d / "ccarena-results.json").write_text(json.dumps({"format_version": 1,
                                                         "study": "synthetic"}))

@@ -233,9 +233,13 @@ def _flows_table(res: Results, key: list[str]) -> str:
 
 
 def _environment(res: Results) -> str:
-    env = {}
-    for m in list(res.metas.values())[:1]:
-        env.update({k: v for k, v in m.items() if k not in META_SHOWN})
+    env = dict(res.environment)
+    if res.preflight:
+        env["preflight (backend and algorithm sources)"] = res.preflight
+    for m in list(res.metas.values())[:1]:  # the study-level file wins over a run's copy
+        for k, v in m.items():
+            if k not in META_SHOWN:
+                env.setdefault(k, v)
     for k in ("environment", "env", "host", "machine"):
         if isinstance(res.study.get(k), dict):
             env.update(res.study[k])

@@ -1,7 +1,8 @@
 """Read a stored study directory with pandas, independent of ccarena.store.
 
 Contract: `load_results(study_dir) -> Results` reads study.json, plan.json, runs.parquet,
-flows.parquet, cells.parquet and every runs/*/meta.json that exist (a missing file gives an
+flows.parquet, cells.parquet, environment.json, preflight.json and every
+runs/*/meta.json that exist (a missing file gives an
 empty frame or dict). When runs.parquet is missing but per-run tables exist, the run and
 flow metrics are recomputed from them (re-analysis without re-running). Swept factors are
 taken from the runs' `cell_params` and joined onto `runs` when the store did not already.
@@ -50,6 +51,8 @@ class Results:
     metas: dict = field(default_factory=dict)
     factors: list = field(default_factory=list)
     dirs: dict = field(default_factory=dict)  # run_id -> run directory (named by label)
+    environment: dict = field(default_factory=dict)  # environment.json (kernel, tools)
+    preflight: dict = field(default_factory=dict)  # preflight.json (backend, cc sources)
 
     @property
     def name(self) -> str:
@@ -89,7 +92,8 @@ def load_results(study_dir) -> Results:
                     lambda r, k=k: (metas.get(r, {}).get("cell_params") or {}).get(k))
     factors += [c for c in runs.columns if "." in str(c) and c not in factors]
     return Results(d, _read_json(d / "study.json"), _read_json(d / "plan.json"), runs, flows,
-                   _read_parquet(d / "cells.parquet"), metas, factors, dirs)
+                   _read_parquet(d / "cells.parquet"), metas, factors, dirs,
+                   _read_json(d / "environment.json"), _read_json(d / "preflight.json"))
 
 
 def _recompute(dirs: dict, metas: dict) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -64,7 +64,7 @@ class TcpSettings:
         return s
 
 
-FLOW_KINDS = ("bulk", "parallel", "download", "paced", "rr")
+FLOW_KINDS = ("bulk", "parallel", "download", "paced", "rr", "command")
 
 
 @dataclass
@@ -87,6 +87,8 @@ class FlowSpec:
     gap_dist: str = "const"         # paced: const | uniform | exp
     request: int = 100              # rr
     response: int = 1000            # rr
+    run: str | None = None          # command: shell command line (placeholders: see schema)
+    check: bool = True              # command: a non-zero exit makes the run invalid
 
 
 @dataclass
@@ -131,7 +133,7 @@ class Study:
         return 2 * self.bottleneck.delay_s
 
     def algorithms(self) -> set[str]:
-        algs = {f.cc for f in self.flows}
+        algs = {f.cc for f in self.flows if f.kind != "command"}
         algs |= {f.receiver_cc for f in self.flows if f.receiver_cc}
         algs |= {h.cc for h in self.hosts.values() if h.cc}
         return algs

@@ -164,6 +164,7 @@ FLOW_KEYS = {
     "size": _size_pos, "count": _int(1), "every": _time_pos, "write": _size_pos,
     "gap": _time_pos, "gap_dist": _choice(("const", "uniform", "exp")),
     "request": _size_pos, "response": _size_pos,
+    "host": lambda v: _str(v), "run": lambda v: _str(v), "check": _bool,
 }
 PROBE_KEYS = {"name": lambda v: _str(v), "kind": _choice(("ping",)),
               "from": lambda v: _str(v), "to": lambda v: _str(v), "interval": _time_pos}
@@ -234,9 +235,13 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
     seen = set()
     for i, fv in enumerate(flows_raw):
         label = f"flow[{i}]" if not (isinstance(fv, dict) and "name" in fv) else f"flow.{fv['name']}"
-        f = _take(ctx, fv, label, FLOW_KEYS, required=("from", "to"))
-        study.flows.append(_flow(ctx, study, label, f, i, seen))
+        is_cmd = isinstance(fv, dict) and fv.get("kind") == "command"
+        f = _take(ctx, fv, label, FLOW_KEYS,
+                  required=("host", "run") if is_cmd else ("from", "to"))
+        study.flows.append(_command(ctx, study, label, f, i, seen) if is_cmd
+                           else _flow(ctx, study, label, f, i, seen))
 
+    _check_command_ports(ctx, study)
     probes_raw = raw.get("probe", [])
     if not isinstance(probes_raw, list):
         raise ctx.err("probe", "write probes as [[probe]] tables")
@@ -277,14 +282,68 @@ def _check_alg(ctx: Ctx, key: str, name: str):
                       + ", ".join(sorted(ctx.algorithms)))
 
 
-def _flow(ctx: Ctx, study: Study, label: str, f: dict[str, Any], i: int, seen: set) -> FlowSpec:
-    names = set(study.host_names)
+def _name(ctx: Ctx, label: str, f: dict, i: int, seen: set) -> str:
     name = f.get("name", f"flow{i}")
     if not _NAME.match(name):
         raise ctx.err(f"{label}.name", "use letters, digits, '-', '_' and '.' only")
     if name in seen:
         raise ctx.err(f"{label}.name", f"flow name {name!r} is used twice")
     seen.add(name)
+    return name
+
+
+COMMAND_KEYS = {"name", "kind", "host", "run", "check", "start", "stop"}
+PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9]*)(?:\.([A-Za-z0-9_.-]+))?\}")
+
+
+def _command(ctx: Ctx, study: Study, label: str, f: dict, i: int, seen: set) -> FlowSpec:
+    """kind = "command": any program inside a host. Placeholders in `run`: {s1}/{r2}... the
+    host's address, {port.<flow>} the listener port of a flow, {duration} seconds."""
+    name = _name(ctx, label, f, i, seen)
+    for k in f:
+        if k not in COMMAND_KEYS:
+            raise ctx.err(f"{label}.{k}", "does not apply to kind 'command'; it takes: "
+                          + ", ".join(sorted(COMMAND_KEYS - {"kind", "name"})))
+    if f["host"] not in study.host_names:
+        raise ctx.err(f"{label}.host", f"no such host {f['host']!r}; this topology has: "
+                      f"{_hosts(study)}")
+    run = f["run"]
+    if not run.strip():
+        raise ctx.err(f"{label}.run", "is empty")
+    for m in PLACEHOLDER.finditer(run):
+        head, arg = m.group(1), m.group(2)
+        if head == "port" and arg is not None:
+            continue  # checked against the flows once all are parsed (schema.check_commands)
+        if arg is None and (head in study.host_names or head == "duration"):
+            continue
+        raise ctx.err(f"{label}.run", f"unknown placeholder {m.group(0)!r}; use a host name "
+                      "like {r1}, {port.<flow name>} or {duration}")
+    start, stop = f.get("start", 0.0), f.get("stop")
+    if start >= study.duration_s:
+        raise ctx.err(f"{label}.start", f"starts at {start:g} s, after the run ends")
+    if stop is not None and (stop <= start or stop > study.duration_s):
+        raise ctx.err(f"{label}.stop", "must be after start and within the run")
+    return FlowSpec(name=name, src=f["host"], dst=f["host"], kind="command", cc="",
+                    start_s=start, stop_s=stop, run=run, check=f.get("check", True))
+
+
+def _check_command_ports(ctx: Ctx, study: Study) -> None:
+    names = {f.name for f in study.flows if f.kind != "command"}
+    for f in study.flows:
+        if f.kind != "command":
+            continue
+        for m in PLACEHOLDER.finditer(f.run):
+            if m.group(1) == "port" and m.group(2) not in names:
+                raise ctx.err(f"flow.{f.name}.run", f"{m.group(0)}: no flow named "
+                              f"{m.group(2)!r} to take the port of")
+
+
+def _flow(ctx: Ctx, study: Study, label: str, f: dict[str, Any], i: int, seen: set) -> FlowSpec:
+    names = set(study.host_names)
+    name = _name(ctx, label, f, i, seen)
+    for k in ("host", "run", "check"):
+        if k in f:
+            raise ctx.err(f"{label}.{k}", "applies only to kind 'command'")
     for end in ("from", "to"):
         if f[end] not in names:
             raise ctx.err(f"{label}.{end}", f"no such host {f[end]!r}; this topology has: "

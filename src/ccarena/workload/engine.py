@@ -34,9 +34,18 @@ def algorithms_of(study: Study) -> dict[int, tuple[str, str]]:
     """flow index -> (client algorithm, server algorithm), as study names."""
     out = {}
     for i, f in enumerate(study.flows):
+        if f.kind == "command":
+            continue
         other = f.receiver_cc or default_cc(study, f.dst)
         out[i] = (f.cc, other) if f.kind in CLIENT_SENDS else (other, f.cc)
     return out
+
+
+def port_of(study: Study, flow_name: str) -> int:
+    for i, f in enumerate(study.flows):
+        if f.name == flow_name:
+            return BASE_PORT + i
+    raise KeyError(flow_name)
 
 
 def _ns(x: float | None) -> int | None:
@@ -58,6 +67,8 @@ def host_configs(study: Study, topo: Topology, raw_dir: Path, kernel_names: dict
 
     algs = algorithms_of(study)
     for i, f in enumerate(study.flows):
+        if f.kind == "command":
+            continue
         client, server = roles(f)
         ccl, ccs = algs[i]
         port = BASE_PORT + i
