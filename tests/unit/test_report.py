@@ -50,6 +50,7 @@ def test_report_is_self_contained_with_sections(report):
     assert not re.search(r'(src|href)="(https?:)?//', html), "external resource"
     assert "<script" not in html
     assert html.count('src="data:image/png;base64,') >= 8
+    assert "0.0.0-synthetic" in html  # environment.json
 
 
 def test_report_counts_invalid_runs_and_shows_cis(report):
