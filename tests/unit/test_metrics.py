@@ -212,6 +212,7 @@ def test_ping_rtt_and_loss():
     assert run["ping_loss"] == pytest.approx(np.isnan(w).mean())
     assert run["ping_rtt_mean_s"] == pytest.approx(np.nanmean(w))
     assert run["ping_rtt_p50_s"] == pytest.approx(0.03)
+    assert run["ping_rtt_inflation"] == pytest.approx(np.nanmean(w) / 0.02)
 
 
 def test_download_completion_time_and_per_connection_rows():
@@ -311,9 +312,13 @@ def test_damaged_samples_are_counted_not_turned_into_flows():
     assert run["counter_resets"] == 1
 
 
-def test_zero_base_rtt_gives_nan_ratios_not_infinity():
+def test_zero_base_rtt_falls_back_to_the_measured_minimum():
     m = meta(flows=1)
-    m["base_rtt_s"] = 0.0
-    flows, run = run_metrics({"tcpinfo": tcpinfo([5000])}, m)
-    assert math.isnan(flows.loc[0, "rtt_inflation"]) and math.isnan(flows.loc[0, "wnd_limit_bps"])
-    assert math.isnan(run["rtt_inflation"])
+    m["base_rtt_s"] = 0.0  # no emulated delay
+    flows, run = run_metrics({"tcpinfo": tcpinfo([50_000])}, m)  # min_rtt_us = 20000
+    assert run["base_rtt_s"] == pytest.approx(0.02) and run["base_rtt_measured"]
+    assert flows.loc[0, "rtt_inflation"] == pytest.approx(2.5)
+    # and with nothing to measure it from, ratios are NaN, not infinite
+    flows, run = run_metrics({"rx": ramp_rx([1e5])}, m)
+    assert math.isnan(run["rtt_inflation"]) and not run["base_rtt_measured"]
+    assert math.isnan(run["bdp_bytes"]) or run["bdp_bytes"] == 0

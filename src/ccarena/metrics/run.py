@@ -132,7 +132,7 @@ def _link_metrics(link, timing) -> dict:
 
 def _ping_metrics(ping, timing) -> dict:
     keys = ["ping_rtt_mean_s", "ping_rtt_p50_s", "ping_rtt_p95_s", "ping_rtt_p99_s",
-            "ping_loss", "ping_count"]
+            "ping_rtt_inflation", "ping_loss", "ping_count"]
     r = dict.fromkeys(keys, NAN)
     if not nonempty(ping) or "rtt_s" not in ping:
         return r
@@ -142,8 +142,11 @@ def _ping_metrics(ping, timing) -> dict:
     rtt = d["rtt_s"].to_numpy(float)
     ok = rtt[~np.isnan(rtt)]
     p = F.percentiles(ok)
-    r.update(ping_rtt_mean_s=float(ok.mean()) if ok.size else NAN, ping_rtt_p50_s=p[50],
+    mean = float(ok.mean()) if ok.size else NAN
+    r.update(ping_rtt_mean_s=mean, ping_rtt_p50_s=p[50],
              ping_rtt_p95_s=p[95], ping_rtt_p99_s=p[99],
+             ping_rtt_inflation=F.safe_ratio(mean, timing.base_rtt_s if timing.base_rtt_s > 0
+                                             else NAN),
              ping_loss=1.0 - ok.size / rtt.size, ping_count=float(rtt.size))
     return r
 
@@ -227,7 +230,8 @@ def run_metrics(tables: dict, meta: dict, *, interval_s: float = DEFAULT_INTERVA
     run = {"run_id": meta.get("run_id"), "study": meta.get("study"), "cell": meta.get("cell"),
            "rep": meta.get("rep"), "valid": bool(meta.get("valid", True)),
            "duration_s": timing.duration_s, "warmup_s": timing.warmup_s,
-           "base_rtt_s": timing.base_rtt_s, "rate_bps": timing.rate_bps,
+           "base_rtt_s": timing.base_rtt_s, "base_rtt_measured": timing.base_rtt_measured,
+           "rate_bps": timing.rate_bps,
            "n_flows": len(flows)}
     agg = float(np.nansum(gp)) if nonempty(rx) else NAN
     agg0 = float(np.nansum(gp[flows["dir"].to_numpy() == 0])) if nonempty(rx) else NAN
@@ -364,7 +368,8 @@ def _run_rtt(tcp, timing) -> dict:
             p = F.percentiles(x)
             r.update(rtt_mean_s=float(x.mean()), rtt_p50_s=p[50], rtt_p95_s=p[95],
                      rtt_p99_s=p[99], rtt_min_s=float(x.min()))
-    r["rtt_inflation"] = F.safe_ratio(r["rtt_mean_s"], timing.base_rtt_s)
+    r["rtt_inflation"] = F.safe_ratio(r["rtt_mean_s"], timing.base_rtt_s
+                                      if timing.base_rtt_s > 0 else NAN)
     r["queue_delay_s"] = r["rtt_mean_s"] - timing.base_rtt_s
     return r
 

@@ -40,6 +40,7 @@ class Timing:
     warmup_s: float
     base_rtt_s: float
     rate_bps: float
+    base_rtt_measured: bool = False  # True: meta had no base RTT, the data gave one
 
 
 def run_timing(tables: dict, meta: dict) -> Timing:
@@ -53,9 +54,30 @@ def run_timing(tables: dict, meta: dict) -> Timing:
     base = meta.get("base_rtt_s")
     if base is None and bott.get("delay_s") is not None:
         base = 2.0 * float(bott["delay_s"])  # delay is one-way
+    measured = False
+    if base is None or not float(base) > 0:
+        # no emulated delay: the path's own unloaded RTT is the smallest one observed
+        m = measured_min_rtt(tables)
+        if m == m:
+            base, measured = m, True
     return Timing(float(dur), float(meta.get("warmup_s") or 0.0),
                   float(base) if base is not None else float("nan"),
-                  float(rate) if rate is not None else float("nan"))
+                  float(rate) if rate is not None else float("nan"), measured)
+
+
+def measured_min_rtt(tables: dict) -> float:
+    """Smallest RTT seen: TCP_INFO min_rtt (kernel's minimum, handshake included), else
+    the fastest ping; NaN if neither exists."""
+    tcp = tables.get("tcpinfo")
+    if nonempty(tcp) and "min_rtt_us" in tcp:
+        v = tcp["min_rtt_us"].to_numpy(float)
+        v = v[v > 0]
+        if v.size:
+            return float(v.min()) * 1e-6
+    ping = tables.get("ping")
+    if nonempty(ping) and "rtt_s" in ping and ping["rtt_s"].notna().any():
+        return float(ping["rtt_s"].min())
+    return float("nan")
 
 
 def flow_table(tables: dict, meta: dict, timing: Timing) -> pd.DataFrame:
