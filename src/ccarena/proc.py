@@ -17,7 +17,8 @@ from .errors import RunError
 
 
 class NsProcess:
-    def __init__(self, name: str, ns: str, argv: list[str], log_dir: Path, stdin=True):
+    def __init__(self, name: str, ns: str, argv: list[str], log_dir: Path, stdin=True,
+                 cgroup=None):
         self.name = name
         self.argv = argv
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -25,7 +26,8 @@ class NsProcess:
         self._err = open(self.stderr_path, "wb")
         self.p = subprocess.Popen(netns.exec_argv(ns, argv), stdin=subprocess.PIPE if stdin else
                                   subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._err,
-                                  start_new_session=True)
+                                  start_new_session=True,
+                                  preexec_fn=cgroup.add_self if cgroup else None)
         self._buf = b""
         self.lines: list[str] = []
 

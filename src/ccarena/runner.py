@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import secrets
 import signal
 import time
@@ -50,6 +51,7 @@ def preflight(study: Study, force_cc: str | None = None) -> dict:
         out["cells"][i] = {"backend": b, "why": why}
         names |= cell.algorithms()
         check_programs(cell)
+        check_host_limits(cell)
         if any(f.kind != "command" for f in cell.flows):
             from .paths import require_binary
             require_binary("ccarena-flow", "the flow engine")
@@ -63,6 +65,36 @@ def preflight(study: Study, force_cc: str | None = None) -> dict:
         raise PreflightError(f"{study.path}: congestion control not available here: "
                              + "; ".join(missing) + " (see `ccarena cc list`)")
     return out
+
+
+def check_host_limits(study: Study) -> None:
+    """CPU and memory limits must fit this machine and need cgroups."""
+    from .testbed import cgroups
+    ncpu = os.cpu_count() or 1
+    allowed = os.sched_getaffinity(0)
+    for h, hs in study.hosts.items():
+        if hs.cpus is None and hs.cpuset is None and hs.memory is None:
+            continue
+        if cgroups.version() is None:
+            raise PreflightError(f"{study.path}: hosts.{h}: CPU and memory limits need "
+                                 "cgroups, and none are mounted at /sys/fs/cgroup")
+        if hs.cpus is not None and hs.cpus > ncpu:
+            raise PreflightError(f"{study.path}: hosts.{h}.cpus: {hs.cpus:g} CPUs is above "
+                                 f"this machine's {ncpu}")
+        if hs.cpuset is not None:
+            want = set()
+            for part in hs.cpuset.split(","):
+                a, _, b = part.partition("-")
+                want |= set(range(int(a), int(b or a) + 1))
+            if not want <= allowed:
+                raise PreflightError(f"{study.path}: hosts.{h}.cpuset: CPUs "
+                                     f"{sorted(want - allowed)} do not exist here (have "
+                                     f"{sorted(allowed)})")
+        if hs.memory is not None:
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+            if hs.memory > total:
+                raise PreflightError(f"{study.path}: hosts.{h}.memory: above this machine's "
+                                     f"{total / 2**30:.1f} GiB")
 
 
 class _Terminate(KeyboardInterrupt):
@@ -132,7 +164,7 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
     reasons: list[str] = []
     tables: dict[str, pd.DataFrame] = {}
     link_proc = sampler = engines = None
-    cmds = Commands(study, topo, raw)
+    cmds = None
     pings: list[PingProbe] = []
     started = time.time()
     try:
@@ -144,8 +176,10 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
             else:
                 link_proc = user_link.start(topo, study, raw, r.seed, event_log=event_log)
             meta["host_state"] = environment.host_state(topo)
+            meta["host_limits"] = {h: cg.applied() for h, cg in tb.cgroups.items()}
+            cmds = Commands(study, topo, raw, tb.cgroups)
             cfgs = host_configs(study, topo, raw, kernel_names, r.seed)
-            engines = Engines(topo, cfgs, raw)
+            engines = Engines(topo, cfgs, raw, tb.cgroups)
             engines.start()
             for p in study.probes:
                 pings.append(PingProbe(p.name, topo.ns(p.src), topo.host_ip[p.dst],
@@ -184,7 +218,8 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
                 p.proc.terminate(1)
         if engines:
             engines.stop()
-        cmds.stop()
+        if cmds:
+            cmds.stop()
     meta["wall_start"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started))
     meta["wall_s"] = time.time() - started
     _collect(raw, tables, meta, reasons)

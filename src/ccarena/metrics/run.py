@@ -390,5 +390,5 @@ def _run_models(run: dict, fdf: pd.DataFrame, timing, meta: dict) -> dict:
     return {"bdp_bytes": bdp, "bdp_pkts": F.safe_ratio(bdp, mss), "buffer_bdp": buf_bdp,
             "power": F.safe_ratio(run["goodput_dir0_bps"], rtt),
             "power_norm": F.safe_ratio(run["utilisation"], F.safe_ratio(rtt, timing.base_rtt_s)),
-            "mathis_bps_link": F.mathis_bps(mss, rtt, run["loss_ratio"]),
+            "mathis_link_bps": F.mathis_bps(mss, rtt, run["loss_ratio"]),
             "fair_share_bps": F.safe_ratio(timing.rate_bps, n)}

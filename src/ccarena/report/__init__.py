@@ -28,6 +28,8 @@ __all__ = ["write_report", "load_results", "Results"]
 FACTOR_METRICS = ["goodput_bps", "utilisation", "jain", "rtt_mean_s", "rtt_p99_s",
                   "loss_ratio", "retrans_ratio", "convergence_s", "fct_mean_s"]
 BOX_METRICS = ["goodput_bps", "jain", "rtt_mean_s"]
+MODEL_METRICS = ["bdp_pkts", "buffer_bdp", "flow_goodput_bps", "fair_share_bps",
+                 "mathis_link_bps", "rtt_mean_s", "loss_ratio"]
 META_SHOWN = {"run_id", "study", "cell", "cell_params", "rep", "seed", "t0_ns", "flows",
               "valid", "invalid_reasons", "duration_s", "warmup_s"}
 
@@ -254,7 +256,10 @@ def write_report(study_dir, out=None, max_timeseries: int = 12) -> Path:
     """Write report.html for a stored study and return its path."""
     res = load_results(study_dir)
     out = Path(out) if out else res.path / "report.html"
-    runs = res.runs
+    runs = res.runs.copy()
+    if {"goodput_bps", "n_flows"} <= set(runs.columns):  # mean per flow, beside the models
+        runs["flow_goodput_bps"] = runs["goodput_bps"] / runs["n_flows"].where(
+            runs["n_flows"] > 0)
     key = _cell_key(res) or ["cell"]
     metrics = _present(runs, KEY_METRICS)
     stats = cell_stats(runs, [k for k in key if k in runs], metrics)
@@ -278,8 +283,16 @@ def write_report(study_dir, out=None, max_timeseries: int = 12) -> Path:
              "<p>Mean ± half-width of the 95 % confidence interval (Student t, over valid "
              "repetitions), (n) = runs that gave a value. Rates in Mbit/s, RTTs in ms; "
              "definitions in docs/metrics.md.</p>",
-             _results_table(stats, [k for k in key if k in runs], metrics),
-             '<h2 id="figures">Figures</h2>']
+             _results_table(stats, [k for k in key if k in runs], metrics)]
+    models = _present(runs, MODEL_METRICS)
+    if models:
+        parts += ["<h3>Models beside measurements</h3>",
+                  "<p>Bandwidth-delay product, buffer in BDPs, the fair share rate/n, the "
+                  "Mathis et al. prediction per flow from the link's loss ratio "
+                  "(MSS/RTT·√(3/2)/√p), next to the measured mean flow goodput.</p>",
+                  _results_table(cell_stats(runs, [k for k in key if k in runs], models),
+                                 [k for k in key if k in runs], models)]
+    parts.append('<h2 id="figures">Figures</h2>')
     with tempfile.TemporaryDirectory(prefix="ccarena-report-") as tmp:
         for title, figs in _figures(res, stats, Path(tmp), key, max_timeseries):
             parts.append(f"<h3>{esc(title)}</h3>" + "".join(figs))

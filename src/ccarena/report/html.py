@@ -21,6 +21,7 @@ body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:1.5em auto
 h1{font-size:1.6em;margin-bottom:0.2em} h2{border-bottom:1px solid #ccc;margin-top:1.8em}
 table{border-collapse:collapse;font-size:0.85em;margin:0.6em 0}
 th,td{border:1px solid #ddd;padding:3px 7px;text-align:right;vertical-align:top}
+td{white-space:nowrap} td.w{white-space:normal;word-break:break-word}
 th{background:#f3f3f3} td.l,th.l{text-align:left}
 .fig{display:inline-block;margin:0.4em;vertical-align:top;text-align:center}
 .fig img,.fig svg{max-width:100%;height:auto;border:1px solid #eee}
@@ -103,7 +104,7 @@ def kv_table(d: dict) -> str:
         if isinstance(v, (dict, list)):
             v = json.dumps(v, sort_keys=True)
             v = v if len(v) < 300 else v[:300] + " …"
-        rows.append(f'<tr><th class="l">{esc(k)}</th><td class="l">{esc(v)}</td></tr>')
+        rows.append(f'<tr><th class="l">{esc(k)}</th><td class="l w">{esc(v)}</td></tr>')
     return f"<table>{''.join(rows)}</table>" if rows else '<p class="muted">(none)</p>'
 
 

@@ -39,6 +39,9 @@ class HostSpec:
     loss: float = 0.0          # extra random loss on this host's access segment
     cc: str | None = None      # default algorithm of flows this host sends
     sysctl: dict[str, str] = field(default_factory=dict)
+    cpus: float | None = None  # CPU quota in cores ("vCPUs"), through a cgroup
+    cpuset: str | None = None  # CPUs the host may run on, e.g. "0" or "0-1"
+    memory: int | None = None  # memory limit in bytes, through a cgroup
 
 
 @dataclass

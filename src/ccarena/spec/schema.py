@@ -155,8 +155,30 @@ TCP_KEYS = {
 }
 TESTBED_KEYS = {"offloads": _bool, "mtu": _int(576, 9000)}
 TOPOLOGY_KEYS = {"kind": _choice(("dumbbell",)), "pairs": _int(1, 256)}
+def _cpus(v):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+        raise ValueError(f"expected a positive number of CPUs (e.g. 1, 2 or 0.5), got {v!r}")
+    if v < 0.01:
+        raise ValueError("the smallest CPU quota is 0.01 (1 % of a core)")
+    return float(v)
+
+
+def _cpuset(v):
+    v = str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+    if not isinstance(v, str) or not re.match(r"^\d+(-\d+)?(,\d+(-\d+)?)*$", v):
+        raise ValueError(f"expected a CPU list like \"0\", \"0-1\" or \"0,2\", got {v!r}")
+    return v
+
+
+def _memory(v):
+    m = units.parse_size(v)
+    if m < 16 * 2**20:
+        raise ValueError(f"{v!r} is below 16MiB; a host needs more to run its processes")
+    return m
+
+
 HOST_KEYS = {"delay": _time_nonneg, "loss": units.parse_fraction, "cc": lambda v: _str(v),
-             "sysctl": _sysctl_table}
+             "sysctl": _sysctl_table, "cpus": _cpus, "cpuset": _cpuset, "memory": _memory}
 FLOW_KEYS = {
     "name": lambda v: _str(v), "from": lambda v: _str(v), "to": lambda v: _str(v),
     "kind": _choice(FLOW_KINDS), "cc": lambda v: _str(v), "receiver_cc": lambda v: _str(v),
@@ -227,7 +249,9 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
         if "cc" in hs:
             _check_alg(ctx, f"hosts.{h}.cc", hs["cc"])
         study.hosts[h] = HostSpec(name=h, delay_s=hs.get("delay", 0.0), loss=hs.get("loss", 0.0),
-                                  cc=hs.get("cc"), sysctl=hs.get("sysctl", {}))
+                                  cc=hs.get("cc"), sysctl=hs.get("sysctl", {}),
+                                  cpus=hs.get("cpus"), cpuset=hs.get("cpuset"),
+                                  memory=hs.get("memory"))
 
     flows_raw = raw.get("flow", [])
     if not isinstance(flows_raw, list):

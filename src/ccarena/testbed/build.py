@@ -32,6 +32,7 @@ class Testbed:
         self.topo = topo
         self.study = study
         self._ipr: dict[str, IPRoute] = {}
+        self.cgroups: dict = {}      # host -> cgroups.HostCgroup
         self.built = False
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -62,6 +63,7 @@ class Testbed:
             self._links()
             self._addresses_routes()
             self._sysctls()
+            self._cgroups()
         except NetlinkError as e:
             raise TestbedError(f"build dumbbell of run {t.run_id}: netlink: {e}") from None
         self.built = True
@@ -77,6 +79,8 @@ class Testbed:
                 netns.remove(ns)
             except Exception as e:  # keep going: remove everything we can
                 errors.append(f"{ns}: {e}")
+        for cg in self.cgroups.values():
+            cg.remove()      # after the namespaces' processes were killed above
         registry.unregister(self.topo.run_id)
         if errors:
             raise TestbedError("teardown left: " + "; ".join(errors))
@@ -129,6 +133,14 @@ class Testbed:
             netns.sysctl_set(ns, s)
         for role in ("rl", "rr"):
             netns.sysctl_set(self.topo.routers[role], {"net.ipv4.conf.all.forwarding": "1"})
+
+    def _cgroups(self):
+        from .cgroups import HostLimits, create
+        for host in self.topo.hosts:
+            hs = self.study.hosts.get(host)
+            lim = HostLimits(hs.cpus, hs.cpuset, hs.memory) if hs else HostLimits()
+            if lim:
+                self.cgroups[host] = create(self.topo.run_id, host, lim)
 
     def flush_tcp_metrics(self) -> None:
         """Forget cached per-destination TCP metrics (ssthresh, RTT) in every host."""

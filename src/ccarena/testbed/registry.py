@@ -69,6 +69,8 @@ def cleanup(all_runs: bool = False) -> list[str]:
             continue
         remove(name)
         removed.append(name)
+    from .cgroups import cleanup_stale as cgroups_cleanup
+    removed += cgroups_cleanup(live)
     if os.path.isdir(RUNS_DIR):
         for fn in os.listdir(RUNS_DIR):
             rid = fn.split(".")[0] if not fn.startswith(".") else fn[1:].split(".")[0]

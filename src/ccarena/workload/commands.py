@@ -57,7 +57,8 @@ def check_programs(study: Study) -> None:
 
 
 class Commands:
-    def __init__(self, study: Study, topo, raw_dir: Path):
+    def __init__(self, study: Study, topo, raw_dir: Path, cgroups: dict | None = None):
+        self.cgroups = cgroups or {}
         self.study, self.topo = study, topo
         self.dir = raw_dir / "commands"
         self.flows = [(i, f) for i, f in enumerate(study.flows) if f.kind == "command"]
@@ -92,7 +93,9 @@ class Commands:
         start = time.monotonic_ns()
         p = subprocess.Popen(netns.exec_argv(self.topo.ns(f.src), ["sh", "-c", cmd]),
                              stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                             start_new_session=True)
+                             start_new_session=True,
+                             preexec_fn=self.cgroups[f.src].add_self if f.src in self.cgroups
+                             else None)
         with self._lock:
             self._procs[f.name] = p
             self.rows[f.name] = {"flow": i, "name": f.name, "host": f.src, "command": cmd,

@@ -91,7 +91,9 @@ def host_configs(study: Study, topo: Topology, raw_dir: Path, kernel_names: dict
 class Engines:
     """All ccarena-flow processes of a run."""
 
-    def __init__(self, topo: Topology, cfgs: dict[str, dict], raw_dir: Path):
+    def __init__(self, topo: Topology, cfgs: dict[str, dict], raw_dir: Path,
+                 cgroups: dict | None = None):
+        self.cgroups = cgroups or {}
         self.binary = require_binary("ccarena-flow", "the flow engine")
         self.procs: dict[str, NsProcess] = {}
         self.topo, self.cfgs, self.raw_dir = topo, cfgs, raw_dir
@@ -103,7 +105,8 @@ class Engines:
             p.write_text(json.dumps(c, indent=1))
             self.procs[host] = NsProcess(f"ccarena-flow@{host}", self.topo.ns(host),
                                          [self.binary, "--config", str(p)],
-                                         self.raw_dir / "logs")
+                                         self.raw_dir / "logs",
+                                         cgroup=self.cgroups.get(host))
         for p in self.procs.values():
             p.wait_line("READY", ready_timeout_s)
 

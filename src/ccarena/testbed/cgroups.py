@@ -1,0 +1,160 @@
+"""Host resource limits through cgroups (v1 and v2): a CPU quota ("1, 2 or 3 vCPUs" as
+cores of CPU time), a CPU set, and a memory limit, applied to every process ccarena starts
+in a host (its flow engine and commands).
+
+Groups are named ccarena-<run_id>-<host> so `ccarena cleanup` can find a crashed run's
+groups; they are removed at teardown once their processes are gone. Note: a cgroup limits
+the host's processes, i.e. TCP's work done in their system calls; softirq work (most of
+receive processing) is not charged to any group."""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+
+from ..errors import TestbedError
+
+ROOT = "/sys/fs/cgroup"
+PERIOD_US = 100_000
+PREFIX = "ccarena-"
+
+
+def version() -> str | None:
+    if os.path.exists(os.path.join(ROOT, "cgroup.controllers")):
+        return "v2"
+    if os.path.isdir(os.path.join(ROOT, "cpu")) or os.path.isdir(os.path.join(ROOT, "memory")):
+        return "v1"
+    return None
+
+
+def _write(path: str, value: str):
+    try:
+        with open(path, "w") as f:
+            f.write(value)
+    except OSError as e:
+        raise TestbedError(f"write {value!r} to {path}: {e.strerror}") from None
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+@dataclass
+class HostLimits:
+    cpus: float | None = None        # cores of CPU time
+    cpuset: str | None = None        # "0" or "0-1"
+    memory: int | None = None        # bytes
+
+    def __bool__(self):
+        return any(v is not None for v in (self.cpus, self.cpuset, self.memory))
+
+
+@dataclass
+class HostCgroup:
+    name: str
+    dirs: list[str] = field(default_factory=list)   # one per v1 controller, or one for v2
+
+    def procs_files(self) -> list[str]:
+        return [os.path.join(d, "cgroup.procs") for d in self.dirs]
+
+    def add_self(self) -> None:
+        """Called in a child between fork and exec (preexec_fn): join every group."""
+        pid = str(os.getpid())
+        for p in self.procs_files():
+            with open(p, "w") as f:
+                f.write(pid)
+
+    def applied(self) -> dict:
+        out = {}
+        for d in self.dirs:
+            for fn in ("cpu.cfs_quota_us", "cpu.cfs_period_us", "cpu.max", "cpuset.cpus",
+                       "memory.limit_in_bytes", "memory.max"):
+                v = _read(os.path.join(d, fn))
+                if v is not None:
+                    out[fn] = v
+        return out
+
+    def remove(self) -> None:
+        for d in self.dirs:
+            for _ in range(50):
+                try:
+                    os.rmdir(d)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    # processes still exiting: move on after a short wait
+                    time.sleep(0.02)
+
+
+def create(run_id: str, host: str, lim: HostLimits) -> HostCgroup:
+    v = version()
+    if v is None:
+        raise TestbedError("host limits need cgroups, and none are mounted at /sys/fs/cgroup")
+    name = f"{PREFIX}{run_id}-{host}"
+    cg = HostCgroup(name)
+    try:
+        if v == "v1":
+            if lim.cpus is not None:
+                d = _mk(os.path.join(ROOT, "cpu", name), cg)
+                _write(os.path.join(d, "cpu.cfs_period_us"), str(PERIOD_US))
+                _write(os.path.join(d, "cpu.cfs_quota_us"), str(int(lim.cpus * PERIOD_US)))
+            if lim.cpuset is not None:
+                d = _mk(os.path.join(ROOT, "cpuset", name), cg)
+                _write(os.path.join(d, "cpuset.mems"), _read(os.path.join(ROOT, "cpuset",
+                                                                          "cpuset.mems")) or "0")
+                _write(os.path.join(d, "cpuset.cpus"), lim.cpuset)
+            if lim.memory is not None:
+                d = _mk(os.path.join(ROOT, "memory", name), cg)
+                _write(os.path.join(d, "memory.limit_in_bytes"), str(lim.memory))
+        else:
+            need = {c for c, val in (("cpu", lim.cpus), ("cpuset", lim.cpuset),
+                                     ("memory", lim.memory)) if val is not None}
+            have = set((_read(os.path.join(ROOT, "cgroup.subtree_control")) or "").split())
+            missing = need - have
+            if missing:
+                _write(os.path.join(ROOT, "cgroup.subtree_control"),
+                       " ".join(f"+{c}" for c in sorted(missing)))
+            d = _mk(os.path.join(ROOT, name), cg)
+            if lim.cpus is not None:
+                _write(os.path.join(d, "cpu.max"), f"{int(lim.cpus * PERIOD_US)} {PERIOD_US}")
+            if lim.cpuset is not None:
+                _write(os.path.join(d, "cpuset.cpus"), lim.cpuset)
+            if lim.memory is not None:
+                _write(os.path.join(d, "memory.max"), str(lim.memory))
+    except BaseException:
+        cg.remove()
+        raise
+    return cg
+
+
+def _mk(d: str, cg: HostCgroup) -> str:
+    try:
+        os.mkdir(d)
+    except FileExistsError:
+        pass
+    except OSError as e:
+        raise TestbedError(f"create cgroup {d}: {e.strerror}") from None
+    cg.dirs.append(d)
+    return d
+
+
+def cleanup_stale(live_run_ids: set[str]) -> list[str]:
+    """Remove ccarena cgroups of runs that are not live (their processes are dead)."""
+    removed = []
+    bases = [ROOT] + [os.path.join(ROOT, c) for c in ("cpu", "cpuset", "memory")]
+    for b in bases:
+        if not os.path.isdir(b):
+            continue
+        for n in os.listdir(b):
+            if n.startswith(PREFIX) and n[len(PREFIX):len(PREFIX) + 6] not in live_run_ids:
+                try:
+                    os.rmdir(os.path.join(b, n))
+                    removed.append(os.path.join(b, n))
+                except OSError:
+                    pass
+    return removed

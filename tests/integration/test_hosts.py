@@ -1,0 +1,56 @@
+"""Host attributes: CPU and memory limits through cgroups change what a host can do and are
+recorded; limits the machine cannot give are refused before anything is built."""
+import os
+import textwrap
+
+import pytest
+
+from ccarena.errors import PreflightError
+from ccarena.runner import run_study
+from ccarena.spec.load import loads_study
+
+pytestmark = pytest.mark.root
+
+STUDY = '''
+[study]
+name = "cpu"
+duration = "5s"
+warmup = "1s"
+[bottleneck]
+backend = "kernel"
+[testbed]
+offloads = false
+[[flow]]
+name = "bulk"
+from = "s1"
+to = "r1"
+'''
+
+
+def goodput(tmp_path, extra: str) -> tuple[float, dict]:
+    res = run_study(loads_study(STUDY + extra), results_base=tmp_path, progress=False)
+    meta = res.run_meta(res.run_dirs()[0])
+    return res.flows.query("conn == -1")["goodput_bps"].iloc[0], meta
+
+
+def test_cpu_limit_makes_a_sender_too_slow_for_a_fast_link(tmp_path, no_leaks):
+    free, _ = goodput(tmp_path / "a", "")
+    limited, meta = goodput(tmp_path / "b", '[hosts.s1]\ncpus = 0.02\nmemory = "256MiB"\n')
+    # 2 % of a core cannot copy data as fast as an unlimited sender on an unlimited path
+    assert limited < 0.5 * free, (limited, free)
+    applied = meta["host_limits"]["s1"]
+    assert applied.get("cpu.cfs_quota_us", applied.get("cpu.max", "")).split()[0] == "2000"
+    mem = applied.get("memory.limit_in_bytes") or applied.get("memory.max")
+    assert int(mem) == 256 * 2**20
+    # nothing of the run's cgroups is left
+    assert not [d for d in os.listdir("/sys/fs/cgroup/cpu") if d.startswith("ccarena-")] \
+        if os.path.isdir("/sys/fs/cgroup/cpu") else True
+
+
+def test_cpu_limit_above_the_machine_is_refused(tmp_path, no_leaks):
+    n = os.cpu_count()
+    with pytest.raises(PreflightError, match=rf"hosts.s1.cpus: {n + 1} CPUs is above this "
+                                             rf"machine's {n}"):
+        run_study(loads_study(STUDY + f"[hosts.s1]\ncpus = {n + 1}\n"),
+                  results_base=tmp_path, progress=False)
+    assert not list(tmp_path.iterdir())
