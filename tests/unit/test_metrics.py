@@ -322,3 +322,14 @@ def test_zero_base_rtt_falls_back_to_the_measured_minimum():
     flows, run = run_metrics({"rx": ramp_rx([1e5])}, m)
     assert math.isnan(run["rtt_inflation"]) and not run["base_rtt_measured"]
     assert math.isnan(run["bdp_bytes"]) or run["bdp_bytes"] == 0
+
+
+def test_uint64_counters_as_the_reader_gives_them():
+    tcp = tcpinfo([50_000], sent_Bps=1e5, retrans_frac=0.02)
+    for c in ("bytes_sent", "bytes_retrans", "delivered", "delivered_ce"):
+        tcp[c] = tcp[c].round().astype("uint64")
+    flows, _ = run_metrics({"tcpinfo": tcp}, meta(flows=1))
+    assert flows.loc[0, "sent_bytes"] == pytest.approx(8e5)
+    tcp.loc[tcp.t > 9.0, "bytes_sent"] = 0  # a counter reset must not wrap around
+    flows, run = run_metrics({"tcpinfo": tcp}, meta(flows=1))
+    assert flows.loc[0, "sent_bytes"] < 0 and run["counter_resets"] == 1

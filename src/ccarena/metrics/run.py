@@ -53,9 +53,11 @@ def _counter_deltas(tcp, flows: pd.DataFrame) -> pd.DataFrame:
     d = tcp.sort_values(keys + ["t"], kind="stable")
     a = d["flow"].map(flows.set_index("flow")["win_a"])
     b = d["flow"].map(flows.set_index("flow")["win_b"])
-    end = d[d["t"] <= b].groupby(keys)[cols].last()
-    start = d[d["t"] <= a].groupby(keys)[cols].last()
-    return end.sub(start.reindex(end.index).fillna(0.0), fill_value=0.0).astype(float)
+    # float before subtracting: the raw counters are uint64, and a counter that went
+    # backwards (damaged data) must give a negative delta, not a wrapped 1.8e19
+    end = d[d["t"] <= b].groupby(keys)[cols].last().astype(float)
+    start = d[d["t"] <= a].groupby(keys)[cols].last().astype(float)
+    return end.sub(start.reindex(end.index).fillna(0.0), fill_value=0.0)
 
 
 def _tcp_conn_metrics(tcp, flows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
