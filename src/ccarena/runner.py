@@ -21,6 +21,7 @@ from . import cc as ccmod
 from . import environment, validity
 from .errors import CcarenaError, PreflightError, RunError
 from .measure import cpu, records
+from .measure.pcap import Pcap
 from .measure.ping import PingProbe
 from .plan import Plan, PlannedRun, make_plan
 from .spec.model import Study
@@ -52,6 +53,7 @@ def preflight(study: Study, force_cc: str | None = None) -> dict:
         names |= cell.algorithms()
         check_programs(cell)
         check_host_limits(cell)
+        check_probes(cell)
         if any(f.kind != "command" for f in cell.flows):
             from .paths import require_binary
             require_binary("ccarena-flow", "the flow engine")
@@ -65,6 +67,17 @@ def preflight(study: Study, force_cc: str | None = None) -> dict:
         raise PreflightError(f"{study.path}: congestion control not available here: "
                              + "; ".join(missing) + " (see `ccarena cc list`)")
     return out
+
+
+def check_probes(study: Study) -> None:
+    import shutil
+    for p in study.probes:
+        if p.kind == "pcap" and not shutil.which("tcpdump"):
+            raise PreflightError(f"{study.path}: probe {p.name}: pcap needs tcpdump, which is "
+                                 "not installed (apt-get install tcpdump)")
+        if p.kind in ("udp", "tcp_probe"):
+            raise PreflightError(f"{study.path}: probe {p.name}: kind {p.kind!r} is not "
+                                 "available in this build yet")
 
 
 def check_host_limits(study: Study) -> None:
@@ -166,6 +179,7 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
     link_proc = sampler = engines = None
     cmds = None
     pings: list[PingProbe] = []
+    caps_: list[Pcap] = []
     started = time.time()
     try:
         with Testbed(topo, study) as tb:
@@ -182,6 +196,13 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
             engines = Engines(topo, cfgs, raw, tb.cgroups)
             engines.start()
             for p in study.probes:
+                if p.kind == "pcap":
+                    for h in p.hosts:
+                        caps_.append(Pcap(h, topo.ns(h), raw, p.snaplen))
+                        caps_[-1].ready()
+            for p in study.probes:
+                if p.kind != "ping":
+                    continue
                 pings.append(PingProbe(p.name, topo.ns(p.src), topo.host_ip[p.dst],
                                        p.interval_s, study.duration_s + START_LEAD_S,
                                        raw / "logs"))
@@ -197,6 +218,8 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
             if cmds:
                 tables["commands"] = cmds.table()
             engines.stop()
+            for c in caps_:
+                c.stop()
             pt = [p.finish(timeout_s=2.0) for p in pings]
             if pt:
                 tables["ping"] = pd.concat(pt, ignore_index=True)
@@ -216,6 +239,9 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
         for p in pings:
             with contextlib.suppress(Exception):
                 p.proc.terminate(1)
+        for c in caps_:
+            with contextlib.suppress(Exception):
+                c.stop()
         if engines:
             engines.stop()
         if cmds:

@@ -126,3 +126,31 @@ def test_application_limited_flow_matches_offered_load(tmp_path, no_leaks):
     g = res.flows.query("conn == -1")["goodput_bps"].iloc[0]
     offered = 1448 * 8 / 0.002
     assert g == pytest.approx(offered, rel=0.05)
+
+
+def test_pcap_probe_keeps_a_capture_readable_by_tcpdump(tmp_path, no_leaks):
+    import subprocess
+    study = loads_study(textwrap.dedent('''
+        [study]
+        name = "pcap"
+        duration = "2s"
+        [bottleneck]
+        rate = "10mbit"
+        backend = "kernel"
+        [[flow]]
+        name = "bulk"
+        from = "s1"
+        to = "r1"
+        [[probe]]
+        kind = "pcap"
+        hosts = ["s1", "r1"]
+        snaplen = 96
+        '''))
+    res = run_study(study, results_base=tmp_path, progress=False)
+    d = res.run_dirs()[0] / "raw" / "pcap"
+    for h in ("s1", "r1"):
+        out = subprocess.run(["tcpdump", "-n", "-r", str(d / f"{h}.pcap"), "-c", "50"],
+                             capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        lines = [x for x in out.stdout.splitlines() if "10.1.1.2" in x and "10.2.1.2" in x]
+        assert len(lines) >= 40   # the flow's packets were captured on both hosts

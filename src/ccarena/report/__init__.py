@@ -174,6 +174,13 @@ def _figures(res: Results, stats: pd.DataFrame, tmp: Path, key: list[str],
     figs = []
     if len(factors) >= 2:
         a, b = factors[:2]
+        share = _first_flow_share(res, a, b)
+        if share is not None:
+            name = share.attrs.get("flow_name", "0")
+            figs.append(fig(plots.heatmap, f"Share of the goodput taken by flow {name} "
+                            f"(rows: {a}) against the others (columns: {b}); 0.5 = equal "
+                            "for two flows.", share, a, b, "share", vmin=0, vmax=1,
+                            cmap="coolwarm", title=f"goodput share of flow {name}"))
         for m in _present(runs, ["jain", "goodput_bps", "rtt_mean_s"]):
             figs.append(fig(plots.heatmap, f"Mean {m} for each {a} × {b} (valid runs).",
                             runs[valid_mask(runs)], a, b, m))
@@ -199,6 +206,22 @@ def _figures(res: Results, stats: pd.DataFrame, tmp: Path, key: list[str],
                                                     f"{more} more cells)" if more > 0 else "")
         sections.append((title, figs))
     return sections
+
+
+def _first_flow_share(res: Results, a: str, b: str):
+    """Per valid run, the goodput share of flow 0 with the two factors, when both
+    factors are algorithms (an algorithm x algorithm matrix); else None."""
+    fl = res.flows
+    if not ("cc" in a and "cc" in b) or not len(fl) or "share" not in fl or "run_id" not in fl:
+        return None
+    fl = fl[(fl["conn"] == -1) & (fl["flow"] == 0)] if "conn" in fl else fl[fl["flow"] == 0]
+    runs = res.runs[valid_mask(res.runs)]
+    keep = [c for c in ("run_id", a, b) if c in runs]
+    if len(keep) < 3 or fl.empty:
+        return None
+    out = fl.drop(columns=[c for c in (a, b) if c in fl]).merge(runs[keep], on="run_id")
+    out.attrs["flow_name"] = str(fl["name"].iloc[0]) if "name" in fl else "0"
+    return out if len(out) else None
 
 
 def _representative_runs(res: Results, group) -> list[tuple[str, str]]:

@@ -97,10 +97,13 @@ class FlowSpec:
 @dataclass
 class ProbeSpec:
     name: str
-    kind: str           # ping
-    src: str
-    dst: str
-    interval_s: float = 0.1
+    kind: str                 # ping | udp | tcp_probe | pcap
+    src: str | None = None    # ping, udp: from
+    dst: str | None = None    # ping, udp: to
+    interval_s: float = 0.1   # ping, udp
+    size: int = 64            # udp datagram bytes
+    hosts: list[str] = field(default_factory=list)   # tcp_probe, pcap: where
+    snaplen: int = 128        # pcap bytes per packet
 
 
 @dataclass

@@ -188,8 +188,24 @@ FLOW_KEYS = {
     "request": _size_pos, "response": _size_pos,
     "host": lambda v: _str(v), "run": lambda v: _str(v), "check": _bool,
 }
-PROBE_KEYS = {"name": lambda v: _str(v), "kind": _choice(("ping",)),
-              "from": lambda v: _str(v), "to": lambda v: _str(v), "interval": _time_pos}
+PROBE_KINDS = ("ping", "udp", "tcp_probe", "pcap")
+PROBE_KEYS = {"name": lambda v: _str(v), "kind": _choice(PROBE_KINDS),
+              "from": lambda v: _str(v), "to": lambda v: _str(v), "interval": _time_pos,
+              "size": _int(16, 1472), "hosts": lambda v: _str_list(v),
+              "snaplen": _int(64, 65535)}
+# which keys each probe kind takes, and which it needs
+PROBE_SHAPES = {"ping": ({"from", "to", "interval"}, {"from", "to"}),
+                "udp": ({"from", "to", "interval", "size"}, {"from", "to"}),
+                "tcp_probe": ({"hosts"}, set()),
+                "pcap": ({"hosts", "snaplen"}, {"hosts"})}
+
+
+def _str_list(v):
+    if isinstance(v, str):
+        return [v]
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise ValueError(f"expected a host name or a list of them, got {v!r}")
+    return v
 EXPECT_KEYS = {
     "name": lambda v: _str(v), "metric": lambda v: _str(v), "flow": lambda v: _str(v),
     "where": _table, "min": lambda v: v, "max": lambda v: v,
@@ -271,16 +287,33 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
         raise ctx.err("probe", "write probes as [[probe]] tables")
     for i, pv in enumerate(probes_raw):
         label = f"probe[{i}]"
-        p = _take(ctx, pv, label, PROBE_KEYS, required=("kind", "from", "to"))
+        p = _take(ctx, pv, label, PROBE_KEYS, required=("kind",))
+        takes, needs = PROBE_SHAPES[p["kind"]]
+        for k in p:
+            if k not in takes | {"name", "kind"}:
+                raise ctx.err(f"{label}.{k}", f"does not apply to a {p['kind']} probe; it "
+                              "takes: " + ", ".join(sorted(takes)))
+        for k in needs:
+            if k not in p:
+                raise ctx.err(f"{label}.{k}", f"a {p['kind']} probe needs it")
         for end in ("from", "to"):
-            if p[end] not in names:
+            if end in p and p[end] not in names:
                 raise ctx.err(f"{label}.{end}", f"no such host {p[end]!r}; this topology has: "
                               f"{_hosts(study)}")
-        if p["from"] == p["to"]:
+        for h in p.get("hosts", []):
+            if h not in names:
+                raise ctx.err(f"{label}.hosts", f"no such host {h!r}; this topology has: "
+                              f"{_hosts(study)}")
+        if "from" in p and p["from"] == p["to"]:
             raise ctx.err(f"{label}.to", "a probe needs two different hosts")
+        hosts = p.get("hosts") or ([f"s{k}" for k in range(1, study.pairs + 1)]
+                                   if p["kind"] == "tcp_probe" else [])
         study.probes.append(ProbeSpec(name=p.get("name", f"{p['kind']}{i}"), kind=p["kind"],
-                                      src=p["from"], dst=p["to"],
-                                      interval_s=p.get("interval", 0.1)))
+                                      src=p.get("from"), dst=p.get("to"),
+                                      interval_s=p.get("interval", 0.1 if p["kind"] == "ping"
+                                                       else 0.01),
+                                      size=p.get("size", 64), hosts=hosts,
+                                      snaplen=p.get("snaplen", 128)))
     if not study.flows and not study.probes:
         raise ctx.err("flow", "a study needs at least one [[flow]] or [[probe]]")
     exp = raw.get("expect", [])
