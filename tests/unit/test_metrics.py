@@ -333,3 +333,13 @@ def test_uint64_counters_as_the_reader_gives_them():
     tcp.loc[tcp.t > 9.0, "bytes_sent"] = 0  # a counter reset must not wrap around
     flows, run = run_metrics({"tcpinfo": tcp}, meta(flows=1))
     assert flows.loc[0, "sent_bytes"] < 0 and run["counter_resets"] == 1
+
+
+def test_external_clients_are_counted_apart_from_damage():
+    rx = ramp_rx([1e5])
+    ext = ramp_rx([1e5]).assign(flow=0xFFFFFFFF)  # curl on /bytes/<size>
+    conns = pd.DataFrame([{"flow": 0xFFFFFFFF, "conn": c, "role": "server", "side": "send",
+                           "bytes": 1000, "error": None} for c in (1, 2)])
+    flows, run = run_metrics({"rx": pd.concat([rx, ext]), "conns": conns}, meta(flows=1))
+    assert run["unknown_flow_rows"] == 0 and run["external_conns"] == 2
+    assert flows.loc[0, "goodput_bps"] == pytest.approx(8e5)

@@ -21,6 +21,8 @@ from .series import (DEFAULT_INTERVAL_S, _jain_frame, cum_at, fairness_columns,
                      flow_table, goodput_matrix, interval_edges, nonempty, run_timing,
                      with_t)
 
+# Connections from clients outside the study (curl, wget on /bytes/<size>): contracts §2
+EXTERNAL_FLOW = 0xFFFFFFFF
 COUNTERS = ("bytes_sent", "bytes_retrans", "total_retrans", "delivered", "delivered_ce",
             "bytes_acked")
 NAN = float("nan")
@@ -274,11 +276,16 @@ def run_metrics(tables: dict, meta: dict, *, interval_s: float = DEFAULT_INTERVA
 def _data_quality(tables: dict, flows: pd.DataFrame) -> dict:
     """Counts that say the samples are damaged: rows of flows meta does not know, and
     connections whose cumulative counters go backwards. Nonzero means: do not trust
-    this run's metrics (the runner may flag it invalid)."""
+    this run's metrics (the runner may flag it invalid). Connections of external
+    clients (flow 0xFFFFFFFF) are not damage: they are counted in external_conns."""
     unknown = 0
     for df in tables.values():
         if nonempty(df) and "flow" in df:
-            unknown += int((~df["flow"].isin(flows["flow"])).sum())
+            f = df["flow"]
+            unknown += int((~f.isin(flows["flow"]) & (f != EXTERNAL_FLOW)).sum())
+    conns = tables.get("conns")
+    external = (float(conns.loc[conns["flow"] == EXTERNAL_FLOW, "conn"].nunique())
+                if nonempty(conns) and "flow" in conns and "conn" in conns else 0.0)
     resets = 0
     for name, col in (("tcpinfo", "bytes_sent"), ("rx", "bytes")):
         df = tables.get(name)
@@ -288,7 +295,8 @@ def _data_quality(tables: dict, flows: pd.DataFrame) -> dict:
                    (d["conn"].to_numpy()[1:] == d["conn"].to_numpy()[:-1])
             v = d[col].to_numpy(float)
             resets += int(np.sum(same & (np.diff(v) < 0)))
-    return {"unknown_flow_rows": float(unknown), "counter_resets": float(resets)}
+    return {"unknown_flow_rows": float(unknown), "counter_resets": float(resets),
+            "external_conns": external}
 
 
 def _main_direction(df, col: str):
