@@ -50,6 +50,8 @@ struct RawConfig {
     #[serde(default)]
     rx_timestamps: Option<bool>,
     #[serde(default)]
+    rx_ring: Option<bool>,
+    #[serde(default)]
     rt_priority: Option<f64>,
     w2e: RawDir,
     e2w: RawDir,
@@ -197,6 +199,8 @@ pub struct Config {
     /// Take arrival times from the kernel's receive timestamps (default) instead of the
     /// time the shell read the packet.
     pub rx_timestamps: bool,
+    /// Receive through a TPACKET_V2 mmap ring (default) instead of recvmmsg.
+    pub rx_ring: bool,
     /// SCHED_FIFO priority of the forwarding threads (0 = normal scheduling).
     pub rt_priority: i32,
     pub link: LinkParams,
@@ -410,6 +414,7 @@ pub fn parse(text: &str, base_dir: &std::path::Path) -> Result<Config, ConfigErr
         spin_ns,
         threads,
         rx_timestamps: raw.rx_timestamps.unwrap_or(true),
+        rx_ring: raw.rx_ring.unwrap_or(true),
         rt_priority: rt_priority as i32,
         link: LinkParams {
             stats_interval_ns,

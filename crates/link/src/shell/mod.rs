@@ -23,10 +23,17 @@ use crate::link::{Link, Released, E2W, W2E};
 use crate::packet::Packet;
 use crate::stats::{events_schema, stats_schema, EventRecord};
 use hist::Hist;
-use sys::{now_ns, Epoll, PacketSocket, SignalFd, SysError, TimerFd, VNET_HDR_LEN};
+use sys::{now_ns, Epoll, PacketSocket, RxRing, SignalFd, SysError, TimerFd, VNET_HDR_LEN};
 
 const BATCH: usize = 64;
 const POOL_MAX: usize = 8192;
+/// Longest stretch a SCHED_FIFO worker runs without blocking before it naps (ns).
+const RT_BUSY_NS: u64 = 1_000_000;
+/// Length of that nap (ns): ~5 % of the CPU, the share the kernel reserves for
+/// ordinary tasks (sched_rt_runtime_us = 950000 of 1000000).
+const RT_NAP_NS: u64 = 50_000;
+/// Smallest busy-poll window before a deadline (ns).
+const MIN_SPIN_NS: u64 = 5_000;
 
 /// Receive-side batch: buffers stay allocated across calls; consumed ones are replaced.
 struct RxBatch {
@@ -52,6 +59,10 @@ pub struct ShellStats {
     pub late_packets: u64,
     pub loops: u64,
     pub sleeps: u64,
+    pub spins: u64,
+    pub naps: u64,
+    /// How late the timerfd woke the thread (ns).
+    pub wake_late: Hist,
 }
 
 /// One forwarding thread: receives on the ports of its directions, runs its own core
@@ -76,6 +87,8 @@ pub struct Worker {
     evbuf: Vec<EventRecord>,
     stop: Arc<AtomicBool>,
     use_rx_ts: bool,
+    rt: bool,
+    rings: [Option<RxRing>; 2],
     pub st: ShellStats,
 }
 
@@ -107,6 +120,7 @@ pub struct Shell {
     cfg: Config,
     workers: Vec<Worker>,
     threads: usize,
+    rings: [Option<RxRing>; 2],
 }
 
 impl Shell {
@@ -131,7 +145,14 @@ impl Shell {
             None
         };
         sys::set_timer_slack_ns(1);
-        Ok(Shell { socks: Arc::new([west, east]), slot, stats_w, events_w, start_ns: 0, cfg: cfg.clone(), workers: Vec::new(), threads: cfg.threads })
+        let mut rings = [None, None];
+        if cfg.rx_ring {
+            let frame = (slot + 64).next_power_of_two();
+            for (i, s) in [&west, &east].into_iter().enumerate() {
+                rings[i] = Some(RxRing::new(s, frame, 32768)?);
+            }
+        }
+        Ok(Shell { socks: Arc::new([west, east]), slot, stats_w, events_w, start_ns: 0, cfg: cfg.clone(), workers: Vec::new(), threads: cfg.threads, rings })
     }
 
     fn worker(&self, dirs: Vec<usize>, stop: &Arc<AtomicBool>) -> Worker {
@@ -154,6 +175,8 @@ impl Shell {
             evbuf: Vec::new(),
             stop: stop.clone(),
             use_rx_ts: self.cfg.rx_timestamps,
+            rings: [None, None],
+            rt: false,
             st: ShellStats::default(),
         }
     }
@@ -166,12 +189,15 @@ impl Shell {
         let groups: Vec<Vec<usize>> = if self.threads >= 2 { vec![vec![W2E], vec![E2W]] } else { vec![vec![W2E, E2W]] };
         let mut handles = Vec::new();
         for g in groups {
-            let mut w = self.worker(g, &stop);
+            let mut w = self.worker(g.clone(), &stop);
+            for d in g {
+                w.rings[d] = self.rings[d].take();
+            }
             let sigfd = sig.0;
             let prio = self.cfg.rt_priority;
             handles.push(std::thread::spawn(move || {
                 if prio > 0 {
-                    sys::set_fifo(prio);
+                    w.rt = sys::set_fifo(prio);
                 }
                 let r = w.run(sigfd);
                 (w, r)
@@ -242,11 +268,16 @@ impl Shell {
             "max_rss_kib": rss,
             "loops": st.loops,
             "sleeps": st.sleeps,
+            "spins": st.spins,
+            "naps": st.naps,
+            "realtime": self.workers.iter().all(|w| w.rt),
+            "timer_wake_late_p50_ns": st.wake_late.quantile(0.5),
+            "timer_wake_late_p99_ns": st.wake_late.quantile(0.99),
             "spin_ns": self.cfg.spin_ns,
             "rx_timestamps": self.cfg.rx_timestamps,
             "threads": self.workers.len(),
             "rt_priority": self.cfg.rt_priority,
-            "io": "AF_PACKET recvmmsg/sendmmsg, PACKET_VNET_HDR, epoll+timerfd",
+            "io": if self.cfg.rx_ring { "AF_PACKET TPACKET_V2 rx ring + sendmmsg, PACKET_VNET_HDR, epoll+timerfd" } else { "AF_PACKET recvmmsg/sendmmsg, PACKET_VNET_HDR, epoll+timerfd" },
             "w2e": dir(W2E),
             "e2w": dir(E2W),
         })
@@ -263,6 +294,9 @@ impl ShellStats {
         self.late_packets += o.late_packets;
         self.loops += o.loops;
         self.sleeps += o.sleeps;
+        self.spins += o.spins;
+        self.naps += o.naps;
+        self.wake_late.merge(&o.wake_late);
     }
 }
 
@@ -285,8 +319,42 @@ impl Worker {
         }
     }
 
+    /// Take up to one batch from the rx ring of port `s` and hand it to the core.
+    fn rx_ring(&mut self, s: usize, now: u64, offset: u64) -> usize {
+        let mut n = 0;
+        while n < BATCH {
+            let mut b = None;
+            let mut t = 0;
+            {
+                let Some(f) = self.rings[s].as_ref().unwrap().peek() else { break };
+                if f.truncated || f.data.len() < VNET_HDR_LEN + 14 {
+                    self.st.rx_truncated += 1;
+                } else {
+                    t = if self.use_rx_ts { f.real_ns.wrapping_sub(offset).min(now) } else { now };
+                    let mut buf = self.pool.pop().unwrap_or_else(|| vec![0u8; self.slot]);
+                    buf.clear();
+                    buf.extend_from_slice(f.data);
+                    b = Some(buf);
+                }
+            }
+            self.rings[s].as_mut().unwrap().release();
+            n += 1;
+            if let Some(buf) = b {
+                let t = t.max(self.rx[s].last_ns);
+                self.rx[s].last_ns = t;
+                self.st.rx_packets += 1;
+                self.link.enqueue(t, s, Packet::new(buf, VNET_HDR_LEN));
+            }
+        }
+        n
+    }
+
     /// Receive up to one batch from socket `s` and hand it to the core. Returns the count.
-    fn rx(&mut self, s: usize) -> usize {
+    /// `now` is CLOCK_MONOTONIC at the start of this loop, `offset` is REALTIME − MONOTONIC.
+    fn rx(&mut self, s: usize, now: u64, offset: u64) -> usize {
+        if self.rings[s].is_some() {
+            return self.rx_ring(s, now, offset);
+        }
         let fd = self.socks[s].fd;
         for i in 0..BATCH {
             if self.rx[s].bufs[i].len() != self.slot {
@@ -311,8 +379,7 @@ impl Worker {
         }
         let n = n as usize;
         // Kernel receive timestamps are CLOCK_REALTIME: map them onto CLOCK_MONOTONIC
-        // with the offset read now (valid for this batch).
-        let (now, offset) = sys::mono_and_real_offset();
+        // with the offset (refreshed every 10 ms).
         // W2E (0) arrives on the west socket (0); E2W (1) on the east socket (1).
         let dir = s;
         for i in 0..n {
@@ -407,6 +474,11 @@ impl Worker {
     }
 
     /// Forward until a signal arrives on `sigfd` (or another worker saw one).
+    ///
+    /// Timing: sleep in epoll with a timerfd armed `spin` before the next deadline, then
+    /// busy-poll the ports until the deadline. `spin` adapts to the measured timer
+    /// wake-up lateness like a TCP retransmission timer adapts to RTT (RFC 6298 §2:
+    /// smoothed mean + 4 × mean deviation), clamped to [`MIN_SPIN_NS`, `spin_ns`].
     fn run(&mut self, sigfd: i32) -> Result<(), SysError> {
         let timer = TimerFd::new()?;
         let mut fds: Vec<i32> = self.dirs.iter().map(|&d| self.socks[d].fd).collect();
@@ -415,13 +487,19 @@ impl Worker {
         let ep = Epoll::new(&fds)?;
         let mut next_sig_check = 0u64;
         let dirs = self.dirs.clone();
+        let (mut wake_mean, mut wake_dev) = (self.spin_ns as f64 / 2.0, self.spin_ns as f64 / 8.0);
+        let mut spin = self.spin_ns;
+        let (mut now, mut offset) = sys::mono_and_real_offset();
+        let mut next_offset = now + 10_000_000;
+        let mut last_block = now;
         loop {
             self.st.loops += 1;
             let mut got = 0;
+            now = now_ns();
             for &d in &dirs {
-                got += self.rx(d);
+                got += self.rx(d, now, offset);
             }
-            let now = now_ns();
+            now = now_ns();
             self.link.poll(now, &mut self.out);
             if !self.out.is_empty() {
                 for r in self.out.drain(..) {
@@ -441,22 +519,44 @@ impl Worker {
                 }
                 next_sig_check = now + 5_000_000;
             }
+            if now >= next_offset {
+                (now, offset) = sys::mono_and_real_offset();
+                next_offset = now + 10_000_000;
+            }
+            if self.rt && now.saturating_sub(last_block) > RT_BUSY_NS {
+                // Give the CPU away briefly so that ordinary tasks on this CPU run in
+                // many small gaps rather than in one 50 ms block forced by the
+                // kernel's RT throttling / fair server (which would stall the link).
+                sys::nap(RT_NAP_NS);
+                self.st.naps += 1;
+                last_block = now_ns();
+            }
             if got > 0 {
                 continue;
             }
-            let now = now_ns();
+            now = now_ns();
             let dl = self.link.next_deadline();
-            if dl.is_some_and(|d| d <= now + self.spin_ns) {
+            if dl.is_some_and(|d| d <= now + spin) {
+                self.st.spins += 1;
                 continue; // busy-poll the last stretch before a deadline
             }
             let mut wake = self.link.next_stats_ns().max(now + 1).min(next_sig_check.max(now + 1));
             if let Some(d) = dl {
-                wake = wake.min(d - self.spin_ns);
+                wake = wake.min(d - spin);
             }
             timer.arm_at(wake);
             self.st.sleeps += 1;
             ep.wait();
             timer.clear();
+            let now = now_ns();
+            last_block = now;
+            if now >= wake {
+                let sample = (now - wake) as f64;
+                wake_dev += ((sample - wake_mean).abs() - wake_dev) / 4.0;
+                wake_mean += (sample - wake_mean) / 8.0;
+                self.st.wake_late.add(now - wake);
+                spin = ((wake_mean + 4.0 * wake_dev) as u64).clamp(MIN_SPIN_NS.min(self.spin_ns), self.spin_ns);
+            }
         }
     }
 }

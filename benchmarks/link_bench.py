@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Performance benchmark of ccarena-link (root; ~4 minutes). Prints, measured side by
+side in one run (these machines are noisy, so only same-run ratios mean something):
+
+  (a) goodput of one cubic iperf3 flow through the emulator (20 ms one-way delay,
+      unlimited rate, MTU 1500, offloads off) and its ratio to a plain veth pair;
+  (b) delay error (release lateness) under load at 100 Mbit/s and 1 Gbit/s:
+      p50/p99/max from link.json;
+  (c) CPU time of the emulator per forwarded packet;
+  (d) 1024 concurrent flows (8 iperf3 clients x -P 128): no crash, peak RSS;
+  (e) with --spin-sweep: lateness and CPU versus the busy-poll window spin_ns.
+
+Usage: sudo python3 benchmarks/link_bench.py [--seconds 10] [--rounds 2] [--spin-sweep]
+Needs target/release/ccarena-link (cargo build --release -p ccarena-link) and iperf3.
+Everything it creates is named ccalinktest* and removed at the end, also on errors.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from link_testbed import LINK_BIN, Testbed, direction, iperf_result, median  # noqa: E402
+
+
+def us(ns):
+    return f"{ns / 1000:.0f}"
+
+
+def cpu_per_pkt(j):
+    n = max(j["forwarded"], 1)
+    return (j["cpu_user_s"] + j["cpu_sys_s"]) / n * 1e9
+
+
+def bench_a(secs, rounds):
+    plain_g, link_g, links = [], [], []
+    with Testbed("p", plain=True) as plain, Testbed("e") as tb:
+        for r in range(rounds):
+            plain_g.append(plain.iperf(secs, omit=2, port=5201 + r))
+            tb.start_link(direction(None, 20_000_000, {"packets": 10000}))
+            link_g.append(tb.iperf(secs, omit=2, port=5201 + r))
+            links.append(tb.stop_link())
+    gp, gl = median(plain_g), median(link_g)
+    print("(a) one cubic flow, MTU 1500, TSO/GSO/GRO off")
+    print(f"    plain veth:                    {gp / 1e9:6.2f} Gbit/s   (runs: {', '.join(f'{g / 1e9:.2f}' for g in plain_g)})")
+    print(f"    ccarena-link, 20 ms, no limit: {gl / 1e9:6.2f} Gbit/s   (runs: {', '.join(f'{g / 1e9:.2f}' for g in link_g)})")
+    print(f"    ratio: {gl / gp * 100:.0f} %   [goal >= 2 Gbit/s and >= 60 %]")
+    j = links[-1]
+    print(f"    link: forwarded {j['forwarded']}, late>100us {j['late_packets']}, p50/p99/max late "
+          f"{us(j['p50_late_ns'])}/{us(j['p99_late_ns'])}/{us(j['max_late_ns'])} us, "
+          f"rx_ring_drops {j['rx_ring_drops']}, tx_errors {j['tx_errors']}")
+    return links
+
+
+def bench_b(secs):
+    rows = []
+    with Testbed("b") as tb:
+        for rate in (100_000_000, 1_000_000_000):
+            bdp = int(rate * 0.040 / 8 / 1514)
+            tb.start_link(direction(rate, 20_000_000, {"packets": max(2 * bdp, 100)}))
+            g = tb.iperf(secs, omit=2)
+            j = tb.stop_link()
+            rows.append((rate, g, j))
+    print("(b) delay error under load (one cubic flow, 20 ms one-way delay, buffer 2 BDP)")
+    for rate, g, j in rows:
+        print(f"    {rate / 1e6:5.0f} Mbit/s: goodput {g / 1e6:7.1f} Mbit/s; lateness p50 {us(j['p50_late_ns'])} us, "
+              f"p99 {us(j['p99_late_ns'])} us, max {us(j['max_late_ns'])} us; "
+              f"late>100us {j['late_packets']}/{j['forwarded']}; CPU {cpu_per_pkt(j):.0f} ns/pkt")
+    return [j for _, _, j in rows]
+
+
+def bench_d(secs):
+    with Testbed("d") as tb:
+        tb.start_link(direction(1_000_000_000, 20_000_000, {"packets": 2000}, {"kind": "fq_codel"}))
+        ports = list(range(5301, 5309))
+        tb.iperf_servers(ports)
+        clients = [tb.iperf_bg(p, secs, parallel=128) for p in ports]
+        errs, total = [], 0.0
+        for c in clients:
+            try:
+                total += iperf_result(c)
+            except RuntimeError as e:
+                errs.append(str(e)[:120])
+        alive = tb.link.poll() is None
+        j = tb.stop_link()
+    print("(d) 1024 concurrent cubic flows (8 x iperf3 -P 128) over 1 Gbit/s, 20 ms, fq_codel, 2000 p")
+    print(f"    link alive: {alive}; aggregate goodput {total / 1e6:.0f} Mbit/s; iperf3 errors: {len(errs)} {errs[:2]}")
+    print(f"    peak RSS {j['max_rss_kib'] / 1024:.1f} MiB; forwarded {j['forwarded']}; drops queue/aqm "
+          f"{j['w2e']['drops_queue']}/{j['w2e']['drops_aqm']}; rx_ring_drops {j['rx_ring_drops']}; "
+          f"lateness p99 {us(j['p99_late_ns'])} us; CPU {cpu_per_pkt(j):.0f} ns/pkt")
+    return j
+
+
+def bench_spin(secs):
+    print("(e) busy-poll window vs lateness (100 Mbit/s, 20 ms, one cubic flow)")
+    with Testbed("s") as tb:
+        for spin in (0, 20_000, 60_000, 200_000):
+            tb.start_link(direction(100_000_000, 20_000_000, {"packets": 700}), spin_ns=spin)
+            t0 = time.time()
+            g = tb.iperf(secs, omit=1)
+            j = tb.stop_link()
+            wall = time.time() - t0
+            cpu = (j["cpu_user_s"] + j["cpu_sys_s"]) / wall * 100
+            print(f"    spin {spin / 1000:5.0f} us: lateness p50 {us(j['p50_late_ns'])} p99 {us(j['p99_late_ns'])} "
+                  f"max {us(j['max_late_ns'])} us; late>100us {j['late_packets']}/{j['forwarded']}; "
+                  f"link CPU {cpu:.0f} % of one core; goodput {g / 1e6:.1f} Mbit/s")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--spin-sweep", action="store_true")
+    ap.add_argument("--only", default="abd", help="subset of a, b, d")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("link_bench: needs root (network namespaces)")
+    if not LINK_BIN.exists():
+        sys.exit(f"link_bench: {LINK_BIN} missing: cargo build --release -p ccarena-link")
+    print(f"ccarena-link benchmark, kernel {os.uname().release}, {os.cpu_count()} CPUs")
+    runs = []
+    if "a" in a.only:
+        runs += bench_a(a.seconds, a.rounds)
+    if "b" in a.only:
+        runs += bench_b(a.seconds)
+    if runs:
+        print("(c) CPU time of ccarena-link per forwarded packet (user+sys / forwarded)")
+        print("    " + ", ".join(f"{cpu_per_pkt(j):.0f} ns" for j in runs)
+              + "  [runs of (a) then (b); includes the kernel work done in the emulator's syscalls]")
+    if "d" in a.only:
+        bench_d(a.seconds)
+    if a.spin_sweep:
+        bench_spin(a.seconds)
+
+
+if __name__ == "__main__":
+    main()
