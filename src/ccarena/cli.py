@@ -32,12 +32,14 @@ def cmd_run(args) -> int:
     overrides = {}
     if args.duration:
         overrides.setdefault("study", {})["duration"] = args.duration
-    study = load_study(resolve_study_path(args.study), overrides=overrides or None)
+    study = load_study(resolve_study_path(args.study), overrides=overrides or None,
+                       scale=args.scale)
     if args.dry_run:
         from .runner import preflight
         plan = make_plan(study, seed=args.seed, shuffle=not args.no_shuffle if args.no_shuffle
                          else None, repetitions=args.repetitions)
-        print(f"study {study.name}: {len(plan.study.cells)} cells x "
+        print(f"study {study.name}{f' (scale {study.scale})' if study.scale else ''}: "
+              f"{len(plan.study.cells)} cells x "
               f"{args.repetitions or study.repetitions} repetitions = {len(plan.runs)} runs, "
               f"{'shuffled' if plan.shuffled else 'in order'} (seed {plan.seed}); "
               f"about {len(plan.runs) * (study.duration_s + 1):.0f} s")
@@ -149,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-shuffle", action="store_true", help="run cells in order")
     r.add_argument("--repetitions", type=int, help="override study.repetitions")
     r.add_argument("--duration", help="override study.duration (e.g. 5s)")
+    r.add_argument("--scale", help="apply the study's [scale.<name>] table (quick, full, ...)")
     r.add_argument("--results", default="results", help="results base directory")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.add_argument("--cc-source", choices=("kernel", "bpf"),

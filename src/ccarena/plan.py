@@ -35,7 +35,8 @@ class Plan:
 
     def to_json(self) -> dict:
         return {
-            "version": 1, "study": self.study.name, "seed": self.seed, "shuffled": self.shuffled,
+            "version": 1, "study": self.study.name, "scale": self.study.scale,
+            "seed": self.seed, "shuffled": self.shuffled,
             "cells": {c: p for c, p in self.cells().items()},
             "runs": [{"index": r.index, "cell": r.cell, "rep": r.rep, "seed": r.seed,
                       "label": r.label} for r in self.runs],

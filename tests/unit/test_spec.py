@@ -173,3 +173,45 @@ def test_every_shipped_study_loads():
     for p in studies:
         s = load_study(p)
         assert s.cells
+
+
+SCALED = BASE + textwrap.dedent('''
+    [sweep]
+    "flow.bulk.cc" = ["reno", "cubic", "bbr"]
+    "bottleneck.buffer" = ["20p", "100p"]
+    [scale.quick]
+    study = { duration = "3s", repetitions = 1 }
+    sweep = { "flow.bulk.cc" = ["reno"] }
+    ''')
+
+
+def test_scales_override_the_study(tmp_path):
+    p = write(tmp_path, SCALED)
+    full = load_study(p)
+    assert full.scale is None and len(full.cells) == 6 and full.duration_s == 10
+    quick = load_study(p, scale="quick")
+    assert quick.scale == "quick" and quick.duration_s == 3 and quick.repetitions == 1
+    # the scale replaced one sweep key and kept the other
+    assert sorted(c["flow.bulk.cc"] + c["bottleneck.buffer"] for c, _ in quick.cells) == \
+        ["reno100p", "reno20p"]
+    assert load_study(p, scale="full").scale == "full"
+    with pytest.raises(SpecError, match="no scale 'huge'; this study has: quick"):
+        load_study(p, scale="huge")
+
+
+def test_disabled_flows_vanish_and_can_be_swept(tmp_path):
+    p = write(tmp_path, BASE + '\n[sweep]\n"flow.web.enabled" = [true, false]\n')
+    s = load_study(p)
+    names = sorted(tuple(f.name for f in c.flows) for _, c in s.cells)
+    assert names == [("bulk",), ("bulk", "web")]
+
+
+def test_each_pair_replicates_a_flow_per_pair(tmp_path):
+    text = BASE.replace('from = "s1"\nto = "r1"\ncc = "reno"',
+                        'from = "s"\nto = "r"\ncc = "reno"\neach_pair = true')
+    s = load_study(write(tmp_path, text + '\n[sweep]\n"topology.pairs" = [2, 3]\n'))
+    by_pairs = {c.pairs: [(f.name, f.src, f.dst) for f in c.flows if f.kind == "bulk"]
+                for _, c in s.cells}
+    assert by_pairs[2] == [("bulk.1", "s1", "r1"), ("bulk.2", "s2", "r2")]
+    assert by_pairs[3] == [("bulk.1", "s1", "r1"), ("bulk.2", "s2", "r2"),
+                           ("bulk.3", "s3", "r3")]

@@ -20,7 +20,7 @@ import pandas as pd
 
 from .. import plots
 from ..analysis import KEY_METRICS, cell_stats, valid_mask
-from .html import esc, figure, fmt_metric, kv_table, page, table
+from .html import esc, figure, fmt_metric, fmt_num, kv_table, page, table
 from .load import Results, load_results
 
 __all__ = ["write_report", "load_results", "Results"]
@@ -90,20 +90,24 @@ def _checks(res: Results) -> str:
     else:
         out.append(f'<p class="ok">All {len(runs)} runs are valid.</p>')
     checks = _load_checks(res)
+    if not len(checks) and res.study.get("expect"):
+        checks = _evaluate_expect(res)
     if len(checks):
         ok = checks["ok"].astype(bool) if "ok" in checks else pd.Series(True, index=checks.index)
         out.append(f"<p>Pass criteria: {int(ok.sum())} of {len(checks)} met"
                    + (f', <span class="bad">{int((~ok).sum())} failed</span>' if (~ok).any()
                       else "") + ".</p>")
-        out.append(table(checks, left=tuple(c for c in checks.columns if checks[c].dtype == object)))
-    elif res.study.get("expect"):
-        out.append("<p>Pass criteria of the study (not evaluated in this directory):</p>"
-                   + kv_table(res.study["expect"]))
+        shown = checks.copy()
+        if "ok" in shown:
+            shown["ok"] = ['<span class="ok">pass</span>' if v else '<span class="bad">FAIL</span>'
+                           for v in ok]
+        out.append(table(shown, left=tuple(c for c in shown.columns if c != "ok"),
+                         raw_html=("ok",)))
     return "".join(out)
 
 
 def _load_checks(res: Results) -> pd.DataFrame:
-    """checks.json (a list of {check, target, measured, ok, ...}) if the runner wrote one."""
+    """checks.json (written by `ccarena run`, ccarena.checks) if there is one."""
     p = res.path / "checks.json"
     if not p.exists():
         return pd.DataFrame()
@@ -111,7 +115,52 @@ def _load_checks(res: Results) -> pd.DataFrame:
         data = json.loads(p.read_text())
     except ValueError:
         return pd.DataFrame([{"check": "checks.json", "ok": False, "why": "unreadable"}])
-    return pd.DataFrame(data if isinstance(data, list) else data.get("checks", []))
+    return _checks_frame(data if isinstance(data, list) else data.get("checks", []))
+
+
+def _evaluate_expect(res: Results) -> pd.DataFrame:
+    """The study's [[expect]] checks, evaluated by ccarena.checks (one definition of
+    their meaning) on the valid runs; if that is not possible, listed unevaluated."""
+    exp = res.study.get("expect")
+    exp = exp if isinstance(exp, list) else [exp]
+    meta = next(iter(res.metas.values()), {})
+    try:
+        from types import SimpleNamespace
+
+        from ..checks import evaluate
+        study = SimpleNamespace(expect=exp, sweep=dict(res.study.get("sweep") or {}),
+                                base_rtt_s=meta.get("base_rtt_s"),
+                                bottleneck=SimpleNamespace(
+                                    rate_bps=(meta.get("bottleneck") or {}).get("rate_bps")))
+        rows = evaluate(res, study)
+    except Exception as e:  # report what the study asks even when it cannot be judged
+        return pd.DataFrame([{"check": (x.get("name") or x.get("metric")) if isinstance(
+            x, dict) else str(x), "ok": False, "why": f"not evaluated: {e}"} for x in exp])
+    return _checks_frame(rows)
+
+
+def _fmt_any(v) -> str:
+    if isinstance(v, (list, tuple)):
+        inner = ", ".join(_fmt_any(x) for x in list(v)[:8])
+        return ("(" + inner + ")" if isinstance(v, tuple) else inner) + (
+            ", …" if len(v) > 8 else "")
+    return fmt_num(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else (
+        "" if v is None else str(v))
+
+
+def _checks_frame(rows: list) -> pd.DataFrame:
+    """Check results ({what, cell, ok, measured, min, max, why, ...}) as display rows."""
+    out = []
+    for r in rows:
+        if not isinstance(r, dict):
+            continue
+        out.append({"check": r.get("what") or r.get("check"), "cell": r.get("cell") or "",
+                    "ok": bool(r.get("ok")), "measured": _fmt_any(r.get("measured")),
+                    "min": _fmt_any(r.get("min")), "max": _fmt_any(r.get("max")),
+                    "note": r.get("why") or (f"{r['trend']} (tolerance {r.get('tolerance')})"
+                                             if r.get("trend") else "")
+                    + (" (ratio to reference)" if r.get("relative") else "")})
+    return pd.DataFrame(out)
 
 
 def _figures(res: Results, stats: pd.DataFrame, tmp: Path, key: list[str],

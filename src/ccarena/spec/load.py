@@ -77,12 +77,41 @@ def parse_study(raw: dict, path: str = "<string>", extra_algorithms=()) -> Study
     return study
 
 
-def load_study(path, overrides: dict | None = None, extra_algorithms=()) -> Study:
+def apply_scale(raw: dict, scale: str | None, path: str) -> tuple[dict, str | None]:
+    """`[scale.<name>]` tables override the study (merged like `extends`); the scale is
+    `scale`, else `study.default_scale`, else none (the study as written)."""
+    scales = raw.get("scale", {})
+    if not isinstance(scales, dict) or not all(isinstance(v, dict) for v in scales.values()):
+        raise SpecError(path, "scale", "expected tables like [scale.quick]")
+    st = raw.get("study", {}) if isinstance(raw.get("study"), dict) else {}
+    name = scale or st.get("default_scale")
+    out = {k: v for k, v in raw.items() if k != "scale"}
+    if name is None:
+        return out, None
+    if name not in scales:
+        if scale is None:
+            raise SpecError(path, "study.default_scale", f"no [scale.{name}] table")
+        if name == "full" and scales:
+            return out, "full"      # the study as written is the full scale
+        raise SpecError(path, "scale", f"no scale {name!r}; this study has: "
+                        + (", ".join(sorted(scales)) or "none"))
+    over = scales[name]
+    merged = merge(out, over)
+    if "sweep" in over:          # a scale's sweep replaces the listed keys, keeps the others
+        merged["sweep"] = {**out.get("sweep", {}), **over["sweep"]}
+    return merged, name
+
+
+def load_study(path, overrides: dict | None = None, extra_algorithms=(),
+               scale: str | None = None) -> Study:
     p = Path(path)
     raw = resolve_extends(p)
+    raw, chosen = apply_scale(raw, scale, str(p))
     if overrides:
         raw = merge(raw, overrides)
-    return parse_study(raw, str(p), extra_algorithms)
+    study = parse_study(raw, str(p), extra_algorithms)
+    study.scale = chosen
+    return study
 
 
 def loads_study(text: str, path: str = "<string>") -> Study:

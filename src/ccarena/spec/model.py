@@ -128,6 +128,7 @@ class Study:
     sweep: dict[str, list] = field(default_factory=dict)
     expect: list[dict] = field(default_factory=list)
     raw: dict = field(default_factory=dict)   # the merged TOML, for sweeps and the record
+    scale: str | None = None                  # the [scale.<name>] applied, if any
 
     @property
     def host_names(self) -> list[str]:

@@ -141,6 +141,7 @@ def _take(ctx: Ctx, table: dict, prefix: str, spec: dict[str, Callable], require
 STUDY_KEYS = {
     "name": lambda v: _str(v), "description": lambda v: _str(v),
     "duration": _time_pos, "warmup": _time_nonneg, "repetitions": _int(1, 100000),
+    "default_scale": lambda v: _str(v),
     "seed": _int(0), "shuffle": _bool, "sample_interval": _time_pos,
     "extends": lambda v: _str(v),
 }
@@ -187,6 +188,7 @@ FLOW_KEYS = {
     "gap": _time_pos, "gap_dist": _choice(("const", "uniform", "exp")),
     "request": _size_pos, "response": _size_pos,
     "host": lambda v: _str(v), "run": lambda v: _str(v), "check": _bool,
+    "enabled": _bool, "each_pair": _bool,
 }
 PROBE_KINDS = ("ping", "udp", "tcp_probe", "pcap")
 PROBE_KEYS = {"name": lambda v: _str(v), "kind": _choice(PROBE_KINDS),
@@ -210,10 +212,12 @@ EXPECT_KEYS = {
     "name": lambda v: _str(v), "metric": lambda v: _str(v), "flow": lambda v: _str(v),
     "where": _table, "min": lambda v: v, "max": lambda v: v,
     "stat": _choice(("mean", "min", "max", "median", "each")),
-    "level": _choice(("flow", "run")),
+    "level": _choice(("flow", "run")), "relative_to": _table,
+    "trend": _choice(("increasing", "nondecreasing", "decreasing", "nonincreasing")),
+    "over": lambda v: _str(v), "tolerance": lambda v: float(v),
 }
 TOP_KEYS = ("study", "topology", "bottleneck", "tcp", "testbed", "hosts", "flow", "probe",
-            "sweep", "expect")
+            "sweep", "expect", "scale")
 
 
 def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
@@ -272,6 +276,7 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
     flows_raw = raw.get("flow", [])
     if not isinstance(flows_raw, list):
         raise ctx.err("flow", "write flows as [[flow]] tables")
+    flows_raw = _expand_flows(ctx, flows_raw, study.pairs)
     seen = set()
     for i, fv in enumerate(flows_raw):
         label = f"flow[{i}]" if not (isinstance(fv, dict) and "name" in fv) else f"flow.{fv['name']}"
@@ -323,10 +328,42 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
         raise ctx.err("expect", "write checks as [[expect]] tables")
     for i, e in enumerate(exp):
         e = _take(ctx, e, f"expect[{i}]", EXPECT_KEYS, required=("metric",))
-        if "flow" in e and e["flow"] not in {f.name for f in study.flows}:
+        fnames = {f.name for f in study.flows} | {f.name.rsplit(".", 1)[0] for f in study.flows}
+        if "flow" in e and e["flow"] not in fnames:
             raise ctx.err(f"expect[{i}].flow", f"no flow named {e['flow']!r}")
+        if "trend" in e and "over" not in e:
+            raise ctx.err(f"expect[{i}].over", "a trend needs the swept factor it runs over")
     study.expect = exp
     return study
+
+
+def _expand_flows(ctx: Ctx, flows: list, pairs: int) -> list:
+    """Drop flows with enabled = false; replicate each_pair = true flows once per pair
+    (s<i> -> r<i>, named <name>.<i>; from/to say which side sends: "s" or "r")."""
+    out = []
+    for i, f in enumerate(flows):
+        if not isinstance(f, dict):
+            raise ctx.err(f"flow[{i}]", "expected a table")
+        label = f"flow.{f.get('name', i)}"
+        for k in ("enabled", "each_pair"):
+            if k in f and not isinstance(f[k], bool):
+                raise ctx.err(f"{label}.{k}", f"expected true or false, got {f[k]!r}")
+        if not f.get("enabled", True):
+            continue
+        g = {k: v for k, v in f.items() if k not in ("enabled", "each_pair")}
+        if not f.get("each_pair"):
+            out.append(g)
+            continue
+        if "name" not in g:
+            raise ctx.err(f"{label}.name", "a flow with each_pair = true needs a name")
+        sides = (g.get("from", "s"), g.get("to", "r"))
+        if sorted(sides) != ["r", "s"]:
+            raise ctx.err(f"{label}.from", "with each_pair = true, write from = \"s\" and "
+                          "to = \"r\" (or the reverse): the side, not a host")
+        for p in range(1, pairs + 1):
+            out.append({**g, "name": f"{g['name']}.{p}", "from": f"{sides[0]}{p}",
+                        "to": f"{sides[1]}{p}"})
+    return out
 
 
 def _hosts(study: Study) -> str:
