@@ -1,0 +1,98 @@
+"""[[expect]] checks on hand-made results: bounds per cell relative to the cell's rate and
+base RTT, ratios to a reference cell, trends over a factor, invalid runs ignored."""
+import textwrap
+from types import SimpleNamespace
+
+import pandas as pd
+
+from ccarena.checks import evaluate
+from ccarena.spec.load import loads_study
+
+STUDY = '''
+[study]
+name = "c"
+duration = "10s"
+[bottleneck]
+rate = "10mbit"
+delay = "10ms"
+[[flow]]
+name = "bulk"
+from = "s1"
+to = "r1"
+[sweep]
+"bottleneck.buffer" = ["20p", "100p"]
+'''
+
+
+def results(tmp_path, flows_rows, runs_rows):
+    return SimpleNamespace(flows=pd.DataFrame(flows_rows), runs=pd.DataFrame(runs_rows),
+                           path=tmp_path)
+
+
+def make(tmp_path, goodputs):
+    flows, runs = [], []
+    for i, (cell, buf, g, valid) in enumerate(goodputs):
+        rid = f"r{i}"
+        flows.append({"run_id": rid, "cell": cell, "conn": -1, "name": "bulk",
+                      "goodput_bps": g, "bottleneck.buffer": buf, "valid": valid})
+        runs.append({"run_id": rid, "cell": cell, "rate_bps": 10e6, "base_rtt_s": 0.02,
+                     "bottleneck.buffer": buf, "valid": valid,
+                     "ping_rtt_p50_s": 0.02 * (2 if buf == "20p" else 10)})
+    return results(tmp_path, flows, runs)
+
+
+def study_with(expect: str):
+    return loads_study(STUDY + textwrap.dedent(expect))
+
+
+def test_bounds_relative_to_rate_per_cell(tmp_path):
+    res = make(tmp_path, [("c0", "20p", 9.5e6, True), ("c1", "100p", 7e6, True),
+                          ("c1", "100p", 1e6, False)])   # the invalid run is ignored
+    out = evaluate(res, study_with('''
+        [[expect]]
+        metric = "goodput_bps"
+        flow = "bulk"
+        min = "90%rate"
+        max = "100%rate"
+        '''))
+    by_cell = {r["cell"]: r["ok"] for r in out}
+    assert by_cell == {"bottleneck.buffer=20p": True, "bottleneck.buffer=100p": False}
+
+
+def test_ratio_to_a_reference_cell(tmp_path):
+    res = make(tmp_path, [("c0", "20p", 9e6, True), ("c1", "100p", 9e6, True)])
+    out = evaluate(res, study_with('''
+        [[expect]]
+        metric = "ping_rtt_p50_s"
+        level = "run"
+        where = { "bottleneck.buffer" = "100p" }
+        relative_to = { "bottleneck.buffer" = "20p" }
+        min = 4
+        '''))
+    assert len(out) == 1 and out[0]["ok"] and out[0]["measured"] == 5.0
+
+
+def test_trend_over_a_factor(tmp_path):
+    res = make(tmp_path, [("c0", "20p", 5e6, True), ("c1", "100p", 9e6, True)])
+    up = evaluate(res, study_with('''
+        [[expect]]
+        metric = "goodput_bps"
+        trend = "increasing"
+        over = "bottleneck.buffer"
+        '''))
+    down = evaluate(res, study_with('''
+        [[expect]]
+        metric = "goodput_bps"
+        trend = "decreasing"
+        over = "bottleneck.buffer"
+        '''))
+    assert up[0]["ok"] and not down[0]["ok"]
+
+
+def test_missing_metric_fails_with_a_reason(tmp_path):
+    res = make(tmp_path, [("c0", "20p", 5e6, True)])
+    out = evaluate(res, study_with('''
+        [[expect]]
+        metric = "no_such_metric"
+        '''))
+    assert not out[0]["ok"] and out[0]["why"] == "no valid values"
