@@ -23,6 +23,7 @@ import re
 
 import pandas as pd
 from rich.console import Console
+from rich.markup import escape
 
 from . import units
 
@@ -181,7 +182,7 @@ def run_checks(results, study, console: Console | None = None) -> bool:
                                            if r.get("max") is not None else "") if x)
             detail = f"{_fmt(r['measured'])}{rel}, want {lim}"
         cell = f" [{r['cell']}]" if r.get("cell") else ""
-        console.print(f"{tag}  {r['what']}{cell}: {detail}")
+        console.print(f"{tag}  " + escape(f"{r['what']}{cell}: {detail}"))
     try:
         import json
         (results.path / "checks.json").write_text(json.dumps(res, indent=1, default=str))

@@ -34,7 +34,7 @@ from .testbed.topology import plan_dumbbell
 from .workload.commands import Commands, check_programs
 from .workload.engine import Engines, algorithms_of, host_configs
 
-START_LEAD_S = 0.2
+START_LEAD_S = 0.3
 WAIT_MARGIN_S = 15.0
 
 
@@ -187,14 +187,17 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
             if backend == "kernel":
                 kernel_link.apply(topo, study)
                 sampler = kernel_link.QdiscSampler(tb).start()
-            else:
-                link_proc = user_link.start(topo, study, raw, r.seed, event_log=event_log)
             meta["host_state"] = environment.host_state(topo)
             meta["host_limits"] = {h: cg.applied() for h, cg in tb.cgroups.items()}
             cmds = Commands(study, topo, raw, tb.cgroups)
             cfgs = host_configs(study, topo, raw, kernel_names, r.seed)
             engines = Engines(topo, cfgs, raw, tb.cgroups)
             engines.start()
+            # t0 is fixed before the link starts so a rate schedule or trace starts with it
+            t0 = time.monotonic_ns() + int(START_LEAD_S * 1e9)
+            if backend == "user":
+                link_proc = user_link.start(topo, study, raw, r.seed, event_log=event_log,
+                                            t0_ns=t0)
             for p in study.probes:
                 if p.kind == "pcap":
                     for h in p.hosts:
@@ -207,7 +210,10 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
                                        p.interval_s, study.duration_s + START_LEAD_S,
                                        raw / "logs"))
             c0 = cpu.snapshot()
-            t0 = engines.go(START_LEAD_S)
+            if time.monotonic_ns() >= t0:   # setup overran the lead: start now, say so
+                meta["t0_late_ns"] = time.monotonic_ns() - t0
+                t0 = time.monotonic_ns() + 10_000_000
+            engines.go_at(t0)
             meta["t0_ns"] = t0
             cmds.start(t0)
             rcs = engines.wait(study.duration_s + START_LEAD_S + WAIT_MARGIN_S)

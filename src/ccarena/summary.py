@@ -6,6 +6,7 @@ import math
 
 import pandas as pd
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 COLUMNS = (  # (metric, header, scale, format)
@@ -62,7 +63,8 @@ def render(results, console: Console | None = None) -> Table:
     if len(runs) and "valid" in runs:
         bad = runs[~runs["valid"].astype(bool)]
         for _, r in bad.iterrows():
-            console.print(f"[yellow]invalid run {r['label']}[/yellow]: {r['invalid_reasons']}")
+            console.print(f"[yellow]invalid run {r['label']}[/yellow]: "
+                          + escape(str(r["invalid_reasons"])))
     return t
 
 

@@ -30,6 +30,8 @@ class LinkSpec:
     ecn: bool = False
     backend: str = "auto"  # auto | kernel | user
     reverse_rate_bps: int | None = None  # None: same as rate
+    trace: str | None = None             # mahimahi trace (absolute path), senders->receivers
+    rate_schedule: list[tuple[float, int | None]] = field(default_factory=list)  # (t_s, bps)
 
 
 @dataclass

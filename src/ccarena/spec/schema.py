@@ -149,7 +149,24 @@ LINK_KEYS = {
     "rate": _rate, "reverse_rate": _rate, "delay": _time_nonneg, "jitter": _time_nonneg,
     "loss": units.parse_fraction, "buffer": units.parse_buffer, "queue": _choice(QUEUES),
     "aqm": _table, "ecn": _bool, "backend": _choice(BACKENDS),
+    "trace": lambda v: _str(v), "rate_schedule": lambda v: _schedule(v),
 }
+
+
+def _schedule(v):
+    if not isinstance(v, list) or not v:
+        raise ValueError("expected a list of [time, rate] steps, e.g. [[\"0s\", \"10mbit\"], "
+                         "[\"10s\", \"2mbit\"]]")
+    out = []
+    for step in v:
+        if not isinstance(step, list) or len(step) != 2:
+            raise ValueError(f"each step is [time, rate], got {step!r}")
+        t = units.parse_time(step[0])
+        r = None if step[1] in ("unlimited", None) else units.parse_rate(step[1])
+        if out and t <= out[-1][0]:
+            raise ValueError("step times must increase")
+        out.append((t, r))
+    return out
 TCP_KEYS = {
     "ecn": lambda v: int(v) if isinstance(v, bool) else _int(0, 2)(v), "sack": _bool,
     "metrics_save": _bool, "rmem": _mem_triple, "wmem": _mem_triple, "sysctl": _sysctl_table,
@@ -247,7 +264,14 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
         rate_bps=bn.get("rate"), delay_s=bn.get("delay", 0.0), jitter_s=bn.get("jitter", 0.0),
         loss=bn.get("loss", 0.0), buffer=Buffer(*buf), queue=bn.get("queue", "droptail"),
         aqm=bn.get("aqm", {}), ecn=bn.get("ecn", False), backend=bn.get("backend", "auto"),
-        reverse_rate_bps=bn.get("reverse_rate"))
+        reverse_rate_bps=bn.get("reverse_rate"), rate_schedule=bn.get("rate_schedule", []))
+    if "trace" in bn:
+        import os
+        tp = os.path.join(os.path.dirname(os.path.abspath(path)), bn["trace"]) \
+            if not os.path.isabs(bn["trace"]) else bn["trace"]
+        if not os.path.isfile(tp):
+            raise ctx.err("bottleneck.trace", f"no such trace file {tp!r}")
+        study.bottleneck.trace = tp
     if study.bottleneck.queue != "droptail" and study.bottleneck.rate_bps is None:
         raise ctx.err("bottleneck.queue", f"{study.bottleneck.queue!r} needs a bottleneck.rate "
                       "(a queue only builds up behind a rate limit)")

@@ -29,6 +29,8 @@ def kernel_gaps(study: Study, caps: dict) -> list[str]:
                     "kernel lacks")
     if b.queue in ("step", "classes"):
         gaps.append(f"queue {b.queue!r} exists only in the user-space link")
+    if b.trace or b.rate_schedule:
+        gaps.append("a rate trace or schedule exists only in the user-space link")
     if b.ecn and b.queue == "droptail":
         gaps.append("ECN marking needs an AQM")
     return gaps

@@ -4,33 +4,79 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .. import units
 from ..paths import require_binary
 from ..proc import NsProcess
 from ..spec.model import LinkSpec, Study
 from .topology import Topology
 
 
-def _queue(link: LinkSpec) -> dict:
-    q = {"kind": link.queue}
-    q.update(link.aqm)
+def _ns(v) -> int:
+    return int(round(units.parse_time(v) * 1e9))
+
+
+def _queue(link: LinkSpec, study: Study, topo: Topology) -> dict:
+    """The study's queue and `aqm` table (in study units) -> the link's queue config."""
+    a = dict(link.aqm)
+    q: dict = {"kind": link.queue}
+    if link.queue == "red":
+        pk = link.buffer.packets(study.mtu)
+        lo = a.get("min", max(5, pk // 10))
+        hi = a.get("max", min(3 * _count(lo), pk - 1) if isinstance(lo, int) else None)
+        if isinstance(lo, str) and not lo.endswith("p"):
+            q.update(unit="bytes", min_th=units.parse_size(lo), max_th=units.parse_size(hi))
+        else:
+            q.update(unit="packets", min_th=_count(lo), max_th=_count(hi))
+        q["max_p"] = float(a.get("max_p", 0.1))
+        q["weight"] = float(a.get("weight", 0.002))
+    elif link.queue in ("codel", "fq_codel"):
+        q["target_ns"] = _ns(a.get("target", "5ms"))
+        q["interval_ns"] = _ns(a.get("interval", "100ms"))
+        if link.queue == "fq_codel":
+            q["flows"] = int(a.get("flows", 1024))
+            q["quantum"] = int(units.parse_size(a.get("quantum", study.mtu + 14)))
+    elif link.queue == "step":
+        k = a.get("k", "20p")
+        if isinstance(k, str) and not k.endswith("p"):
+            q["k_bytes"] = units.parse_size(k)
+        else:
+            q["k_packets"] = _count(k)
+    elif link.queue == "classes":
+        from ..workload.engine import port_of
+        q["classes"] = []
+        for c in a.get("classes", []):
+            cls = {"ips": [topo.host_ip[h] for h in c.get("hosts", [])],
+                   "ports": [port_of(study, f) for f in c.get("flows", [])] + c.get("ports", [])}
+            if "buffer" in c:
+                kind, n = units.parse_buffer(c["buffer"])
+                cls["buffer"] = {kind: n}
+            q["classes"].append(cls)
+        if "default" in a:
+            q["default"] = int(a["default"])
     return q
 
 
-def _direction(link: LinkSpec, rate_bps, loss: float, study: Study) -> dict:
+def _count(v) -> int:
+    return int(str(v).rstrip("p")) if isinstance(v, str) else int(v)
+
+
+def _direction(link: LinkSpec, rate_bps, loss: float, study: Study, topo: Topology) -> dict:
     d = {
-        "rate_bps": rate_bps, "rate_schedule": link.aqm.get("rate_schedule"),
-        "trace_file": link.aqm.get("trace_file"), "delay_ns": int(round(link.delay_s * 1e9)),
-        "jitter": ({"kind": "uniform", "max_ns": int(link.jitter_s * 1e9)}
+        "rate_bps": rate_bps,
+        "rate_schedule": [{"t_ns": int(t * 1e9), "rate_bps": r} for t, r in link.rate_schedule]
+        or None,
+        "trace_file": link.trace, "delay_ns": int(round(link.delay_s * 1e9)),
+        "jitter": ({"kind": "uniform", "ns": int(link.jitter_s * 1e9)}
                    if link.jitter_s > 0 else None),
         "loss": {"kind": "bernoulli", "p": loss} if loss > 0 else None,
         "buffer": {link.buffer.kind: link.buffer.size},
-        "queue": _queue(link), "ecn": link.ecn,
+        "queue": _queue(link, study, topo), "ecn": link.ecn,
     }
     return d
 
 
 def make_config(topo: Topology, study: Study, out_dir: Path, seed: int,
-                event_log: bool = False) -> dict:
+                event_log: bool = False, t0_ns: int | None = None) -> dict:
     b = study.bottleneck
     hosts = []
     for h, hs in study.hosts.items():
@@ -42,19 +88,23 @@ def make_config(topo: Topology, study: Study, out_dir: Path, seed: int,
         "out_dir": str(out_dir),
         "stats_interval_ns": 10_000_000,
         "event_log": event_log,
-        "late_tolerance_ns": 100_000,
         "seed": seed,
-        "w2e": _direction(b, b.rate_bps, b.loss, study),
-        "e2w": _direction(b, b.reverse_rate_bps or b.rate_bps, 0.0, study),
+        "t0_ns": t0_ns,
+        # lateness that matters is relative to the path's own delay: 1 % of the base RTT,
+        # at least 100 us
+        "late_tolerance_ns": max(100_000, int(study.base_rtt_s * 0.01 * 1e9)),
+        "w2e": _direction(b, b.rate_bps, b.loss, study, topo),
+        "e2w": {**_direction(b, b.reverse_rate_bps or b.rate_bps, 0.0, study, topo),
+                "rate_schedule": None, "trace_file": None},
         "hosts": hosts,
     }
 
 
 def start(topo: Topology, study: Study, raw_dir: Path, seed: int,
-          event_log: bool = False) -> NsProcess:
+          event_log: bool = False, t0_ns: int | None = None) -> NsProcess:
     out = raw_dir / "link"
     out.mkdir(parents=True, exist_ok=True)
-    cfg = make_config(topo, study, out, seed, event_log)
+    cfg = make_config(topo, study, out, seed, event_log, t0_ns)
     cfg_path = out / "link.config.json"
     cfg_path.write_text(json.dumps(cfg, indent=1))
     binary = require_binary("ccarena-link", "the user-space link emulator")

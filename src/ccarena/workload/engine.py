@@ -112,9 +112,12 @@ class Engines:
 
     def go(self, lead_s: float = 0.1) -> int:
         t0 = time.monotonic_ns() + int(lead_s * 1e9)
-        for p in self.procs.values():
-            p.send(f"GO {t0}\n")
+        self.go_at(t0)
         return t0
+
+    def go_at(self, t0_ns: int) -> None:
+        for p in self.procs.values():
+            p.send(f"GO {t0_ns}\n")
 
     def wait(self, timeout_s: float) -> dict[str, int | None]:
         deadline = time.monotonic() + timeout_s
