@@ -117,3 +117,23 @@ def test_write_report_to_another_place(tmp_path, study):
     meta = json.loads(next((study / "runs").glob("*/meta.json")).read_text())
     assert meta["cell_params"]
     assert not pd.read_parquet(study / "runs.parquet").empty
+
+
+def test_report_shows_pass_criteria(tmp_path, study):
+    d = tmp_path / "checked"
+    shutil.copytree(study, d)
+    (d / "checks.json").write_text(json.dumps([
+        {"check": 0, "what": "the bottleneck is filled", "cell": "buffer=100p", "ok": True,
+         "measured": [9.6e6, 9.7e6], "min": 8.5e6, "max": 1e7},
+        {"check": 1, "what": "RTT stays low", "cell": "buffer=100p", "ok": False,
+         "measured": 0.113, "min": None, "max": 0.05}]))
+    html = write_report(d, max_timeseries=0).read_text()
+    assert "Pass criteria: 1 of 2 met" in html and ">FAIL<" in html
+    assert "9.600e+06, 9.700e+06" in html and "RTT stays low" in html
+    # without checks.json, the study's [[expect]] are at least listed by name
+    (d / "checks.json").unlink()
+    st = json.loads((d / "study.json").read_text())
+    st["expect"] = [{"name": "utilisation above half", "metric": "utilisation",
+                     "level": "run", "min": 0.5}]
+    (d / "study.json").write_text(json.dumps(st))
+    assert "utilisation above half" in write_report(d, max_timeseries=0).read_text()
