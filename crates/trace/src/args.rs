@@ -1,0 +1,112 @@
+//! Contract: `ccarena-trace --out DIR --netns PATH [--netns PATH ...] [--ports LO-HI]`
+//! parsed into `Args` (pure; the caller stats the paths). At least one `--netns`:
+//! the tracer never traces the whole machine.
+
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Args {
+    pub out: PathBuf,
+    pub netns: Vec<PathBuf>,
+    pub ports: (u16, u16),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Parsed {
+    Run(Args),
+    Help,
+    Version,
+}
+
+pub fn parse_ports(s: &str) -> Result<(u16, u16), String> {
+    let (a, b) = match s.split_once('-') {
+        Some((a, b)) => (a, b),
+        None => (s, s),
+    };
+    let lo: u16 = a.trim().parse().map_err(|_| format!("{s:?}: expected PORT or LO-HI (0..65535)"))?;
+    let hi: u16 = b.trim().parse().map_err(|_| format!("{s:?}: expected PORT or LO-HI (0..65535)"))?;
+    if lo > hi {
+        return Err(format!("{s:?}: {lo} > {hi}"));
+    }
+    Ok((lo, hi))
+}
+
+/// Err((argument, reason)).
+pub fn parse(args: &[String]) -> Result<Parsed, (String, String)> {
+    let mut out = None;
+    let mut netns = Vec::new();
+    let mut ports = (0u16, 65535u16);
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        let (key, inline) = match a.split_once('=') {
+            Some((k, v)) if k.starts_with("--") => (k, Some(v.to_string())),
+            _ => (a, None),
+        };
+        let value = |i: &mut usize| -> Result<String, (String, String)> {
+            if let Some(v) = &inline {
+                return Ok(v.clone());
+            }
+            *i += 1;
+            args.get(*i).cloned().ok_or_else(|| (key.to_string(), "needs a value".to_string()))
+        };
+        match key {
+            "--out" | "-o" => out = Some(PathBuf::from(value(&mut i)?)),
+            "--netns" | "-n" => netns.push(PathBuf::from(value(&mut i)?)),
+            "--ports" | "-p" => ports = parse_ports(&value(&mut i)?).map_err(|e| ("--ports".to_string(), e))?,
+            "--help" | "-h" => return Ok(Parsed::Help),
+            "--version" | "-V" => return Ok(Parsed::Version),
+            other => return Err((other.to_string(), "unknown argument (see --help)".to_string())),
+        }
+        i += 1;
+    }
+    let out = out.ok_or_else(|| ("--out".to_string(), "missing (see --help)".to_string()))?;
+    if netns.is_empty() {
+        return Err(("--netns".to_string(), "at least one is required (see --help)".to_string()));
+    }
+    Ok(Parsed::Run(Args { out, netns, ports }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn full_command_line() {
+        let p = parse(&v("--out /tmp/t --netns /run/netns/a --netns=/run/netns/b --ports 5000-5999")).unwrap();
+        assert_eq!(
+            p,
+            Parsed::Run(Args {
+                out: "/tmp/t".into(),
+                netns: vec!["/run/netns/a".into(), "/run/netns/b".into()],
+                ports: (5000, 5999)
+            })
+        );
+    }
+
+    #[test]
+    fn ports_default_to_all_and_accept_one_port() {
+        match parse(&v("--out x --netns y")).unwrap() {
+            Parsed::Run(a) => assert_eq!(a.ports, (0, 65535)),
+            _ => panic!(),
+        }
+        assert_eq!(parse_ports("5201"), Ok((5201, 5201)));
+        assert!(parse_ports("6000-5000").is_err());
+        assert!(parse_ports("1-70000").is_err());
+        assert!(parse_ports("a-b").is_err());
+    }
+
+    #[test]
+    fn errors_name_the_argument() {
+        assert_eq!(parse(&v("--netns y")).unwrap_err().0, "--out");
+        assert_eq!(parse(&v("--out x")).unwrap_err().0, "--netns");
+        assert_eq!(parse(&v("--out x --netns y --bogus")).unwrap_err().0, "--bogus");
+        assert_eq!(parse(&v("--out x --netns")).unwrap_err().0, "--netns");
+        assert_eq!(parse(&v("--out x --netns y --ports 9-1")).unwrap_err().0, "--ports");
+        assert_eq!(parse(&v("-h")).unwrap(), Parsed::Help);
+    }
+}

@@ -1,0 +1,287 @@
+//! ccarena-trace — per-ACK `tcp:tcp_probe` tracer for one ccarena run.
+//!
+//! Contract (docs/dev/contracts.md §6, docs/probes.md):
+//!
+//! ```text
+//! ccarena-trace --out DIR --netns /run/netns/<name> [--netns ...] [--ports LO-HI]
+//! ```
+//! Stats each `--netns` path for its namespace inode, loads bpf/probe/tcpprobe.bpf.o
+//! (embedded at build time), puts the inodes and the port range into the program's
+//! filter maps, attaches it to the tcp_probe tracepoint (tp_btf) and prints `READY`.
+//! Then it writes every event to DIR/tcpprobe.bin (+ .schema.json) until SIGTERM or
+//! SIGINT: detach (drop the BPF link), drain the ring buffer, flush, write
+//! DIR/trace.json, print `DONE`, exit 0. The link and the program are fds of this
+//! process, so nothing stays attached even if it is killed with SIGKILL.
+//! Errors: one line `ccarena-trace: <attempt>: <object>: <cause>` (plus libbpf's log
+//! tail for load failures); exit 2 for bad arguments, 1 at run time.
+
+mod args;
+mod record;
+
+use std::cell::RefCell;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use libbpf_rs::{set_print, MapCore, MapFlags, ObjectBuilder, PrintLevel, RingBufferBuilder};
+
+static BPF_OBJ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/tcpprobe.bpf.o"));
+const NSFS_MAGIC: i64 = 0x6e73_6673;
+const POLL: Duration = Duration::from_millis(50);
+const LOG_TAIL: usize = 30;
+
+const USAGE: &str = "usage: ccarena-trace --out DIR --netns /run/netns/NAME [--netns ...] [--ports LO-HI]\n\
+  Traces tcp:tcp_probe (one event per segment an ESTABLISHED socket receives: per ACK\n\
+  on a data sender) of the sockets in the given network namespaces into DIR/tcpprobe.bin.\n\
+  Prints READY once attached; on SIGTERM/SIGINT detaches, flushes, writes DIR/trace.json,\n\
+  prints DONE. See docs/probes.md.";
+
+static LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn capture_log(level: PrintLevel, msg: String) {
+    if matches!(level, PrintLevel::Debug) {
+        return;
+    }
+    let mut log = LOG.lock().unwrap();
+    log.extend(msg.lines().map(String::from));
+    let n = log.len();
+    if n > 4 * LOG_TAIL {
+        log.drain(0..n - LOG_TAIL);
+    }
+}
+
+struct Failure {
+    code: i32,
+    line: String,
+}
+
+fn fail(code: i32, attempt: &str, object: impl std::fmt::Display, cause: impl std::fmt::Display) -> Failure {
+    Failure { code, line: format!("ccarena-trace: {attempt}: {object}: {cause}") }
+}
+
+fn bpf_fail(attempt: &str, object: &str, e: libbpf_rs::Error) -> Failure {
+    let mut f = fail(1, attempt, object, format!("{e:#}"));
+    let log = LOG.lock().unwrap();
+    let start = log.len().saturating_sub(LOG_TAIL);
+    for l in &log[start..] {
+        f.line.push_str("\n  ");
+        f.line.push_str(l);
+    }
+    f
+}
+
+/// The inode of the network namespace bind-mounted (or linked) at `p`.
+fn netns_inode(p: &Path) -> Result<u32, Failure> {
+    let md = std::fs::metadata(p).map_err(|e| fail(2, "stat network namespace", p.display(), e))?;
+    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+    let mut sfs: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statfs(c.as_ptr(), &mut sfs) } == 0 && sfs.f_type as i64 != NSFS_MAGIC {
+        return Err(fail(2, "check network namespace", p.display(), "not a namespace file (expected /run/netns/<name> or /proc/<pid>/ns/net)"));
+    }
+    u32::try_from(md.ino()).map_err(|_| fail(2, "check network namespace", p.display(), "inode does not fit in 32 bits"))
+}
+
+fn signal_fd() -> std::io::Result<i32> {
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let fd = libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(fd)
+    }
+}
+
+fn signalled(fd: i32) -> bool {
+    let mut b = [0u8; 128];
+    unsafe { libc::read(fd, b.as_mut_ptr() as *mut libc::c_void, b.len()) > 0 }
+}
+
+fn now_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn cpu_times() -> (f64, f64) {
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let s = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    (s(ru.ru_utime), s(ru.ru_stime))
+}
+
+fn say(word: &str) {
+    let mut o = std::io::stdout().lock();
+    let _ = writeln!(o, "{word}");
+    let _ = o.flush();
+}
+
+struct Sink {
+    out: BufWriter<File>,
+    events: u64,
+    short: u64,
+    first_t_ns: Option<u64>,
+    last_t_ns: Option<u64>,
+    write_error: Option<String>,
+}
+
+impl Sink {
+    fn take(&mut self, data: &[u8]) {
+        if data.len() < record::RECORD_SIZE {
+            self.short += 1;
+            return;
+        }
+        let rec = &data[..record::RECORD_SIZE];
+        if let Some(p) = record::peek(rec) {
+            self.first_t_ns.get_or_insert(p.t_ns);
+            self.last_t_ns = Some(p.t_ns);
+        }
+        self.events += 1;
+        if self.write_error.is_none() {
+            if let Err(e) = self.out.write_all(rec) {
+                self.write_error = Some(e.to_string());
+            }
+        }
+    }
+}
+
+fn run() -> Result<(), Failure> {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let a = match args::parse(&argv).map_err(|(arg, why)| fail(2, "parse arguments", arg, why))? {
+        args::Parsed::Help => {
+            println!("{USAGE}");
+            return Ok(());
+        }
+        args::Parsed::Version => {
+            println!("ccarena-trace {}", env!("CARGO_PKG_VERSION"));
+            return Ok(());
+        }
+        args::Parsed::Run(a) => a,
+    };
+    let mut inodes = Vec::new();
+    for p in &a.netns {
+        inodes.push((p.clone(), netns_inode(p)?));
+    }
+    let out_dir: PathBuf = a.out.clone();
+    std::fs::create_dir_all(&out_dir).map_err(|e| fail(1, "create output directory", out_dir.display(), e))?;
+    let bin_path = out_dir.join("tcpprobe.bin");
+    std::fs::write(out_dir.join("tcpprobe.bin.schema.json"), record::schema_json() + "\n")
+        .map_err(|e| fail(1, "write", out_dir.join("tcpprobe.bin.schema.json").display(), e))?;
+    let file = File::create(&bin_path).map_err(|e| fail(1, "create", bin_path.display(), e))?;
+
+    set_print(Some((PrintLevel::Info, capture_log)));
+    let open = ObjectBuilder::default().open_memory(BPF_OBJ).map_err(|e| bpf_fail("open BPF object", "tcpprobe.bpf.o", e))?;
+    let obj = open.load().map_err(|e| bpf_fail("load BPF object (needs root/CAP_BPF+CAP_PERFMON)", "tcpprobe.bpf.o", e))?;
+
+    let map = |name: &str| {
+        obj.maps().find(|m| m.name() == name).ok_or_else(|| fail(1, "find map", name, "not in tcpprobe.bpf.o"))
+    };
+    let filter = map("netns_filter")?;
+    for (p, ino) in &inodes {
+        filter
+            .update(&ino.to_ne_bytes(), &[1u8], MapFlags::ANY)
+            .map_err(|e| bpf_fail("add network namespace to filter", &p.display().to_string(), e))?;
+    }
+    let cfg = map("cfg")?;
+    let mut cfg_val = [0u8; 8];
+    cfg_val[0..2].copy_from_slice(&a.ports.0.to_ne_bytes());
+    cfg_val[2..4].copy_from_slice(&a.ports.1.to_ne_bytes());
+    cfg.update(&0u32.to_ne_bytes(), &cfg_val, MapFlags::ANY).map_err(|e| bpf_fail("set port range", "cfg", e))?;
+    let counters = map("counters")?;
+    let events_map = map("events")?;
+
+    let sigfd = signal_fd().map_err(|e| fail(1, "create", "signalfd", e))?;
+    let sink = Rc::new(RefCell::new(Sink {
+        out: BufWriter::with_capacity(1 << 20, file),
+        events: 0,
+        short: 0,
+        first_t_ns: None,
+        last_t_ns: None,
+        write_error: None,
+    }));
+    let mut rbb = RingBufferBuilder::new();
+    let s2 = Rc::clone(&sink);
+    rbb.add(&events_map, move |data: &[u8]| {
+        s2.borrow_mut().take(data);
+        0
+    })
+    .map_err(|e| bpf_fail("set up ring buffer", "events", e))?;
+    let rb = rbb.build().map_err(|e| bpf_fail("set up ring buffer", "events", e))?;
+
+    let prog = obj.progs_mut().find(|p| p.name() == "tcp_probe").ok_or_else(|| fail(1, "find program", "tcp_probe", "not in object"))?;
+    let link = prog.attach().map_err(|e| bpf_fail("attach", "tp_btf/tcp_probe", e))?;
+    let t_attach = now_ns();
+    say("READY");
+
+    let mut poll_errors = 0u64;
+    loop {
+        if rb.poll(POLL).is_err() {
+            poll_errors += 1;
+        }
+        let _ = rb.consume();
+        if signalled(sigfd) {
+            break;
+        }
+        if sink.borrow().write_error.is_some() {
+            break;
+        }
+    }
+    drop(link); // detach first, then drain what is left
+    let t_detach = now_ns();
+    let _ = rb.consume();
+    drop(rb);
+
+    let mut matched = 0u64;
+    let mut lost = 0u64;
+    for (i, slot) in [&mut matched, &mut lost].into_iter().enumerate() {
+        if let Ok(Some(per_cpu)) = counters.lookup_percpu(&(i as u32).to_ne_bytes(), MapFlags::ANY) {
+            *slot = per_cpu.iter().map(|v| u64::from_ne_bytes(v[..8].try_into().unwrap())).sum();
+        }
+    }
+    let mut s = sink.borrow_mut();
+    if let Err(e) = s.out.flush() {
+        s.write_error.get_or_insert(e.to_string());
+    }
+    let (u, sy) = cpu_times();
+    let report = serde_json::json!({
+        "version": 1,
+        "events": s.events,
+        "lost": lost,
+        "matched": matched,
+        "short_records": s.short,
+        "poll_errors": poll_errors,
+        "attached_ns": t_attach,
+        "detached_ns": t_detach,
+        "first_t_ns": s.first_t_ns,
+        "last_t_ns": s.last_t_ns,
+        "netns": inodes.iter().map(|(p, i)| serde_json::json!({"path": p.display().to_string(), "inode": i})).collect::<Vec<_>>(),
+        "ports": [a.ports.0, a.ports.1],
+        "cpu_user_s": u,
+        "cpu_sys_s": sy,
+        "write_error": s.write_error,
+    });
+    let jp = out_dir.join("trace.json");
+    std::fs::write(&jp, serde_json::to_string_pretty(&report).unwrap() + "\n").map_err(|e| fail(1, "write", jp.display(), e))?;
+    if let Some(e) = &s.write_error {
+        return Err(fail(1, "write", bin_path.display(), e));
+    }
+    say("DONE");
+    Ok(())
+}
+
+fn main() {
+    if let Err(f) = run() {
+        eprintln!("{}", f.line);
+        std::process::exit(f.code);
+    }
+}
