@@ -200,13 +200,15 @@ def _figures(res: Results, stats: pd.DataFrame, tmp: Path, key: list[str],
 
     figs = []
     reps = _representative_runs(res, group)
-    if len(res.flows) and "goodput_bps" in res.flows:
-        fl = res.flows[res.flows["conn"] == -1] if "conn" in res.flows else res.flows
-        figs.append(fig(plots.cdf, "Per-flow steady-state goodput, all runs, per "
+    fl = _valid_flows(res)
+    if len(fl) and "goodput_bps" in fl:
+        figs.append(fig(plots.cdf, "Per-flow steady-state goodput, all valid runs, per "
                         f"{group or 'study'}.", fl, "goodput_bps",
                         hue="cell" if "cell" in fl else None))
     samples = []
-    for cell, rid in reps[:max_timeseries]:
+    for cell, rid, ok in reps[:max_timeseries]:
+        if not ok:
+            continue
         tcp = res.run_tables(rid)["tcpinfo"]
         meta = res.metas.get(rid, {})
         if len(tcp) and "srtt_us" in tcp:
@@ -242,13 +244,17 @@ def _figures(res: Results, stats: pd.DataFrame, tmp: Path, key: list[str],
         sections.append(("Fairness and algorithm pairs", figs))
 
     figs = []
-    for cell, rid in reps[:max_timeseries]:
+    for cell, rid, ok in reps[:max_timeseries]:
         meta = res.metas.get(rid)
         if not meta:
             continue
+        bad = "" if ok else (" INVALID run (" + "; ".join(
+            map(str, meta.get("invalid_reasons") or [])) + "), shown because the cell has "
+            "no valid run.")
         figs.append(fig(plots.timeseries, f"Run {rid} (cell {cell}): cwnd, goodput, RTT, "
-                        "bottleneck queue, Jain per interval; grey: warm-up.",
-                        res.run_tables(rid), meta))
+                        "bottleneck queue, Jain per interval; grey: warm-up." + bad,
+                        res.run_tables(rid), meta,
+                        title=None if ok else f"INVALID run {rid}  {cell}"))
     if figs:
         more = len(reps) - max_timeseries
         title = "Time series of one run per cell" + (f" (first {max_timeseries}; "
@@ -273,30 +279,40 @@ def _first_flow_share(res: Results, a: str, b: str):
     return out if len(out) else None
 
 
-def _representative_runs(res: Results, group) -> list[tuple[str, str]]:
-    """(cell, run_id) of the first valid repetition of every cell, in plan order."""
+def _representative_runs(res: Results, group) -> list[tuple[str, str, bool]]:
+    """(cell, run_id, valid) of the first valid repetition of every cell; a cell without
+    any valid run shows its first invalid one (marked), so a failed study can be looked
+    at rather than coming out blank."""
     runs = res.runs
     if not len(runs) or "run_id" not in runs:
         return []
-    r = runs[valid_mask(runs)]
-    if "rep" in r:
-        r = r.sort_values("rep", kind="stable")
+    r = runs.assign(_ok=valid_mask(runs).to_numpy())
+    r = r.sort_values(["_ok", "rep"] if "rep" in r else ["_ok"], ascending=[False, True]
+                      if "rep" in r else [False], kind="stable")
     col = group if group in r else None
     if col is None:
-        return [("", str(r["run_id"].iloc[0]))] if len(r) else []
-    first = r.groupby(col, sort=False)["run_id"].first()
+        return [("", str(r["run_id"].iloc[0]), bool(r["_ok"].iloc[0]))] if len(r) else []
+    first = r.groupby(col, sort=False)[["run_id", "_ok"]].first()
     order = sorted(first.index, key=plots.natural_key)
-    return [(str(c), str(first[c])) for c in order]
+    return [(str(c), str(first.loc[c, "run_id"]), bool(first.loc[c, "_ok"])) for c in order]
 
 
-def _flows_table(res: Results, key: list[str]) -> str:
+def _valid_flows(res: Results) -> pd.DataFrame:
+    """Flow rows (conn == -1) of the valid runs."""
     fl = res.flows
-    if not len(fl) or "goodput_bps" not in fl:
-        return table(pd.DataFrame())
+    if not len(fl):
+        return fl
     fl = fl[fl["conn"] == -1] if "conn" in fl else fl
     if "run_id" in fl and "run_id" in res.runs:
         ok = set(res.runs.loc[valid_mask(res.runs), "run_id"].astype(str))
         fl = fl[fl["run_id"].astype(str).isin(ok)]
+    return fl
+
+
+def _flows_table(res: Results, key: list[str]) -> str:
+    fl = _valid_flows(res)
+    if not len(fl) or "goodput_bps" not in fl:
+        return table(pd.DataFrame())
     by = [c for c in ("cell", "flow", "name", "cc") if c in fl]
     ms = _present(fl, ["goodput_bps", "share", "rtt_mean_s", "rtt_p99_s", "retrans_ratio",
                        "fct_mean_s", "mathis_bps"])
