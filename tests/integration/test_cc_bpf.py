@@ -152,9 +152,11 @@ class NsPair:
     def __exit__(self, *exc):
         self.down()
 
-    def flow(self, cca: str, secs: float = 2.0, interval: float = 0.02, ss_at: float | None = None):
-        """Run one bulk flow sender→receiver; returns (sender summary, ss -tin text)."""
-        rx = subprocess.Popen(["ip", "netns", "exec", self.r, sys.executable, "-c", RECEIVER, str(PORT), cca],
+    def flow(self, cca: str, secs: float = 2.0, interval: float = 0.02, ss_at: float | None = None,
+             rx_cca: str | None = None):
+        """Run one bulk flow sender→receiver; returns (sender summary, ss -tin text).
+        The receiver's socket uses `rx_cca` (default: the sender's algorithm)."""
+        rx = subprocess.Popen(["ip", "netns", "exec", self.r, sys.executable, "-c", RECEIVER, str(PORT), rx_cca or cca],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             assert rx.stdout.readline().strip() == "READY", rx.stderr.read()

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cca_bic — BIC-TCP (Binary Increase Congestion control), written from
+ *   L. Xu, K. Harfoush, I. Rhee, "Binary Increase Congestion Control (BIC) for Fast
+ *   Long-Distance Networks", IEEE INFOCOM 2004 (§3: binary search increase,
+ *   additive increase, max probing, fast convergence).
+ *
+ * Per RTT, with W_max the window at the last loss:
+ *   cwnd < W_max: inc = (W_max - cwnd) / 2   (binary search toward the midpoint)
+ *   cwnd >= W_max: inc = cwnd - W_max         (max probing: slow start past W_max)
+ *   inc clamped to [S_min, S_max] = [0.01, 32] segments (additive increase when far)
+ * On loss: fast convergence W_max = cwnd (2 - beta) / 2 if cwnd < W_max else cwnd;
+ *   cwnd = cwnd (1 - beta), beta = 0.125.
+ * Below low_window = 14 segments: standard TCP (RFC 5681). The per-RTT increase
+ * is spread over the ACKs of the RTT (inc / cwnd per acked segment).
+ */
+#include "cca_common.h"
+
+#define BIC_LOW_WINDOW 14u
+#define BIC_SMAX_FP    (32u << 10)   /* 32 segments, 1/1024 */
+#define BIC_SMIN_FP    10u           /* 0.01 segment */
+#define BIC_BETA_SHIFT 3             /* beta = 1/8 */
+
+struct bic {
+	u64 acc;
+	u32 w_max;
+};
+CCA_PRIV_CHECK(struct bic);
+
+SEC("struct_ops")
+void BPF_PROG(cca_bic_init, struct sock *sk)
+{
+	struct bic *ca = inet_csk_ca(sk);
+
+	ca->acc = 0;
+	ca->w_max = 0;
+}
+
+SEC("struct_ops")
+void BPF_PROG(cca_bic_cong_avoid, struct sock *sk, u32 ack, u32 acked)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bic *ca = inet_csk_ca(sk);
+	u32 cwnd;
+	u64 inc;
+
+	if (!cca_is_cwnd_limited(sk))
+		return;
+	if (cca_in_slow_start(tp)) {
+		acked = cca_slow_start(tp, acked);
+		if (!acked)
+			return;
+	}
+	cwnd = tp->snd_cwnd;
+	if (cwnd < BIC_LOW_WINDOW) {
+		cca_cong_avoid_ai(tp, cwnd, acked);
+		return;
+	}
+	if (cwnd < ca->w_max)
+		inc = (u64)(ca->w_max - cwnd) << 9;   /* half the distance, 1/1024 */
+	else
+		inc = (u64)(cwnd - ca->w_max) << 10;
+	inc = cca_max64(BIC_SMIN_FP, cca_min64(inc, BIC_SMAX_FP));
+	cca_cong_avoid_frac(tp, &ca->acc, inc, acked);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(cca_bic_ssthresh, struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	struct bic *ca = inet_csk_ca(sk);
+	u32 cwnd = tp->snd_cwnd;
+
+	ca->acc = 0;
+	/* fast convergence: (2 - beta) / 2 = 15/16 */
+	if (cwnd < ca->w_max)
+		ca->w_max = cwnd - (cwnd >> (BIC_BETA_SHIFT + 1));
+	else
+		ca->w_max = cwnd;
+	if (cwnd < BIC_LOW_WINDOW)
+		return cca_half_cwnd(tp);
+	return cca_max(cwnd - (cwnd >> BIC_BETA_SHIFT), 2);
+}
+
+SEC("struct_ops")
+void BPF_PROG(cca_bic_set_state, struct sock *sk, u8 new_state)
+{
+	if (new_state == TCP_CA_Loss) {   /* RTO: the search starts over */
+		struct bic *ca = inet_csk_ca(sk);
+
+		ca->w_max = 0;
+		ca->acc = 0;
+	}
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(cca_bic_undo_cwnd, struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+
+	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
+}
+
+CCA_OPS(cca_bic) = {
+	.init       = (void *)cca_bic_init,
+	.ssthresh   = (void *)cca_bic_ssthresh,
+	.cong_avoid = (void *)cca_bic_cong_avoid,
+	.set_state  = (void *)cca_bic_set_state,
+	.undo_cwnd  = (void *)cca_bic_undo_cwnd,
+	.name       = "cca_bic",
+};

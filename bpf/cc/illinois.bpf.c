@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cca_illinois — TCP-Illinois, written from
+ *   S. Liu, T. Başar, R. Srikant, "TCP-Illinois: A Loss and Delay-Based Congestion
+ *   Control Algorithm for High-Speed Networks", VALUETOOLS 2006 / Performance
+ *   Evaluation 65(6-7), 2008 (§3: alpha = f1(d_a), beta = f2(d_a)).
+ *
+ * Loss decides *when* to back off, queueing delay decides *how much*:
+ *   d_a = average RTT of the last round - base RTT,  d_m = max RTT - base RTT
+ *   alpha = alpha_max                                   d_a <= d_1
+ *         = k1 / (k2 + d_a)                             otherwise,
+ *     k1 = (d_m - d_1) a_min a_max / (a_max - a_min),  k2 = (d_m - d_1) a_min / (a_max - a_min) - d_1
+ *     (so alpha(d_1) = a_max and alpha(d_m) = a_min); here in the equivalent form
+ *     alpha = (d_m - d_1) a_min a_max / ((d_m - d_1) a_min + (d_a - d_1)(a_max - a_min))
+ *   beta  = b_min                    d_a <= d_2
+ *         = linear b_min -> b_max    d_2 < d_a < d_3
+ *         = b_max                    d_a >= d_3
+ *   d_1 = 0.01 d_m, d_2 = 0.1 d_m, d_3 = 0.8 d_m;  a in [0.3, 10], b in [0.125, 0.5].
+ * Per RTT cwnd grows by alpha; a loss sets cwnd to (1 - beta) cwnd. Below
+ * W_thresh = 10 segments (and until delay is measured): alpha = 1, beta = 0.5.
+ * After a loss alpha is 1 until the next round's measurement (the paper's
+ * rule that alpha must not jump to alpha_max right after congestion).
+ */
+#include "cca_common.h"
+
+#define IL_ALPHA_MAX  (10u << 10)
+#define IL_ALPHA_MIN  307u           /* 0.3 * 1024 */
+#define IL_ALPHA_BASE 1024u
+#define IL_BETA_MIN   128u           /* 0.125 * 1024 */
+#define IL_BETA_MAX   512u           /* 0.5 */
+#define IL_BETA_BASE  512u
+#define IL_WIN_THRESH 10u
+
+struct illinois {
+	u64 acc;
+	u64 sum_rtt;        /* this round */
+	u32 cnt_rtt;
+	u32 base_rtt;       /* us */
+	u32 max_rtt;        /* us */
+	u32 round_end;
+	u32 alpha;          /* 1/1024 */
+	u32 beta;           /* 1/1024 */
+};
+CCA_PRIV_CHECK(struct illinois);
+
+static __always_inline void il_round_reset(struct illinois *ca, const struct tcp_sock *tp)
+{
+	ca->round_end = tp->snd_nxt;
+	ca->sum_rtt = 0;
+	ca->cnt_rtt = 0;
+}
+
+SEC("struct_ops")
+void BPF_PROG(cca_illinois_init, struct sock *sk)
+{
+	struct illinois *ca = inet_csk_ca(sk);
+
+	ca->acc = 0;
+	ca->base_rtt = 0;
+	ca->max_rtt = 0;
+	ca->alpha = IL_ALPHA_BASE;
+	ca->beta = IL_BETA_BASE;
+	il_round_reset(ca, tcp_sk(sk));
+}
+
+SEC("struct_ops")
+void BPF_PROG(cca_illinois_pkts_acked, struct sock *sk, const struct ack_sample *sample)
+{
+	struct illinois *ca = inet_csk_ca(sk);
+	s32 rtt = sample->rtt_us;
+
+	if (rtt <= 0)
+		return;
+	if (!ca->base_rtt || (u32)rtt < ca->base_rtt)
+		ca->base_rtt = rtt;
+	if ((u32)rtt > ca->max_rtt)
+		ca->max_rtt = rtt;
+	ca->sum_rtt += (u32)rtt;
+	ca->cnt_rtt++;
+}
+
+/* once per round: alpha and beta from the queueing delay */
+static __always_inline void il_update(struct illinois *ca, const struct tcp_sock *tp)
+{
+	u64 dm, da, d1, d2, d3;
+
+	if (tp->snd_cwnd < IL_WIN_THRESH || !ca->cnt_rtt || !ca->base_rtt) {
+		ca->alpha = IL_ALPHA_BASE;
+		ca->beta = IL_BETA_BASE;
+		return;
+	}
+	dm = ca->max_rtt - ca->base_rtt;
+	da = ca->sum_rtt / ca->cnt_rtt;
+	da = da > ca->base_rtt ? da - ca->base_rtt : 0;
+	d1 = dm / 100;
+	d2 = dm / 10;
+	d3 = dm * 8 / 10;
+
+	if (da <= d1 || dm == 0) {
+		ca->alpha = IL_ALPHA_MAX;
+	} else {
+		u64 num = (dm - d1) * IL_ALPHA_MIN * IL_ALPHA_MAX;             /* 1/1024^2 */
+		u64 den = (dm - d1) * IL_ALPHA_MIN + (da - d1) * (IL_ALPHA_MAX - IL_ALPHA_MIN);
+
+		ca->alpha = den ? (u32)cca_max64(IL_ALPHA_MIN, cca_min64(num / den, IL_ALPHA_MAX))
+				: IL_ALPHA_MAX;
+	}
+
+	if (da <= d2)
+		ca->beta = IL_BETA_MIN;
+	else if (da >= d3 || d3 <= d2)
+		ca->beta = IL_BETA_MAX;
+	else
+		ca->beta = IL_BETA_MIN + (u32)((IL_BETA_MAX - IL_BETA_MIN) * (da - d2) / (d3 - d2));
+}
+
+SEC("struct_ops")
+void BPF_PROG(cca_illinois_cong_avoid, struct sock *sk, u32 ack, u32 acked)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct illinois *ca = inet_csk_ca(sk);
+
+	if (!cca_seq_before(tp->snd_una, ca->round_end)) {
+		il_update(ca, tp);
+		il_round_reset(ca, tp);
+	}
+	if (!cca_is_cwnd_limited(sk))
+		return;
+	if (cca_in_slow_start(tp)) {
+		acked = cca_slow_start(tp, acked);
+		if (!acked)
+			return;
+	}
+	cca_cong_avoid_frac(tp, &ca->acc, ca->alpha, acked);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(cca_illinois_ssthresh, struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	struct illinois *ca = inet_csk_ca(sk);
+	u32 cwnd = tp->snd_cwnd;
+	u32 beta = cwnd < IL_WIN_THRESH ? IL_BETA_BASE : ca->beta;
+
+	ca->alpha = IL_ALPHA_BASE;
+	ca->acc = 0;
+	return cca_max(cwnd - (u32)((u64)cwnd * beta >> 10), 2);
+}
+
+SEC("struct_ops")
+void BPF_PROG(cca_illinois_set_state, struct sock *sk, u8 new_state)
+{
+	if (new_state == TCP_CA_Loss) {   /* RTO: forget the delay range */
+		struct illinois *ca = inet_csk_ca(sk);
+
+		ca->alpha = IL_ALPHA_BASE;
+		ca->beta = IL_BETA_BASE;
+		ca->max_rtt = 0;
+		ca->base_rtt = 0;
+		il_round_reset(ca, tcp_sk(sk));
+	}
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(cca_illinois_undo_cwnd, struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+
+	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
+}
+
+CCA_OPS(cca_illinois) = {
+	.init       = (void *)cca_illinois_init,
+	.ssthresh   = (void *)cca_illinois_ssthresh,
+	.cong_avoid = (void *)cca_illinois_cong_avoid,
+	.pkts_acked = (void *)cca_illinois_pkts_acked,
+	.set_state  = (void *)cca_illinois_set_state,
+	.undo_cwnd  = (void *)cca_illinois_undo_cwnd,
+	.name       = "cca_illinois",
+};

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cca_veno — TCP Veno, written from
+ *   C. P. Fu, S. C. Liew, "TCP Veno: TCP Enhancement for Transmission over Wireless
+ *   Access Networks", IEEE JSAC 21(2), 2003 (§II-A backlog estimate, §II-B
+ *   multiplicative decrease, §II-C additive increase).
+ *
+ * Backlog at the bottleneck, once per RTT (Vegas' estimate):
+ *   N = (cwnd / BaseRTT - cwnd / RTT) * BaseRTT = cwnd (RTT - BaseRTT) / RTT
+ * with BaseRTT the smallest RTT seen and RTT the smallest sample of the last round.
+ * Loss with N < beta (= 3 segments): probably a random (wireless) loss, not
+ * congestion -> cwnd * 4/5; otherwise -> cwnd / 2.
+ * Congestion avoidance: N < beta -> Reno (+1 per RTT); otherwise +1 every
+ * other RTT (the link is fully used: stay there longer).
+ */
+#include "cca_common.h"
+
+#define VENO_BETA 3u
+#define VENO_FP   16u
+
+struct veno {
+	u32 base_rtt;
+	u32 round_min_rtt;
+	u32 round_cnt;
+	u32 round_end;
+	u32 backlog;     /* N of the last round, 1/16 segments */
+	u8  congested;   /* N >= beta */
+};
+CCA_PRIV_CHECK(struct veno);
+
+SEC("struct_ops")
+void BPF_PROG(cca_veno_init, struct sock *sk)
+{
+	struct veno *ca = inet_csk_ca(sk);
+
+	ca->base_rtt = 0;
+	ca->round_min_rtt = 0xffffffff;
+	ca->round_cnt = 0;
+	ca->round_end = tcp_sk(sk)->snd_nxt;
+	ca->backlog = 0;
+	ca->congested = 0;
+}
+
+SEC("struct_ops")
+void BPF_PROG(cca_veno_pkts_acked, struct sock *sk, const struct ack_sample *sample)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct veno *ca = inet_csk_ca(sk);
+	s32 rtt = sample->rtt_us;
+
+	if (rtt > 0) {
+		if (!ca->base_rtt || (u32)rtt < ca->base_rtt)
+			ca->base_rtt = rtt;
+		if ((u32)rtt < ca->round_min_rtt)
+			ca->round_min_rtt = rtt;
+		ca->round_cnt++;
+	}
+	if (cca_seq_before(tp->snd_una, ca->round_end))
+		return;
+	/* a round ended */
+	if (ca->round_cnt && ca->base_rtt) {
+		u32 r = cca_max(ca->round_min_rtt, ca->base_rtt);
+
+		ca->backlog = (u32)((u64)tp->snd_cwnd * (r - ca->base_rtt) * VENO_FP / r);
+		ca->congested = ca->backlog >= VENO_BETA * VENO_FP;
+	}
+	ca->round_end = tp->snd_nxt;
+	ca->round_min_rtt = 0xffffffff;
+	ca->round_cnt = 0;
+}
+
+SEC("struct_ops")
+void BPF_PROG(cca_veno_cong_avoid, struct sock *sk, u32 ack, u32 acked)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct veno *ca = inet_csk_ca(sk);
+
+	if (!cca_is_cwnd_limited(sk))
+		return;
+	if (cca_in_slow_start(tp)) {
+		acked = cca_slow_start(tp, acked);
+		if (!acked)
+			return;
+	}
+	/* +1 per RTT, or per two RTTs when the backlog says the link is full */
+	cca_cong_avoid_ai(tp, ca->congested ? 2 * tp->snd_cwnd : tp->snd_cwnd, acked);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(cca_veno_ssthresh, struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	struct veno *ca = inet_csk_ca(sk);
+
+	if (!ca->congested)
+		return cca_max((u32)((u64)tp->snd_cwnd * 4 / 5), 2);   /* random loss */
+	return cca_half_cwnd(tp);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(cca_veno_undo_cwnd, struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+
+	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
+}
+
+CCA_OPS(cca_veno) = {
+	.init       = (void *)cca_veno_init,
+	.ssthresh   = (void *)cca_veno_ssthresh,
+	.cong_avoid = (void *)cca_veno_cong_avoid,
+	.pkts_acked = (void *)cca_veno_pkts_acked,
+	.undo_cwnd  = (void *)cca_veno_undo_cwnd,
+	.name       = "cca_veno",
+};

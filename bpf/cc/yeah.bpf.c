@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cca_yeah — YeAH-TCP (Yet Another Highspeed TCP), written from
+ *   A. Baiocchi, A. P. Castellani, F. Vacirca, "YeAH-TCP: Yet Another Highspeed TCP",
+ *   PFLDnet 2007 (§2: fast and slow modes, precautionary decongestion, loss reaction).
+ *
+ * Once per RTT, with RTT_base the smallest RTT seen and RTT_min the smallest of
+ * the last round:
+ *   Q = (RTT_min - RTT_base) * cwnd / RTT_min     packets queued by this flow
+ *   L = RTT_base / (RTT_min - RTT_base)           network congestion level
+ * Fast mode when Q < Q_max and L > 1/phi: Scalable TCP increase (a = 0.01 per ACK,
+ * never slower than Reno). Slow mode otherwise: Reno increase, and — unless the
+ * flow appears to compete with Reno flows (it was in slow mode for rho
+ * consecutive rounds without its queue draining) — precautionary decongestion:
+ * cwnd -= Q (at most cwnd / 2), ssthresh = cwnd.
+ * Loss: competing with Reno -> cwnd / 2; otherwise cwnd - max(cwnd / 8, Q)
+ * (never below cwnd / 2).
+ * Q_max = 80 packets, phi = 8, rho = 16 rounds.
+ */
+#include "cca_common.h"
+
+#define YEAH_QMAX   80u
+#define YEAH_PHI    8u
+#define YEAH_RHO    16u
+#define YEAH_STCP_INV_A 100u
+
+struct yeah {
+	u32 base_rtt;
+	u32 round_min_rtt;
+	u32 round_cnt;
+	u32 round_end;
+	u32 queue;        /* Q of the last round, packets */
+	u32 slow_rounds;  /* consecutive rounds in slow mode */
+	u8  fast;         /* fast mode */
+	u8  reno_peer;    /* competing with Reno-like flows */
+};
+CCA_PRIV_CHECK(struct yeah);
+
+static __always_inline void yeah_round_reset(struct yeah *ca, const struct tcp_sock *tp)
+{
+	ca->round_end = tp->snd_nxt;
+	ca->round_min_rtt = 0xffffffff;
+	ca->round_cnt = 0;
+}
+
+SEC("struct_ops")
+void BPF_PROG(cca_yeah_init, struct sock *sk)
+{
+	struct yeah *ca = inet_csk_ca(sk);
+
+	ca->base_rtt = 0;
+	ca->queue = 0;
+	ca->slow_rounds = 0;
+	ca->fast = 1;
+	ca->reno_peer = 0;
+	yeah_round_reset(ca, tcp_sk(sk));
+}
+
+SEC("struct_ops")
+void BPF_PROG(cca_yeah_pkts_acked, struct sock *sk, const struct ack_sample *sample)
+{
+	struct yeah *ca = inet_csk_ca(sk);
+	s32 rtt = sample->rtt_us;
+
+	if (rtt <= 0)
+		return;
+	if (!ca->base_rtt || (u32)rtt < ca->base_rtt)
+		ca->base_rtt = rtt;
+	if ((u32)rtt < ca->round_min_rtt)
+		ca->round_min_rtt = rtt;
+	ca->round_cnt++;
+}
+
+static __always_inline void yeah_round_end(struct yeah *ca, struct tcp_sock *tp)
+{
+	u32 rtt, qdelay, cwnd = tp->snd_cwnd;
+
+	if (!ca->round_cnt || !ca->base_rtt)
+		return;
+	rtt = cca_max(ca->round_min_rtt, ca->base_rtt);
+	qdelay = rtt - ca->base_rtt;
+	ca->queue = (u32)((u64)qdelay * cwnd / rtt);
+	/* L > 1/phi  <=>  phi * RTT_base > queueing delay */
+	ca->fast = ca->queue < YEAH_QMAX && (u64)YEAH_PHI * ca->base_rtt > qdelay;
+	if (ca->fast) {
+		ca->slow_rounds = 0;
+		ca->reno_peer = 0;
+		return;
+	}
+	if (++ca->slow_rounds >= YEAH_RHO)
+		ca->reno_peer = 1;
+	if (!ca->reno_peer && ca->queue > YEAH_QMAX && !cca_in_slow_start(tp)) {
+		/* precautionary decongestion */
+		u32 red = cca_min(ca->queue, cwnd >> 1);
+
+		cca_set_cwnd(tp, cca_max(cwnd - red, 2));
+		tp->snd_ssthresh = tp->snd_cwnd;
+	}
+}
+
+SEC("struct_ops")
+void BPF_PROG(cca_yeah_cong_avoid, struct sock *sk, u32 ack, u32 acked)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct yeah *ca = inet_csk_ca(sk);
+
+	if (!cca_seq_before(tp->snd_una, ca->round_end)) {
+		yeah_round_end(ca, tp);
+		yeah_round_reset(ca, tp);
+	}
+	if (!cca_is_cwnd_limited(sk))
+		return;
+	if (cca_in_slow_start(tp)) {
+		acked = cca_slow_start(tp, acked);
+		if (!acked)
+			return;
+	}
+	if (ca->fast)
+		cca_cong_avoid_ai(tp, cca_min(tp->snd_cwnd, YEAH_STCP_INV_A), acked);
+	else
+		cca_cong_avoid_ai(tp, tp->snd_cwnd, acked);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(cca_yeah_ssthresh, struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	struct yeah *ca = inet_csk_ca(sk);
+	u32 cwnd = tp->snd_cwnd, red;
+
+	if (ca->reno_peer)
+		return cca_half_cwnd(tp);
+	red = cca_max(cwnd >> 3, ca->queue);
+	red = cca_min(red, cwnd >> 1);
+	return cca_max(cwnd - red, 2);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(cca_yeah_undo_cwnd, struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+
+	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
+}
+
+CCA_OPS(cca_yeah) = {
+	.init       = (void *)cca_yeah_init,
+	.ssthresh   = (void *)cca_yeah_ssthresh,
+	.cong_avoid = (void *)cca_yeah_cong_avoid,
+	.pkts_acked = (void *)cca_yeah_pkts_acked,
+	.undo_cwnd  = (void *)cca_yeah_undo_cwnd,
+	.name       = "cca_yeah",
+};
