@@ -4,7 +4,8 @@ first failure. `ccarena run` exits 3 when one fails.
 
     [[expect]]
     name = "bufferbloat: the large queue inflates the RTT"
-    metric = "ping_rtt_p50_s"       # a column of flows.parquet (level = "flow") or runs.parquet ("run")
+    metric = "ping_rtt_p50_s"       # a column of flows.parquet (level = "flow") or runs.parquet
+                                    # ("run"), or a ratio of two: "goodput_bps / wnd_limit_bps"
     level = "run"
     flow = "bulk"                   # flow level: this flow (also matches bulk.1, bulk.2, ...)
     where = { "bottleneck.buffer" = "100p" }   # only cells with these parameters
@@ -96,6 +97,10 @@ def evaluate(results, study) -> list[dict]:
         df = _select(flows if level == "flow" else runs, e, level)
         df = _where(df, e.get("where"))
         metric = e["metric"]
+        if "/" in metric:     # a ratio of two columns, e.g. "goodput_bps / wnd_limit_bps"
+            a, b = (x.strip() for x in metric.split("/", 1))
+            if a in df and b in df:
+                df = df.assign(**{metric: df[a].astype(float) / df[b].astype(float)})
         if metric not in df or not len(df):
             out.append({"check": i, "what": label, "ok": False, "why": "no valid values"})
             continue

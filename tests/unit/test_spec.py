@@ -215,3 +215,10 @@ def test_each_pair_replicates_a_flow_per_pair(tmp_path):
     assert by_pairs[2] == [("bulk.1", "s1", "r1"), ("bulk.2", "s2", "r2")]
     assert by_pairs[3] == [("bulk.1", "s1", "r1"), ("bulk.2", "s2", "r2"),
                            ("bulk.3", "s3", "r3")]
+
+
+def test_rtt_is_split_over_both_directions(tmp_path):
+    s = load_study(write(tmp_path, BASE.replace('delay = "10ms"', 'rtt = "30ms"')))
+    assert s.bottleneck.delay_s == pytest.approx(0.015) and s.base_rtt_s == pytest.approx(0.03)
+    expect_error(tmp_path, BASE.replace('delay = "10ms"', 'delay = "10ms"\nrtt = "30ms"'),
+                 "bottleneck.rtt", "not both")

@@ -28,12 +28,20 @@ def _read_toml(path: Path) -> dict:
         raise SpecError(path, "", f"cannot read: {e.strerror}") from None
 
 
-def merge(base: dict, over: dict) -> dict:
-    """Tables merge key by key; everything else (arrays of [[flow]] included) is replaced."""
+REPLACED_WHOLE = {"sweep"}   # a child's sweep is its own: parent keys may name its flows
+
+
+def merge(base: dict, over: dict, top: bool = True) -> dict:
+    """Tables merge key by key; everything else (arrays of [[flow]] included) is replaced,
+    and so are a child's [sweep] and each of its [scale.<name>] tables."""
     out = copy.deepcopy(base)
     for k, v in over.items():
-        if isinstance(v, dict) and isinstance(out.get(k), dict):
-            out[k] = merge(out[k], v)
+        if top and k in REPLACED_WHOLE:
+            out[k] = copy.deepcopy(v)
+        elif top and k == "scale" and isinstance(v, dict):
+            out[k] = {**copy.deepcopy(out.get(k, {})), **copy.deepcopy(v)}
+        elif isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = merge(out[k], v, top=False)
         else:
             out[k] = copy.deepcopy(v)
     return out
@@ -96,7 +104,7 @@ def apply_scale(raw: dict, scale: str | None, path: str) -> tuple[dict, str | No
         raise SpecError(path, "scale", f"no scale {name!r}; this study has: "
                         + (", ".join(sorted(scales)) or "none"))
     over = scales[name]
-    merged = merge(out, over)
+    merged = merge(out, {k: v for k, v in over.items() if k != "sweep"})
     if "sweep" in over:          # a scale's sweep replaces the listed keys, keeps the others
         merged["sweep"] = {**out.get("sweep", {}), **over["sweep"]}
     return merged, name

@@ -11,6 +11,9 @@ from ..spec.model import LinkSpec, Study
 from .topology import Topology
 
 
+IP_PROTOCOLS = {"icmp": 1, "tcp": 6, "udp": 17}
+
+
 def _ns(v) -> int:
     return int(round(units.parse_time(v) * 1e9))
 
@@ -47,6 +50,8 @@ def _queue(link: LinkSpec, study: Study, topo: Topology) -> dict:
         for c in a.get("classes", []):
             cls = {"ips": [topo.host_ip[h] for h in c.get("hosts", [])],
                    "ports": [port_of(study, f) for f in c.get("flows", [])] + c.get("ports", [])}
+            if c.get("protocols"):
+                cls["protocols"] = [IP_PROTOCOLS[p] for p in c["protocols"]]
             if "buffer" in c:
                 kind, n = units.parse_buffer(c["buffer"])
                 cls["buffer"] = {kind: n}
