@@ -343,3 +343,13 @@ def test_external_clients_are_counted_apart_from_damage():
     flows, run = run_metrics({"rx": pd.concat([rx, ext]), "conns": conns}, meta(flows=1))
     assert run["unknown_flow_rows"] == 0 and run["external_conns"] == 2
     assert flows.loc[0, "goodput_bps"] == pytest.approx(8e5)
+
+
+def test_utilisation_counts_the_link_window_not_the_sum_of_flow_averages():
+    # flow 0 from 0 s, flow 1 joins at 5 s, 0.8 Mbit/s each: per flow 0.8 Mbit/s, but the
+    # link carried (8 s + 5 s) x 0.8 Mbit/s in the 8 s window [2, 10] = 1.3 Mbit/s
+    rx = ramp_rx([1e5, lambda t: np.where(t <= 5.0, 0.0, 1e5)])
+    flows, run = run_metrics({"rx": rx}, meta(starts=[0.0, 5.0], rate=2e6))
+    assert flows.goodput_bps.tolist() == pytest.approx([8e5, 8e5])
+    assert run["goodput_bps"] == pytest.approx(1.3e6)
+    assert run["utilisation"] == pytest.approx(0.65)

@@ -179,6 +179,22 @@ def _steady_goodput(rx, flows: pd.DataFrame) -> tuple[dict, dict]:
     return conn, flow
 
 
+def _aggregate_goodput(rx, flows: pd.DataFrame, timing) -> tuple[float, float]:
+    """(all flows, direction-0 flows) bytes delivered in the run window [warmup,
+    duration] x 8 / its length. Not the sum of per-flow goodputs: with flows joining
+    late those average over different windows and would overstate the link's use."""
+    a, b = timing.warmup_s, timing.duration_s
+    if not nonempty(rx) or not b > a:
+        return NAN, NAN
+    d0 = set(flows.loc[flows["dir"] == 0, "flow"].astype(int))
+    pts = {int(f): np.array([a, b]) for f in flows["flow"]}
+    tot = tot0 = 0.0
+    for (f, _c), (ba, bb) in cum_at(rx, "bytes", pts).items():
+        tot += bb - ba
+        tot0 += (bb - ba) if f in d0 else 0.0
+    return tot * 8.0 / (b - a), tot0 * 8.0 / (b - a)
+
+
 def run_metrics(tables: dict, meta: dict, *, interval_s: float = DEFAULT_INTERVAL_S,
                 jain_threshold: float = 0.9) -> tuple[pd.DataFrame, dict]:
     """All metrics of one run; see the module contract and docs/metrics.md."""
@@ -237,8 +253,7 @@ def run_metrics(tables: dict, meta: dict, *, interval_s: float = DEFAULT_INTERVA
            "base_rtt_s": timing.base_rtt_s, "base_rtt_measured": timing.base_rtt_measured,
            "rate_bps": timing.rate_bps,
            "n_flows": len(flows)}
-    agg = float(np.nansum(gp)) if nonempty(rx) else NAN
-    agg0 = float(np.nansum(gp[flows["dir"].to_numpy() == 0])) if nonempty(rx) else NAN
+    agg, agg0 = _aggregate_goodput(rx, flows, timing)
     run.update(goodput_bps=agg, goodput_dir0_bps=agg0,
                utilisation=F.safe_ratio(agg0, timing.rate_bps),
                jain=F.jain(gp[fair]),
