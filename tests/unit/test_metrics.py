@@ -353,3 +353,9 @@ def test_utilisation_counts_the_link_window_not_the_sum_of_flow_averages():
     assert flows.goodput_bps.tolist() == pytest.approx([8e5, 8e5])
     assert run["goodput_bps"] == pytest.approx(1.3e6)
     assert run["utilisation"] == pytest.approx(0.65)
+
+
+def test_a_run_without_flows_or_tables():
+    flows, run = run_metrics({}, {"run_id": "x", "duration_s": 10.0})
+    assert flows.empty and "goodput_bps" in flows and run["n_flows"] == 0
+    assert math.isnan(run["jain"]) and math.isnan(run["utilisation"])

@@ -21,6 +21,8 @@ from .series import (DEFAULT_INTERVAL_S, _jain_frame, cum_at, fairness_columns,
                      flow_table, goodput_matrix, interval_edges, nonempty, run_timing,
                      with_t)
 
+FLOW_ID_COLUMNS = ["run_id", "flow", "name", "kind", "cc", "from", "to", "start_s", "stop_s",
+                   "dir", "window_s", "conn", "n_conns"]
 # Connections from clients outside the study (curl, wget on /bytes/<size>): contracts §2
 EXTERNAL_FLOW = 0xFFFFFFFF
 COUNTERS = ("bytes_sent", "bytes_retrans", "total_retrans", "delivered", "delivered_ce",
@@ -240,7 +242,8 @@ def run_metrics(tables: dict, meta: dict, *, interval_s: float = DEFAULT_INTERVA
                              "fct_goodput_bps": F.safe_ratio(
                                  float(rc["bytes_conn"]) * 8 if rc is not None else NAN, fct),
                              "errors": float(rc["errors"]) if rc is not None else 0.0})
-    fdf = pd.DataFrame(rows)
+    fdf = pd.DataFrame(rows, columns=None if rows else FLOW_ID_COLUMNS + [
+        "goodput_bps", "bytes_rx", "fct_s", "errors"])
     fdf = _derived_flow_columns(fdf, timing)
 
     # -- run level ---------------------------------------------------------------
@@ -257,7 +260,8 @@ def run_metrics(tables: dict, meta: dict, *, interval_s: float = DEFAULT_INTERVA
     run.update(goodput_bps=agg, goodput_dir0_bps=agg0,
                utilisation=F.safe_ratio(agg0, timing.rate_bps),
                jain=F.jain(gp[fair]),
-               jain_cc=F.jain_groups(gp[fair], flows["cc"].astype(object).fillna("?").to_numpy(object)[fair]))
+               jain_cc=F.jain_groups(gp[fair], flows["cc"].astype(object).fillna("?")
+                                     .to_numpy(object)[fair]))
 
     edges = interval_edges(timing.duration_s, interval_s)
     js = _jain_frame(goodput_matrix(rx, flows, edges), flows, edges)
