@@ -15,7 +15,6 @@ prints the cwnd trace summary and the cwnd ratio after each reduction.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -288,7 +287,7 @@ def test_cc_cleanup_stale_kills_orphan_holder():
     name = (built() or pytest.skip("no BPF objects built"))[0]
     k = f"cca_{name}"
     algo = cc.resolve(name, "bpf")
-    from ccarena.cc.acquire import acquire_bpf
+    from ccarena.cc.hold import acquire_bpf
     from ccarena.cc.refcount import AlgoDir
     # a holder file of a process that is already dead
     dead = subprocess.Popen(["true"])

@@ -7,7 +7,7 @@ making them usable for a run (docs/dev/contracts.md §4, docs/algorithms.md).
 - ``cleanup_stale()`` → kernel names unregistered because no live run held them
 """
 
-from .acquire import acquire, cleanup_stale
+from .hold import acquire, cleanup_stale
 from .errors import CCError, CompileError, LoadError, UnknownAlgorithm
 from .registry import CATALOG, Algo, available, resolve
 

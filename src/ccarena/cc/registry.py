@@ -200,10 +200,12 @@ def available(extra_dirs=None) -> dict[str, Algo]:
 
 
 def _bpf_algo(name, objs, srcs, users) -> Algo:
+    if name in users and users[name].source == "bpf":
+        return users[name]
+    if name in objs:  # a user file named like a shipped algorithm is ignored then
+        return Algo(name, "bpf", PREFIX + name, str(objs[name]), bpf_object=objs[name])
     if name in users:
         return users[name]
-    if name in objs:
-        return Algo(name, "bpf", PREFIX + name, str(objs[name]), bpf_object=objs[name])
     if name in srcs:
         return Algo(name, "unavailable", None,
                     f"BPF source {srcs[name]} is not built: run `make bpf`")

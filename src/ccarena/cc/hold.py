@@ -10,7 +10,6 @@ it. ``cleanup_stale()`` undoes what crashed runs left (``ccarena cleanup``).
 from __future__ import annotations
 
 import contextlib
-import os
 import subprocess
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping

@@ -1,0 +1,193 @@
+"""Reference counting of BPF congestion controls (ccarena.cc.refcount and the
+acquire/release logic), in a temporary directory with the loader mocked."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import ccarena.cc.hold as acq
+from ccarena.cc import loader
+from ccarena.cc.refcount import AlgoDir, algo_dirs, pid_alive, proc_start
+from ccarena.cc.registry import Algo
+
+
+def dead_pid() -> int:
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
+def test_live_and_dead_processes():
+    assert pid_alive(os.getpid())
+    assert pid_alive(os.getpid(), proc_start(os.getpid()))
+    assert not pid_alive(os.getpid(), 1)  # wrong start time: a recycled pid
+    assert not pid_alive(dead_pid())
+
+
+def test_add_remove_counts(tmp_path):
+    d = AlgoDir("cca_x", tmp_path)
+    with d.lock():
+        assert d.add("run1") == 1
+        assert d.add("run2") == 1
+        assert d.add("run1") == 2  # nested acquire by the same run
+        assert sum(h.count for h in d.live_holders()) == 3
+        assert d.remove("run1") == 2
+        assert d.remove("run1") == 1
+        assert d.remove("run2") == 0
+        assert d.holders() == []
+
+
+def test_dead_holder_counts_as_gone(tmp_path):
+    d = AlgoDir("cca_x", tmp_path)
+    with d.lock():
+        d.add("crashed", pid=dead_pid())
+        d.add("alive")
+        assert [h.run_id for h in d.live_holders()] == ["alive"]
+        assert d.remove("alive") == 0
+        assert d.prune() == ["crashed"]
+        assert d.holders() == []
+
+
+def test_bad_names_rejected(tmp_path):
+    with pytest.raises(ValueError):
+        AlgoDir("../etc", tmp_path)
+    d = AlgoDir("cca_x", tmp_path)
+    with d.lock(), pytest.raises(ValueError):
+        d.add("holder.pid")
+
+
+def test_lock_is_exclusive_across_processes(tmp_path):
+    d = AlgoDir("cca_x", tmp_path)
+    probe = (f"import fcntl, os, sys\n"
+             f"fd = os.open({str(d.path / '.lock')!r}, os.O_RDWR)\n"
+             f"try:\n    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB); print('got')\n"
+             f"except BlockingIOError:\n    print('busy')\n")
+    with d.lock():
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout
+    assert out.strip() == "busy"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout
+    assert out.strip() == "got"
+
+
+def test_algo_dirs_lists_bookkeeping(tmp_path):
+    for k in ("cca_a", "cca_b"):
+        with AlgoDir(k, tmp_path).lock():
+            pass
+    assert [d.kernel_name for d in algo_dirs(tmp_path)] == ["cca_a", "cca_b"]
+
+
+class FakeKernel:
+    """Stands in for the loader: a 'holder' is a sleeping process; registration
+    is a set that start/stop update."""
+
+    def __init__(self):
+        self.names: set[str] = set()
+        self.procs: dict[int, tuple[subprocess.Popen, str]] = {}
+        self.starts = 0
+
+    def start_holder(self, obj, kernel_name, watch, log=None):
+        if "fail" in kernel_name:
+            raise acq.CCError(f"load {obj}: boom")
+        p = subprocess.Popen(["sleep", "60"])
+        self.procs[p.pid] = (p, kernel_name)
+        self.names.add(kernel_name)
+        self.starts += 1
+        return p.pid
+
+    def stop_holder(self, pid, start=0, timeout=5.0):
+        if pid in self.procs:
+            p, name = self.procs.pop(pid)
+            p.kill()
+            p.wait()
+            self.names.discard(name)
+
+    def close(self):
+        for p, _ in self.procs.values():
+            p.kill()
+            p.wait()
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    k = FakeKernel()
+    monkeypatch.setenv("CCARENA_CC_RUN_DIR", str(tmp_path))
+    monkeypatch.setattr(loader, "start_holder", k.start_holder)
+    monkeypatch.setattr(loader, "stop_holder", k.stop_holder)
+    monkeypatch.setattr(loader, "registered", lambda: set(k.names))
+    monkeypatch.setattr(loader, "holder_processes", lambda exe=None: [])
+    monkeypatch.setattr(loader, "tcp_struct_ops", lambda: [])
+    yield k
+    k.close()
+
+
+def algo(name="x"):
+    return Algo(name, "bpf", f"cca_{name}", "obj", bpf_object="/nonexistent.bpf.o")
+
+
+def test_first_acquire_registers_last_release_unregisters(fake, tmp_path):
+    a = algo()
+    acq.acquire_bpf(a, "run1", base=tmp_path)
+    acq.acquire_bpf(a, "run2", base=tmp_path)
+    assert fake.starts == 1 and "cca_x" in fake.names
+    assert acq.release_bpf("cca_x", "run1", base=tmp_path) is False
+    assert "cca_x" in fake.names
+    assert acq.release_bpf("cca_x", "run2", base=tmp_path) is True
+    assert fake.names == set()
+
+
+def test_failed_registration_leaves_no_reference(fake, tmp_path):
+    with pytest.raises(acq.CCError):
+        acq.acquire_bpf(algo("fail"), "run1", base=tmp_path)
+    assert AlgoDir("cca_fail", tmp_path).holders() == []
+
+
+def test_holder_that_died_is_restarted(fake, tmp_path):
+    a = algo()
+    acq.acquire_bpf(a, "run1", base=tmp_path)
+    (pid, _) = AlgoDir("cca_x", tmp_path).holder_process()
+    fake.stop_holder(pid)  # the holder crashed: the kernel unregistered the algorithm
+    acq.acquire_bpf(a, "run2", base=tmp_path)
+    assert fake.starts == 2 and "cca_x" in fake.names
+
+
+def test_context_manager_maps_names_and_releases(fake, monkeypatch):
+    monkeypatch.setattr(acq, "resolve", lambda n, f=None, extra_dirs=None:
+                        Algo(n, "kernel", n, "built in") if n == "reno" else algo(n))
+    with acq.acquire(["reno", "vegas", "vegas"], "r1") as m:
+        assert m == {"reno": "reno", "vegas": "cca_vegas"}
+        assert fake.names == {"cca_vegas"}
+    assert fake.names == set()
+
+
+def test_context_manager_releases_on_error(fake, monkeypatch):
+    monkeypatch.setattr(acq, "resolve", lambda n, f=None, extra_dirs=None: algo(n))
+    with pytest.raises(RuntimeError):
+        with acq.acquire(["a", "b"], "r1"):
+            raise RuntimeError("run failed")
+    assert fake.names == set()
+
+
+def test_partial_acquire_is_rolled_back(fake, monkeypatch):
+    monkeypatch.setattr(acq, "resolve", lambda n, f=None, extra_dirs=None: algo(n))
+    with pytest.raises(acq.CCError):
+        with acq.acquire(["a", "fail"], "r1"):
+            pass
+    assert fake.names == set()
+
+
+def test_cleanup_stale_stops_unheld_and_keeps_held(fake, tmp_path):
+    acq.acquire_bpf(algo("a"), "live", base=tmp_path)
+    acq.acquire_bpf(algo("b"), "crashed", base=tmp_path)
+    d = AlgoDir("cca_b", tmp_path)
+    with d.lock():
+        d.add("crashed2", pid=dead_pid())
+        d.remove("crashed")
+    cleaned = acq.cleanup_stale(base=tmp_path)
+    assert cleaned == ["cca_b"]
+    assert fake.names == {"cca_a"}
+    acq.release_bpf("cca_a", "live", base=tmp_path)
+    assert fake.names == set()
