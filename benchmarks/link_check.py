@@ -33,16 +33,13 @@ def main():
     print(f"plain veth ping RTT median {base * 1000:.1f} us")
 
     with Testbed("c") as tb:
-        # ping prints 2 decimals below 10 ms: per-packet medians for short delays,
-        # the summary average (3 decimals) for the long one.
+        # Per-packet medians (robust to the odd scheduling hiccup of a shared VM); ping
+        # prints 2 decimals below 10 ms and 1 decimal up to 100 ms, fine for these targets.
         for delay_ms in (1, 4, 20):
             tb.start_link(direction(None, delay_ms * 1_000_000))
             tb.ping(2, 0.05)  # ARP
-            if delay_ms < 5:
-                rtts = tb.ping(100, 0.03)
-                stat, name = median(rtts), "median"
-            else:
-                stat, name = tb.ping_summary(50, 0.05)["avg"], "avg"
+            rtts = tb.ping(100, 0.03)
+            stat, name = median(rtts), "median"
             j = tb.stop_link()
             extra = stat - base - 2 * delay_ms
             tol = max(0.050, 0.01 * 2 * delay_ms)
@@ -77,9 +74,119 @@ def main():
               f"extra delay median {m:.1f} ms, p95 {p95:.1f} ms", 0.5 * expect <= m <= 1.05 * expect
               and p95 <= 1.05 * expect + 2, f"<= {expect:.1f} ms = B*1514*8/rate")
 
+        aqm_checks(tb)
+        misc_checks(tb)
+
+    config_checks()
     n_fail = results.count(False)
     print(f"{len(results) - n_fail} passed, {n_fail} failed")
     return 1 if n_fail else 0
+
+
+def bloat(tb, w2e, e2w=None, seconds=12):
+    """Median and p95 extra ping RTT (ms) next to one cubic bulk flow; link.json."""
+    tb.start_link(w2e, e2w)
+    tb.ping(2, 0.05)
+    base_rtt = median(tb.ping(20, 0.05))
+    tb.iperf_servers([5203])
+    bulk = tb.iperf_bg(5203, seconds)
+    time.sleep(4)
+    rtts = tb.ping(int((seconds - 6) / 0.1), 0.1)
+    g = iperf_result(bulk)
+    j = tb.stop_link()
+    extra = [x - base_rtt for x in rtts]
+    return median(extra), pct(extra, 0.95), g, j
+
+
+def aqm_checks(tb):
+    rate = 10_000_000
+    big = {"packets": 1000}
+    m, p95, g, j = bloat(tb, direction(rate, 5_000_000, big, {"kind": "codel"}))
+    check(f"CoDel at 10 Mbit/s, 1000 p buffer (bulk {g / 1e6:.2f} Mbit/s, AQM drops {j['w2e']['drops_aqm']})",
+          f"ping extra median {m:.1f} ms, p95 {p95:.1f} ms", m < 15 and j["w2e"]["drops_aqm"] > 0,
+          "median < 15 ms (target 5 ms; drop-tail would give ~1200 ms)")
+    m, p95, g, j = bloat(tb, direction(rate, 5_000_000, big, {"kind": "fq_codel"}))
+    check(f"FQ-CoDel at 10 Mbit/s (bulk {g / 1e6:.2f} Mbit/s)", f"ping extra median {m:.1f} ms, p95 {p95:.1f} ms",
+          m < 3, "sparse ping flow isolated: median < 3 ms")
+    for n in (tb.A, tb.B):
+        tb.nsx(n, "sysctl", "-qw", "net.ipv4.tcp_ecn=1")
+    try:
+        m, p95, g, j = bloat(tb, direction(rate, 5_000_000, big, {"kind": "red", "min_th": 20, "max_th": 60,
+                                                                  "max_p": 0.1, "weight": 0.02}, ecn=True))
+        w = j["w2e"]
+        check(f"RED+ECN at 10 Mbit/s (bulk {g / 1e6:.2f} Mbit/s)",
+              f"marks {w['marks']}, AQM drops {w['drops_aqm']}, ping extra median {m:.1f} ms",
+              w["marks"] > 0 and w["drops_aqm"] == 0 and m < 60 * 1514 * 8 / rate * 1000,
+              "ECT packets marked, not dropped; queue below max_th")
+        K = 20
+        m, p95, g, j = bloat(tb, direction(rate, 5_000_000, big, {"kind": "step", "k_packets": K}))
+        w = j["w2e"]
+        kd = K * 1514 * 8 / rate * 1000
+        check(f"step marker K={K} + ECN cubic (bulk {g / 1e6:.2f} Mbit/s)",
+              f"marks {w['marks']}, ping extra median {m:.1f} ms", w["marks"] > 0 and m < 1.5 * kd + 2,
+              f"marks > 0 and queue near K: < {1.5 * kd + 2:.0f} ms")
+    finally:
+        for n in (tb.A, tb.B):
+            tb.nsx(n, "sysctl", "-qw", "net.ipv4.tcp_ecn=2")
+    m, p95, g, j = bloat(tb, direction(rate, 5_000_000, {"packets": 100}, {"kind": "classes", "classes": [
+        {"ips": [], "ports": [], "buffer": {"packets": 10}}, {}]}))
+    # ICMP has no ports and the class matches nothing: all traffic in the default class.
+    check("classes: unmatched traffic uses the last class", f"ping extra median {m:.1f} ms",
+          m > 0.5 * 100 * 1514 * 8 / rate * 1000, "behaves as drop-tail 100 p")
+    m, p95, g, j = bloat(tb, direction(rate, 5_000_000, {"packets": 100}, {"kind": "classes", "classes": [
+        {"ips": ["10.9.0.1"], "ports": [], "buffer": {"packets": 10}}, {"ports": [5203]}]}))
+    check("classes: both endpoints' traffic in class 0 (strict priority)", f"ping extra median {m:.1f} ms",
+          m < 10 * 1514 * 8 / rate * 1000 + 2, "queue limited to class 0's 10 p")
+
+
+def misc_checks(tb):
+    tb.start_link(direction(None, 2_000_000), hosts=[{"ip": "10.9.0.2", "delay_ns": 10_000_000}])
+    tb.ping(2, 0.05)
+    rtt = tb.ping_summary(30, 0.05)["avg"]
+    tb.stop_link()
+    check("per-host delay 10 ms on 10.9.0.2", f"RTT {rtt:.3f} ms", abs(rtt - 24.0) < 0.25, "24 ms = 2 x (2 + 10)")
+
+    tb.start_link(direction(None, 1_000_000, loss={"kind": "bernoulli", "p": 0.02}))
+    tb.ping(2, 0.05)
+    tb.ping(1500, 0.005)
+    j = tb.stop_link()
+    n = j["w2e"]["arrivals"] + j["e2w"]["arrivals"]
+    lost = j["w2e"]["drops_loss"] + j["e2w"]["drops_loss"]
+    se = (0.02 * 0.98 / n) ** 0.5
+    check("Bernoulli loss 2 %", f"{lost}/{n} = {lost / n * 100:.2f} %", abs(lost / n - 0.02) < 4 * se, "2 % within 4 SE")
+
+    trace = tb.tmp / "12mbit.trace"
+    trace.write_text("\n".join(str(i) for i in range(1, 101)) + "\n")
+    tb.start_link(direction(None, 5_000_000, {"packets": 100}, trace_file=str(trace)),
+                  direction(None, 5_000_000, {"packets": 100}))
+    g = tb.iperf(10, omit=2)
+    tb.stop_link()
+    ideal = 12e6 * 1448 / 1500
+    check("mahimahi trace, one 1500-byte opportunity per ms", f"goodput {g / 1e6:.2f} Mbit/s",
+          0.95 <= g / ideal <= 1.01, f"95..101 % of {ideal / 1e6:.2f} Mbit/s")
+
+    tb.start_link(direction(None, 5_000_000, jitter={"kind": "uniform", "ns": 2_000_000}))
+    tb.ping(2, 0.05)
+    s = tb.ping_summary(200, 0.01)
+    tb.stop_link()
+    check("uniform jitter +-2 ms per direction", f"RTT min {s['min']:.2f} avg {s['avg']:.2f} max {s['max']:.2f} ms",
+          s["min"] >= 6.0 and s["max"] <= 14.3 and abs(s["avg"] - 10) < 0.5, "within 10 +- 4 ms, mean 10")
+
+
+def config_checks():
+    import json
+    import subprocess
+    import tempfile
+    from link_testbed import LINK_BIN
+    bad = {"ifaces": {"west": "lw", "east": "le"}, "out_dir": "/tmp/x",
+           "w2e": {"delay_ns": -1, "buffer": {"packets": 10}}, "e2w": {"buffer": {"packets": 10}}}
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        json.dump(bad, f)
+        f.flush()
+        r = subprocess.run([str(LINK_BIN), "--config", f.name], capture_output=True, text=True)
+    line = r.stderr.strip()
+    check("bad config", f"exit {r.returncode}: {line}", r.returncode == 2 and line.startswith("ccarena-link: load config")
+          and "w2e.delay_ns" in line and line.count("\n") == 0 and r.stdout == "", "exit 2, one line, nothing started")
 
 
 if __name__ == "__main__":

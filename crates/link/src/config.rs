@@ -194,7 +194,7 @@ pub struct Config {
     pub late_tolerance_ns: u64,
     /// Busy-wait window before a deadline (ns).
     pub spin_ns: u64,
-    /// Forwarding threads: 2 = one per direction (default), 1 = both in one.
+    /// Forwarding threads: 1 = both directions in one (default), 2 = one per direction.
     pub threads: usize,
     /// Take arrival times from the kernel's receive timestamps (default) instead of the
     /// time the shell read the packet.
@@ -383,7 +383,7 @@ pub fn parse(text: &str, base_dir: &std::path::Path) -> Result<Config, ConfigErr
     let stats_interval_ns = raw.stats_interval_ns.map(|v| positive_int("stats_interval_ns", v)).transpose()?.unwrap_or(10_000_000);
     let late_tolerance_ns = raw.late_tolerance_ns.map(|v| nonneg_int("late_tolerance_ns", v)).transpose()?.unwrap_or(100_000);
     let spin_ns = raw.spin_ns.map(|v| nonneg_int("spin_ns", v)).transpose()?.unwrap_or(60_000);
-    let threads = raw.threads.map(|v| positive_int("threads", v)).transpose()?.unwrap_or(2).min(2) as usize;
+    let threads = raw.threads.map(|v| positive_int("threads", v)).transpose()?.unwrap_or(1).min(2) as usize;
     let rt_priority = raw.rt_priority.map(|v| nonneg_int("rt_priority", v)).transpose()?.unwrap_or(10);
     if rt_priority > 99 {
         return Err(ConfigError::new("rt_priority", format!("must be 0..99, got {rt_priority}")));

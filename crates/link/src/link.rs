@@ -266,8 +266,17 @@ impl Direction {
                 return;
             }
         }
-        if self.in_service.is_none() && self.qdisc.len_pkts() == 0 {
-            self.free_at = self.free_at.max(now);
+        if self.qdisc.len_pkts() == 0 {
+            if self.clock.is_trace() {
+                // Opportunities that passed while the queue was empty are wasted; the
+                // first one this packet may use is the first at or after its arrival
+                // (which can precede the last poll: arrivals carry kernel timestamps).
+                if self.partial.is_none() {
+                    self.clock.skip_before(now);
+                }
+            } else if self.in_service.is_none() {
+                self.free_at = self.free_at.max(now);
+            }
         }
         let mut cx = QCtx { now, rng: &mut self.qrng, sink: &mut self.sink };
         self.qdisc.enqueue(pkt, &mut cx);
@@ -335,8 +344,7 @@ impl Direction {
                 break;
             }
             if self.partial.is_none() && self.qdisc.len_pkts() == 0 {
-                self.clock.skip_until_after(now);
-                break;
+                break; // idle: the next arrival skips the opportunities it missed
             }
             let mut budget = TRACE_OPPORTUNITY_BYTES;
             while budget > 0 {

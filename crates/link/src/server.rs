@@ -97,15 +97,15 @@ impl Clock {
         }
     }
 
-    /// Skip every opportunity at or before `now` (queue idle: they are wasted).
-    pub fn skip_until_after(&mut self, now: u64) {
+    /// Skip every opportunity before `t` (the queue was idle: they are wasted).
+    pub fn skip_before(&mut self, t: u64) {
         let RateSpec::Trace { opportunities_ms: o } = &self.spec else { return };
         let period_ns = *o.last().unwrap() * 1_000_000;
-        if now > self.opportunity_ns() + period_ns {
-            let cycles = (now - self.opportunity_ns()) / period_ns - 1;
+        if t > self.opportunity_ns() + period_ns {
+            let cycles = (t - self.opportunity_ns()) / period_ns - 1;
             self.cycle += cycles;
         }
-        while self.opportunity_ns() <= now {
+        while self.opportunity_ns() < t {
             self.next_opportunity();
         }
     }
@@ -150,7 +150,9 @@ mod tests {
             c.next_opportunity();
         }
         assert_eq!(seen, vec![1, 2, 4, 5, 6]);
-        c.skip_until_after(1_000_000_000);
+        c.skip_before(1_000_000_000);
+        assert_eq!(c.opportunity_ns(), 1_000_000_000);
+        c.skip_before(1_000_000_001);
         assert_eq!(c.opportunity_ns(), 1_001_000_000);
     }
 }
