@@ -359,3 +359,20 @@ def test_a_run_without_flows_or_tables():
     flows, run = run_metrics({}, {"run_id": "x", "duration_s": 10.0})
     assert flows.empty and "goodput_bps" in flows and run["n_flows"] == 0
     assert math.isnan(run["jain"]) and math.isnan(run["utilisation"])
+
+
+def test_missing_columns_give_nan_not_errors():
+    # tables as an older or partial writer might leave them: every metric that can still be
+    # computed is, the others are NaN
+    from ccarena.metrics.synthetic import synthetic_run
+    tables, m = synthetic_run(n_flows=2, duration_s=4.0, warmup_s=1.0)
+    cut = {"tcpinfo": tables["tcpinfo"].drop(columns=["srtt_us", "bytes_sent", "snd_wnd"]),
+           "rx": tables["rx"].drop(columns=["conn"]),  # unusable: no connection id
+           "conns": tables["conns"].drop(columns=["connect_start_ns", "last_byte_ns"]),
+           "link_stats": tables["link_stats"].drop(columns=["qlen_pkts", "drops"]),
+           "ping": tables["ping"]}
+    flows, run = run_metrics(cut, m)
+    assert len(flows) == 2 and flows.goodput_bps.isna().all()
+    assert math.isnan(run["rtt_mean_s"]) and math.isnan(run["loss_ratio"])
+    assert run["link_arrivals"] > 0 and flows.cwnd_mean_pkts.notna().all()
+    assert run["ping_rtt_mean_s"] > 0

@@ -21,6 +21,9 @@ from .series import (DEFAULT_INTERVAL_S, _jain_frame, cum_at, fairness_columns,
                      flow_table, goodput_matrix, interval_edges, nonempty, run_timing,
                      with_t)
 
+REQUIRED = {"tcpinfo": ("t", "flow", "conn"), "rx": ("t", "flow", "conn", "bytes"),
+            "conns": ("flow", "conn"), "rr": ("latency_ns",), "ping": ("t", "rtt_s"),
+            "link_stats": ("t",)}
 FLOW_ID_COLUMNS = ["run_id", "flow", "name", "kind", "cc", "from", "to", "start_s", "stop_s",
                    "dir", "window_s", "conn", "n_conns"]
 # Connections from clients outside the study (curl, wget on /bytes/<size>): contracts §2
@@ -69,8 +72,9 @@ def _tcp_conn_metrics(tcp, flows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFr
     win = _windowed(tcp, flows)
     per = []
     for keys in (["flow", "conn"], ["flow"]):
-        s = _sample_stats(win, keys, "srtt_us", 1e-6, "rtt")
         g = win.groupby(keys)
+        s = (_sample_stats(win, keys, "srtt_us", 1e-6, "rtt") if "srtt_us" in win
+             else pd.DataFrame(index=g.size().index))
         extra = pd.DataFrame({
             "cwnd_mean_pkts": g["cwnd"].mean() if "cwnd" in win else NAN,
             "mss": g["mss"].median() if "mss" in win else NAN,
@@ -94,6 +98,9 @@ def _conn_records(conns) -> pd.DataFrame:
     if not nonempty(conns):
         return pd.DataFrame(columns=["fct_s", "bytes_conn", "errors"])
     c = conns.copy()
+    for col in ("connect_start_ns", "last_byte_ns", "bytes"):
+        if col not in c:  # a record without it cannot give that number, the rest still can
+            c[col] = np.nan
     keys = ["flow", "conn"]
     role = c["role"].astype("string") if "role" in c else pd.Series("", index=c.index)
     side = c["side"].astype("string") if "side" in c else pd.Series("", index=c.index)
@@ -119,13 +126,15 @@ def _link_metrics(link, timing) -> dict:
              & (link["t"] <= timing.duration_s)]
     if d.empty:
         return r
-    arr, drops = float(d["arrivals"].sum()), float(d["drops"].sum())
-    marks = float(d["marks"].sum()) if "marks" in d else NAN
+    def total(col):
+        return float(d[col].sum()) if col in d else NAN
+    arr, drops, marks = total("arrivals"), total("drops"), total("marks")
     r.update(link_arrivals=arr, link_drops=drops, loss_ratio=F.safe_ratio(drops, arr),
-             link_marks=marks, mark_ratio=F.safe_ratio(marks, arr),
-             queue_mean_pkts=float(d["qlen_pkts"].mean()),
-             queue_p95_pkts=F.percentiles(d["qlen_pkts"], (95,))[95],
-             queue_max_pkts=float(d["qlen_pkts"].max()))
+             link_marks=marks, mark_ratio=F.safe_ratio(marks, arr))
+    if "qlen_pkts" in d:
+        r.update(queue_mean_pkts=float(d["qlen_pkts"].mean()),
+                 queue_p95_pkts=F.percentiles(d["qlen_pkts"], (95,))[95],
+                 queue_max_pkts=float(d["qlen_pkts"].max()))
     if "qlen_bytes" in d:
         r["queue_mean_bytes"] = float(d["qlen_bytes"].mean())
         r["queue_delay_mean_s"] = F.safe_ratio(r["queue_mean_bytes"] * 8.0, timing.rate_bps)
@@ -201,6 +210,9 @@ def run_metrics(tables: dict, meta: dict, *, interval_s: float = DEFAULT_INTERVA
                 jain_threshold: float = 0.9) -> tuple[pd.DataFrame, dict]:
     """All metrics of one run; see the module contract and docs/metrics.md."""
     tables = {k: with_t(v, meta) for k, v in (tables or {}).items()}
+    # a table without the columns that locate its rows cannot be used at all
+    tables = {k: (v if nonempty(v) and set(REQUIRED.get(k, ())) <= set(v.columns) else None)
+              for k, v in tables.items()}
     for name, col in (("tcpinfo", "bytes_sent"), ("rx", "bytes")):
         tables[name] = _main_direction(tables.get(name), col)
     timing = run_timing(tables, meta)
