@@ -10,6 +10,12 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
 pub const DEFAULT_SAMPLE_INTERVAL_NS: u64 = 10_000_000;
+/// udp_probe: datagram payload bounds (the 24-byte probe header; 1500-byte MTU less
+/// IPv4 and UDP headers) and the shortest interval.
+pub const MIN_UDP_SIZE: u32 = 24;
+pub const MAX_UDP_SIZE: u32 = 1472;
+pub const DEFAULT_UDP_SIZE: u32 = 64;
+pub const MIN_UDP_INTERVAL_NS: u64 = 10_000;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConfigError {
@@ -37,10 +43,19 @@ pub struct Config {
     pub flows: Vec<Flow>,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListenProto {
+    /// TCP: serves every TCP flow kind (the client's first bytes say which).
+    Tcp,
+    /// UDP: sends every datagram back to its sender (the peer of `udp_probe`).
+    UdpEcho,
+}
+
 #[derive(Debug, Clone)]
 pub struct Listen {
     pub addr: SocketAddr,
     pub cc: Option<String>,
+    pub proto: ListenProto,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +78,8 @@ pub enum FlowKind {
     Paced { write_bytes: u64, gap_ns: u64, dist: GapDist, seed: u64, bytes: Option<u64> },
     /// Request/response: `request_bytes` up, `response_bytes` down, `gap_ns` think time.
     Rr { request_bytes: u32, response_bytes: u32, count: Option<u64>, gap_ns: u64 },
+    /// UDP RTT probe: a `size`-byte datagram every `interval_ns` to a `udp_echo` listener.
+    UdpProbe { interval_ns: u64, size: u32 },
 }
 
 impl FlowKind {
@@ -73,6 +90,7 @@ impl FlowKind {
             FlowKind::Download { .. } => "download",
             FlowKind::Paced { .. } => "paced",
             FlowKind::Rr { .. } => "rr",
+            FlowKind::UdpProbe { .. } => "udp_probe",
         }
     }
 }
@@ -112,6 +130,8 @@ struct RawListen {
     cc: Option<String>,
     #[serde(default)]
     addr: Option<String>,
+    #[serde(default)]
+    proto: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -150,6 +170,8 @@ struct RawFlow {
     request_bytes: Option<u32>,
     #[serde(default)]
     response_bytes: Option<u32>,
+    #[serde(default)]
+    interval_ns: Option<u64>,
 }
 
 /// Strip serde's " at line L column C" so the message names the key, not the offset.
@@ -179,7 +201,15 @@ pub fn parse(text: &str) -> Result<Config, ConfigError> {
             return Err(err(format!("listen[{i}].port"), "must be 1..65535"));
         }
         check_cc(&l.cc, &format!("listen[{i}].cc"))?;
-        listen.push(Listen { addr: SocketAddr::new(ip, l.port), cc: l.cc });
+        let proto = match l.proto.as_deref().unwrap_or("tcp") {
+            "tcp" => ListenProto::Tcp,
+            "udp_echo" => ListenProto::UdpEcho,
+            other => return Err(err(format!("listen[{i}].proto"), format!("{other:?} is not one of tcp, udp_echo"))),
+        };
+        if proto == ListenProto::UdpEcho && l.cc.is_some() {
+            return Err(err(format!("listen[{i}].cc"), "a udp_echo listener has no congestion control"));
+        }
+        listen.push(Listen { addr: SocketAddr::new(ip, l.port), cc: l.cc, proto });
     }
     let mut flows = Vec::new();
     let mut seen = std::collections::HashSet::new();
@@ -254,8 +284,19 @@ fn parse_flow(i: usize, v: serde_json::Value) -> Result<Flow, ConfigError> {
             }
             FlowKind::Rr { request_bytes, response_bytes, count: r.count, gap_ns: r.gap_ns.unwrap_or(0) }
         }
+        "udp_probe" => {
+            let interval_ns = need(r.interval_ns, "interval_ns")?;
+            if interval_ns < MIN_UDP_INTERVAL_NS {
+                return Err(err(key("interval_ns"), format!("must be >= {MIN_UDP_INTERVAL_NS} (10 µs), got {interval_ns}")));
+            }
+            let size = r.size.unwrap_or(DEFAULT_UDP_SIZE as u64);
+            if !(MIN_UDP_SIZE as u64..=MAX_UDP_SIZE as u64).contains(&size) {
+                return Err(err(key("size"), format!("must be {MIN_UDP_SIZE}..{MAX_UDP_SIZE} bytes (one datagram, no fragments), got {size}")));
+            }
+            FlowKind::UdpProbe { interval_ns, size: size as u32 }
+        }
         other => {
-            return Err(err(key("kind"), format!("{other:?} is not one of bulk, parallel, download, paced, rr")));
+            return Err(err(key("kind"), format!("{other:?} is not one of bulk, parallel, download, paced, rr, udp_probe")));
         }
     };
     Ok(Flow {
@@ -311,6 +352,40 @@ mod tests {
         assert_eq!(c.flows[4].kind, FlowKind::Rr { request_bytes: 100, response_bytes: 1000, count: None, gap_ns: 0 });
         assert_eq!(c.flows[3].cc, None);
         assert_eq!(c.flows[3].stop_ns, None);
+    }
+
+    #[test]
+    fn udp_echo_listener_and_udp_probe_flow() {
+        let c = parse(
+            r#"{"host":"s1","out_dir":"/tmp/x",
+                "listen":[{"port":5000},{"port":7000,"proto":"udp_echo"}],
+                "flows":[{"flow":9,"kind":"udp_probe","dst":"10.2.1.2","port":7000,"interval_ns":10000000,
+                          "size":64,"start_ns":0,"stop_ns":5000000000},
+                         {"flow":10,"kind":"udp_probe","dst":"10.2.1.2","port":7000,"interval_ns":1000000}]}"#,
+        )
+        .unwrap();
+        assert_eq!(c.listen[0].proto, ListenProto::Tcp);
+        assert_eq!(c.listen[1].proto, ListenProto::UdpEcho);
+        assert_eq!(c.flows[0].kind, FlowKind::UdpProbe { interval_ns: 10_000_000, size: 64 });
+        assert_eq!(c.flows[1].kind, FlowKind::UdpProbe { interval_ns: 1_000_000, size: DEFAULT_UDP_SIZE });
+        assert_eq!(c.flows[0].kind.name(), "udp_probe");
+    }
+
+    #[test]
+    fn udp_errors_name_the_key() {
+        let f = |flow: &str| format!(r#"{{"host":"s","out_dir":"/x","flows":[{flow}]}}"#);
+        let e = parse(&f(r#"{"flow":0,"kind":"udp_probe","dst":"10.0.0.1","port":7}"#)).unwrap_err();
+        assert_eq!(e.key, "flows[0].interval_ns");
+        let e = parse(&f(r#"{"flow":0,"kind":"udp_probe","dst":"10.0.0.1","port":7,"interval_ns":10}"#)).unwrap_err();
+        assert_eq!(e.key, "flows[0].interval_ns");
+        let e = parse(&f(r#"{"flow":0,"kind":"udp_probe","dst":"10.0.0.1","port":7,"interval_ns":1000000,"size":8}"#)).unwrap_err();
+        assert_eq!(e.key, "flows[0].size");
+        let e = parse(&f(r#"{"flow":0,"kind":"udp_probe","dst":"10.0.0.1","port":7,"interval_ns":1000000,"size":9000}"#)).unwrap_err();
+        assert_eq!(e.key, "flows[0].size");
+        let e = parse(r#"{"host":"s","out_dir":"/x","listen":[{"port":7,"proto":"sctp"}]}"#).unwrap_err();
+        assert_eq!(e.key, "listen[0].proto");
+        let e = parse(r#"{"host":"s","out_dir":"/x","listen":[{"port":7,"proto":"udp_echo","cc":"reno"}]}"#).unwrap_err();
+        assert_eq!(e.key, "listen[0].cc");
     }
 
     #[test]

@@ -9,8 +9,12 @@
 //! sampling grid. Per-connection behaviour lives in `flows`; the loop only does I/O.
 //! Invariant: a token or timer names a connection by (slot, uid), so an event for a
 //! closed connection never reaches a new one in the same slot.
+//! UDP: a `udp_echo` listener answers every datagram in its readiness handler; a
+//! `udp_probe` flow owns one connected UDP socket, sends on its own grid from
+//! `Timer::UdpSend` (the same timer heap and timerfd as paced writes) and matches
+//! echoes in `udp::Window`; its records go to udp.bin in send order.
 
-use crate::config::{Config, Flow, FlowKind};
+use crate::config::{Config, Flow, FlowKind, ListenProto};
 use crate::conn::{Conn, ConnLog, Role, Side};
 use crate::error::Failure;
 use crate::flows::{self, accept::Detect, bulk, download::HttpGet, paced::Paced, rr::RrClient, Ctx, Proto};
@@ -20,6 +24,7 @@ use crate::rng::GapSource;
 use crate::sampler::{self, Ticker};
 use crate::sys::{self, Epoll, Io, TimerFd, EV_ERR, EV_ET, EV_IN, EV_OUT, EV_RDHUP};
 use crate::timers::{Timer, Timers};
+use crate::udp;
 use crate::wire;
 use std::io::Write;
 use std::os::fd::RawFd;
@@ -28,6 +33,10 @@ const TOK_SIGNAL: u64 = 0;
 const TOK_TIMER: u64 = 1;
 const TOK_STDIN: u64 = 2;
 const TOK_LISTEN: u64 = 16;
+/// Tokens [TOK_UDP, 1 << SLOT_BITS) are UDP probe sockets (index = token - TOK_UDP).
+const TOK_UDP: u64 = 1 << 23;
+/// How long a stopped UDP probe waits for its last echoes (unless the host ends first).
+const UDP_DRAIN_NS: u64 = 2_000_000_000;
 const SLOT_BITS: u32 = 24;
 const PAYLOAD_BUF: usize = 256 * 1024;
 const MAX_ERRORS: usize = 1000;
@@ -37,6 +46,28 @@ struct Listener {
     cc: Option<String>,
     seq: u32,
     addr: String,
+    proto: ListenProto,
+}
+
+/// One `udp_probe` flow at run time.
+struct UdpProbe {
+    fi: usize,
+    flow: u32,
+    fd: RawFd,
+    /// The datagram (header rewritten per send, zeros after it): allocated once.
+    buf: Vec<u8>,
+    stop_at: Option<u64>,
+    sched: udp::Schedule,
+    win: udp::Window,
+    stopped: bool,
+    closed: bool,
+    echoed: u64,
+    lost: u64,
+    duplicates: u64,
+    stray: u64,
+    send_errors: u64,
+    recv_errors: u64,
+    interval_ns: u64,
 }
 
 struct FlowRt {
@@ -81,6 +112,10 @@ pub struct Engine {
     /// any timer fired: a run whose starts were late is not the run that was asked for.
     max_start_late_ns: u64,
     max_timer_late_ns: u64,
+    probes: Vec<UdpProbe>,
+    echo_from: sys::RawAddr,
+    echo_served: u64,
+    echo_errors: u64,
 }
 
 fn conn_token(slot: usize, uid: u64) -> u64 {
@@ -126,10 +161,14 @@ impl Engine {
         let stdin_open = epoll.add(0, EV_IN, TOK_STDIN).is_ok();
         let mut listeners = Vec::new();
         for (i, l) in cfg.listen.iter().enumerate() {
-            let fd = sys::listen(&l.addr, l.cc.as_deref())
-                .map_err(|e| Failure::os("listen", format!("{} (listen[{i}])", l.addr), e))?;
+            let fd = match l.proto {
+                ListenProto::Tcp => sys::listen(&l.addr, l.cc.as_deref())
+                    .map_err(|e| Failure::os("listen", format!("{} (listen[{i}])", l.addr), e))?,
+                ListenProto::UdpEcho => sys::udp_bind(&l.addr)
+                    .map_err(|e| Failure::os("bind udp_echo", format!("{} (listen[{i}])", l.addr), e))?,
+            };
             epoll.add(fd, EV_IN, TOK_LISTEN + i as u64).map_err(|e| Failure::os("epoll add", "listener", e))?;
-            listeners.push(Listener { fd, cc: l.cc.clone(), seq: 0, addr: l.addr.to_string() });
+            listeners.push(Listener { fd, cc: l.cc.clone(), seq: 0, addr: l.addr.to_string(), proto: l.proto });
         }
         let flows = cfg
             .flows
@@ -162,6 +201,10 @@ impl Engine {
             stop: None,
             max_start_late_ns: 0,
             max_timer_late_ns: 0,
+            probes: Vec::new(),
+            echo_from: sys::RawAddr::new(),
+            echo_served: 0,
+            echo_errors: 0,
         })
     }
 
@@ -190,6 +233,7 @@ impl Engine {
                         self.armed_ns = 0;
                     }
                     TOK_STDIN => self.on_stdin()?,
+                    t if (TOK_UDP..(1 << SLOT_BITS)).contains(&t) => self.on_udp_probe((t - TOK_UDP) as usize),
                     t if t < (1 << SLOT_BITS) => self.on_listener((t - TOK_LISTEN) as usize),
                     t => self.on_conn_event((t & ((1 << SLOT_BITS) - 1)) as usize, t >> SLOT_BITS, ev),
                 }
@@ -308,6 +352,8 @@ impl Engine {
                         self.with_conn(slot, flows::on_timer);
                     }
                 }
+                Timer::UdpSend(pi) => self.udp_send(pi),
+                Timer::UdpDrain(pi) => self.udp_close(pi),
             }
         }
     }
@@ -325,9 +371,22 @@ impl Engine {
                 self.close_conn(slot, now);
             }
         }
+        for pi in 0..self.probes.len() {
+            self.udp_close(pi);
+        }
         for l in &self.listeners {
             sys::close(l.fd);
         }
+        let udp_probes = if self.probes.is_empty() {
+            serde_json::Value::Null
+        } else {
+            serde_json::Value::Array(self.probes.iter().map(|p| p.report()).collect())
+        };
+        let udp_echo = if self.listeners.iter().any(|l| l.proto == ListenProto::UdpEcho) {
+            serde_json::json!({"echoed": self.echo_served, "errors": self.echo_errors})
+        } else {
+            serde_json::Value::Null
+        };
         let stopped_by = self.stop.unwrap_or("end");
         let ticks = self.ticker.as_ref().map(|t| t.stats).unwrap_or_default();
         let (u, s) = sys::cpu_times();
@@ -350,6 +409,8 @@ impl Engine {
             stopped_by,
             errors: &self.errors,
             errors_dropped: self.errors_dropped,
+            udp_probes,
+            udp_echo,
         };
         let dir = self.out.dir.display().to_string();
         self.out.flush().map_err(|e| Failure::os("write outputs", dir.clone(), e))?;
@@ -434,6 +495,7 @@ impl Engine {
                 self.download_next(fi);
                 return;
             }
+            FlowKind::UdpProbe { interval_ns, size } => self.udp_open(fi, *interval_ns, *size),
         }
         self.flows[fi].launched_all = true;
     }
@@ -466,6 +528,14 @@ impl Engine {
 
     fn flow_stop(&mut self, fi: usize) {
         self.flows[fi].stopped = true;
+        if let Some(pi) = self.probes.iter().position(|p| p.fi == fi) {
+            self.probes[pi].stopped = true;
+            if self.probes[pi].win.outstanding() == 0 {
+                self.udp_close(pi);
+            } else {
+                self.timers.at(sys::now_ns() + UDP_DRAIN_NS, Timer::UdpDrain(pi));
+            }
+        }
         let now = sys::now_ns();
         for slot in 0..self.conns.len() {
             let mine = matches!(&self.conns[slot], Some(c) if c.flow_idx == Some(fi));
@@ -569,6 +639,9 @@ impl Engine {
     // ---- I/O events ----------------------------------------------------------------
 
     fn on_listener(&mut self, li: usize) {
+        if self.listeners[li].proto == ListenProto::UdpEcho {
+            return self.on_udp_echo(li);
+        }
         loop {
             let fd = match sys::accept(self.listeners[li].fd) {
                 Ok(Some(fd)) => fd,
@@ -709,6 +782,183 @@ impl Engine {
             let every0 = matches!(self.flows[fi].cfg.kind, FlowKind::Download { every_ns: 0, .. });
             if every0 && self.stop.is_none() {
                 self.download_next(fi);
+            }
+        }
+    }
+}
+
+// ---- UDP probe and echo -----------------------------------------------------------------
+
+impl UdpProbe {
+    fn report(&self) -> serde_json::Value {
+        serde_json::json!({
+            "flow": self.flow,
+            "interval_ns": self.interval_ns,
+            "size": self.buf.len(),
+            "window": self.win.cap(),
+            "sent": self.sched.sends,
+            "echoed": self.echoed,
+            "lost": self.lost,
+            "duplicates": self.duplicates,
+            "stray": self.stray,
+            "send_errors": self.send_errors,
+            "recv_errors": self.recv_errors,
+            "skipped_sends": self.sched.skipped,
+            "max_send_late_ns": self.sched.max_late_ns,
+            "mean_send_late_ns": self.sched.sum_late_ns.checked_div(self.sched.sends).unwrap_or(0),
+        })
+    }
+}
+
+fn emit_udp(out: &mut Outputs, errors: &mut Vec<String>, p: &mut UdpProbe, r: udp::Rec) {
+    if r.rtt_ns == udp::LOST {
+        p.lost += 1;
+    }
+    if let Err(e) = out.udp.append(&records::encode_udp(r.t_ns, p.flow, r.seq, r.rtt_ns)) {
+        if errors.len() < MAX_ERRORS {
+            errors.push(format!("write udp.bin: {e}"));
+        }
+    }
+}
+
+impl Engine {
+    fn udp_open(&mut self, fi: usize, interval_ns: u64, size: u32) {
+        let f = self.flows[fi].cfg.clone();
+        self.flows[fi].launched_all = true;
+        let opened = (|| -> Result<RawFd, String> {
+            let fd = sys::udp_socket(&f.dst).map_err(|e| format!("udp socket: {e}"))?;
+            if let Err(e) = sys::connect(fd, &f.dst) {
+                sys::close(fd);
+                return Err(format!("connect udp {}: {e}", f.dst));
+            }
+            Ok(fd)
+        })();
+        let fd = match opened {
+            Ok(fd) => fd,
+            Err(e) => return self.error(format!("flow {} (udp_probe): {e}", f.flow)),
+        };
+        let pi = self.probes.len();
+        if let Err(e) = self.epoll.add(fd, EV_IN, TOK_UDP + pi as u64) {
+            sys::close(fd);
+            return self.error(format!("flow {} (udp_probe): epoll add: {e}", f.flow));
+        }
+        let t0 = self.t0.unwrap_or(0);
+        self.probes.push(UdpProbe {
+            fi,
+            flow: f.flow,
+            fd,
+            buf: vec![0u8; size as usize],
+            stop_at: f.stop_ns.map(|s| t0 + s),
+            sched: udp::Schedule::new(t0 + f.start_ns, interval_ns),
+            win: udp::Window::new(udp::window_cap(interval_ns)),
+            stopped: false,
+            closed: false,
+            echoed: 0,
+            lost: 0,
+            duplicates: 0,
+            stray: 0,
+            send_errors: 0,
+            recv_errors: 0,
+            interval_ns,
+        });
+        self.flows[fi].open += 1;
+        self.udp_send(pi);
+    }
+
+    /// Timer::UdpSend: one datagram for the current grid point, then the next timer.
+    fn udp_send(&mut self, pi: usize) {
+        let p = &mut self.probes[pi];
+        if p.stopped || p.closed {
+            return;
+        }
+        let now = sys::now_ns();
+        let due = p.sched.next_due;
+        if p.stop_at.is_some_and(|s| due >= s || now >= s) {
+            return; // FlowStop closes it
+        }
+        if p.sched.take(now).is_some() {
+            let seq = p.win.next_seq();
+            let t = sys::now_ns();
+            udp::encode(&mut p.buf, p.flow, seq, t);
+            match sys::send(p.fd, &p.buf) {
+                Ok(Io::Done(_)) => {}
+                Ok(_) | Err(_) => p.send_errors += 1, // it counts as sent and, without echo, lost
+            }
+            if let Some(r) = p.win.sent(t) {
+                emit_udp(&mut self.out, &mut self.errors, p, r);
+            }
+        }
+        let next = p.sched.next_due;
+        self.timers.at(next, Timer::UdpSend(pi));
+    }
+
+    fn on_udp_probe(&mut self, pi: usize) {
+        let Some(p) = self.probes.get_mut(pi) else { return };
+        if p.closed {
+            return;
+        }
+        loop {
+            match sys::recv(p.fd, &mut self.rbuf) {
+                Ok(Io::Done(n)) => {
+                    let now = sys::now_ns();
+                    match udp::decode(&self.rbuf[..n]) {
+                        Some((flow, seq, t)) if flow == p.flow => match p.win.echo(seq, t, now) {
+                            udp::Echo::Rtt(_) => p.echoed += 1,
+                            udp::Echo::Duplicate => p.duplicates += 1,
+                            udp::Echo::Stray => p.stray += 1,
+                        },
+                        _ => p.stray += 1,
+                    }
+                }
+                Ok(Io::Eof) => p.stray += 1, // an empty datagram
+                Ok(Io::WouldBlock) => break,
+                Err(_) => {
+                    // e.g. ECONNREFUSED after an ICMP port unreachable; level-triggered
+                    // epoll calls again if more is waiting
+                    p.recv_errors += 1;
+                    break;
+                }
+            }
+        }
+        while let Some(r) = p.win.pop_answered() {
+            emit_udp(&mut self.out, &mut self.errors, p, r);
+        }
+        if p.stopped && p.win.outstanding() == 0 {
+            self.udp_close(pi);
+        }
+    }
+
+    /// Write every record still in the window (unanswered = lost), close the socket.
+    fn udp_close(&mut self, pi: usize) {
+        let p = &mut self.probes[pi];
+        if p.closed {
+            return;
+        }
+        p.closed = true;
+        p.stopped = true;
+        while let Some(r) = p.win.pop_any() {
+            emit_udp(&mut self.out, &mut self.errors, p, r);
+        }
+        self.epoll.del(p.fd);
+        sys::close(p.fd);
+        let fi = p.fi;
+        self.flows[fi].open = self.flows[fi].open.saturating_sub(1);
+    }
+
+    fn on_udp_echo(&mut self, li: usize) {
+        let fd = self.listeners[li].fd;
+        // bounded per wakeup (level-triggered: the rest comes with the next epoll_wait)
+        for _ in 0..1024 {
+            match sys::recv_from(fd, &mut self.rbuf, &mut self.echo_from) {
+                Ok(Some(n)) => match sys::send_to(fd, &self.rbuf[..n], &self.echo_from) {
+                    Ok(_) => self.echo_served += 1,
+                    Err(_) => self.echo_errors += 1,
+                },
+                Ok(None) => break,
+                Err(_) => {
+                    self.echo_errors += 1;
+                    break;
+                }
             }
         }
     }

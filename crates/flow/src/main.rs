@@ -13,6 +13,7 @@ mod rng;
 mod sampler;
 mod sys;
 mod timers;
+mod udp;
 mod wire;
 
 use error::Failure;

@@ -1,11 +1,11 @@
 //! Contract: the files a run leaves in `out_dir` (docs/dev/contracts.md §2):
-//! tcpinfo.bin, rx.bin, rr.bin (each with `.schema.json`, created at start so a run
+//! tcpinfo.bin, rx.bin, rr.bin, udp.bin (each with `.schema.json`, created at start so a run
 //! without such records still has empty, readable files), conns.jsonl (one line per
 //! finished connection) and engine.json (written once, at exit). All buffered; `finish`
 //! flushes everything.
 
 use crate::conn::ConnLog;
-use crate::records::{RecordFile, RR_FIELDS, RX_FIELDS, TCPINFO_FIELDS};
+use crate::records::{RecordFile, RR_FIELDS, RX_FIELDS, TCPINFO_FIELDS, UDP_FIELDS};
 use crate::sampler::TickStats;
 use serde::Serialize;
 use std::fs::File;
@@ -17,6 +17,7 @@ pub struct Outputs {
     pub tcpinfo: RecordFile,
     pub rx: RecordFile,
     pub rr: RecordFile,
+    pub udp: RecordFile,
     conns: BufWriter<File>,
     pub conns_written: u64,
 }
@@ -41,6 +42,10 @@ pub struct EngineReport<'a> {
     pub stopped_by: &'a str,
     pub errors: &'a [String],
     pub errors_dropped: u64,
+    /// Per udp_probe flow: sends, echoes, losses, send lateness (null without probes).
+    pub udp_probes: serde_json::Value,
+    /// Datagrams the udp_echo listeners sent back, and sends that failed.
+    pub udp_echo: serde_json::Value,
 }
 
 impl Outputs {
@@ -51,6 +56,7 @@ impl Outputs {
             tcpinfo: RecordFile::create(dir, "tcpinfo.bin", "tcpinfo", TCPINFO_FIELDS)?,
             rx: RecordFile::create(dir, "rx.bin", "rx", RX_FIELDS)?,
             rr: RecordFile::create(dir, "rr.bin", "rr", RR_FIELDS)?,
+            udp: RecordFile::create(dir, "udp.bin", "udp", UDP_FIELDS)?,
             conns: BufWriter::new(File::create(dir.join("conns.jsonl"))?),
             conns_written: 0,
         })
@@ -66,6 +72,7 @@ impl Outputs {
         self.tcpinfo.flush()?;
         self.rx.flush()?;
         self.rr.flush()?;
+        self.udp.flush()?;
         self.conns.flush()
     }
 
@@ -75,7 +82,8 @@ impl Outputs {
         r.missed_ticks = ticks.missed;
         r.max_tick_late_ns = ticks.max_late_ns;
         r.records = serde_json::json!({
-            "tcpinfo": self.tcpinfo.records, "rx": self.rx.records, "rr": self.rr.records
+            "tcpinfo": self.tcpinfo.records, "rx": self.rx.records, "rr": self.rr.records,
+            "udp": self.udp.records
         });
         r.conns = self.conns_written;
         let text = serde_json::to_string_pretty(&r)? + "\n";

@@ -53,6 +53,10 @@ pub const RX_FIELDS: &[Field] = &[("t_ns", "u64", 1), ("flow", "u32", 1), ("conn
 pub const RR_FIELDS: &[Field] =
     &[("t_ns", "u64", 1), ("flow", "u32", 1), ("conn", "u32", 1), ("latency_ns", "u64", 1)];
 
+/// One UDP probe datagram: send time, and its RTT (`u64::MAX` = no echo before the end).
+pub const UDP_FIELDS: &[Field] =
+    &[("t_ns", "u64", 1), ("flow", "u32", 1), ("seq", "u32", 1), ("rtt_ns", "u64", 1)];
+
 pub fn type_size(t: &str) -> usize {
     match t {
         "u8" => 1,
@@ -123,6 +127,7 @@ pub struct TcpInfoRec {
 pub const TCPINFO_SIZE: usize = 148;
 pub const RX_SIZE: usize = 24;
 pub const RR_SIZE: usize = 24;
+pub const UDP_SIZE: usize = 24;
 
 /// Little writer over a fixed array: appends fields in order.
 struct Put<'a, const N: usize> {
@@ -204,6 +209,16 @@ pub fn encode_rr(t_ns: u64, flow: u32, conn: u32, latency_ns: u64) -> [u8; RR_SI
     b
 }
 
+pub fn encode_udp(t_ns: u64, flow: u32, seq: u32, rtt_ns: u64) -> [u8; UDP_SIZE] {
+    let mut b = [0u8; UDP_SIZE];
+    let mut p = Put { b: &mut b, at: 0 };
+    p.u64(t_ns);
+    p.u32(flow);
+    p.u32(seq);
+    p.u64(rtt_ns);
+    b
+}
+
 /// An output file of fixed-size records plus its `.schema.json` sidecar.
 pub struct RecordFile {
     out: BufWriter<File>,
@@ -237,6 +252,7 @@ mod tests {
         assert_eq!(record_size(TCPINFO_FIELDS), TCPINFO_SIZE);
         assert_eq!(record_size(RX_FIELDS), RX_SIZE);
         assert_eq!(record_size(RR_FIELDS), RR_SIZE);
+        assert_eq!(record_size(UDP_FIELDS), UDP_SIZE);
         assert_eq!(TcpInfoRec::default().encode().len(), TCPINFO_SIZE);
     }
 
@@ -309,6 +325,9 @@ mod tests {
         let rr = encode_rr(1, 2, 3, 5);
         assert_eq!(u32::from_le_bytes(rr[12..16].try_into().unwrap()), 3);
         assert_eq!(u64::from_le_bytes(rr[16..24].try_into().unwrap()), 5);
+        let u = encode_udp(1, 2, 3, u64::MAX);
+        assert_eq!(u32::from_le_bytes(u[offset(UDP_FIELDS, "seq")..][..4].try_into().unwrap()), 3);
+        assert_eq!(u64::from_le_bytes(u[offset(UDP_FIELDS, "rtt_ns")..][..8].try_into().unwrap()), u64::MAX);
     }
 
     #[test]

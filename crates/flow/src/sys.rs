@@ -362,3 +362,73 @@ pub fn cpu_times() -> (f64, f64) {
     let s = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
     (s(ru.ru_utime), s(ru.ru_stime))
 }
+
+// ---- UDP ----------------------------------------------------------------------------
+
+pub fn udp_socket(for_addr: &SocketAddr) -> io::Result<RawFd> {
+    let af = if for_addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
+    cvt(unsafe { libc::socket(af, libc::SOCK_DGRAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) })
+}
+
+/// A non-blocking UDP socket bound to `addr`.
+pub fn udp_bind(addr: &SocketAddr) -> io::Result<RawFd> {
+    let fd = udp_socket(addr)?;
+    let (ss, len) = to_sockaddr(addr);
+    if let Err(e) = cvt(unsafe { libc::bind(fd, &ss as *const _ as *const libc::sockaddr, len) }) {
+        close(fd);
+        return Err(e);
+    }
+    Ok(fd)
+}
+
+/// A peer address as the kernel gave it, passed back unchanged (no conversion per datagram).
+pub struct RawAddr {
+    ss: libc::sockaddr_storage,
+    len: libc::socklen_t,
+}
+
+impl RawAddr {
+    pub fn new() -> RawAddr {
+        RawAddr { ss: unsafe { std::mem::zeroed() }, len: 0 }
+    }
+}
+
+/// Ok(None) when nothing is waiting.
+pub fn recv_from(fd: RawFd, buf: &mut [u8], from: &mut RawAddr) -> io::Result<Option<usize>> {
+    from.len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    let r = unsafe {
+        libc::recvfrom(
+            fd,
+            buf.as_mut_ptr() as *mut libc::c_void,
+            buf.len(),
+            0,
+            &mut from.ss as *mut _ as *mut libc::sockaddr,
+            &mut from.len,
+        )
+    };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(None),
+            _ => Err(e),
+        };
+    }
+    Ok(Some(r as usize))
+}
+
+pub fn send_to(fd: RawFd, buf: &[u8], to: &RawAddr) -> io::Result<usize> {
+    let r = unsafe {
+        libc::sendto(
+            fd,
+            buf.as_ptr() as *const libc::c_void,
+            buf.len(),
+            libc::MSG_NOSIGNAL,
+            &to.ss as *const _ as *const libc::sockaddr,
+            to.len,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(r as usize)
+}

@@ -15,6 +15,10 @@ pub enum Timer {
     DownloadNext(usize),
     /// A per-connection deadline (paced write, rr think time): slot and unique id.
     Conn(usize, u64),
+    /// Send the next datagram of UDP probe `0` (index into the engine's probes).
+    UdpSend(usize),
+    /// Give up waiting for the echoes of stopped UDP probe `0`.
+    UdpDrain(usize),
     /// The host's end time.
     End,
 }

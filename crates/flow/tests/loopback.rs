@@ -179,3 +179,87 @@ fn port_in_use_is_a_runtime_error_before_ready() {
     assert!(o.stdout.is_empty(), "no READY");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn free_udp_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// udp.bin as (t_ns, flow, seq, rtt_ns).
+fn udp_records(p: &Path) -> Vec<(u64, u32, u32, u64)> {
+    let b = std::fs::read(p).unwrap();
+    assert_eq!(b.len() % 24, 0);
+    b.chunks(24)
+        .map(|r| {
+            (
+                u64::from_le_bytes(r[0..8].try_into().unwrap()),
+                u32::from_le_bytes(r[8..12].try_into().unwrap()),
+                u32::from_le_bytes(r[12..16].try_into().unwrap()),
+                u64::from_le_bytes(r[16..24].try_into().unwrap()),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn udp_probe_is_echoed_on_its_grid_and_unanswered_probes_are_lost() {
+    let dir = tmpdir("udp");
+    let port = free_udp_port();
+    let dead = free_udp_port();
+    let server = serde_json::json!({"host": "srv", "out_dir": dir.join("srv"), "end_ns": 10_000_000_000u64,
+        "listen": [{"port": port, "proto": "udp_echo"}]});
+    let client = serde_json::json!({"host": "cli", "out_dir": dir.join("cli"), "end_ns": 5_000_000_000u64,
+        "flows": [
+            {"flow": 7, "kind": "udp_probe", "dst": "127.0.0.1", "port": port, "interval_ns": 2_000_000u64,
+             "size": 100, "start_ns": 10_000_000u64, "stop_ns": 510_000_000u64},
+            {"flow": 8, "kind": "udp_probe", "dst": "127.0.0.1", "port": dead, "interval_ns": 50_000_000u64,
+             "start_ns": 0, "stop_ns": 200_000_000u64}
+        ]});
+    let mut s = start(&dir, server);
+    let mut c = start(&dir, client);
+    let t0 = now_ns() + 100_000_000;
+    s.go(t0);
+    c.go(t0);
+    let (rc, out) = c.wait(Duration::from_secs(20));
+    assert_eq!((rc, out.as_str()), (0, "DONE\n"), "client");
+    unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) };
+    let (rc, _) = s.wait(Duration::from_secs(10));
+    assert_eq!(rc, 0);
+
+    let recs = udp_records(&dir.join("cli/udp.bin"));
+    let f7: Vec<_> = recs.iter().filter(|r| r.1 == 7).collect();
+    let f8: Vec<_> = recs.iter().filter(|r| r.1 == 8).collect();
+    let eng: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("cli/engine.json")).unwrap()).unwrap();
+    assert_eq!(eng["stopped_by"], "flows done");
+    let probe = |flow: u64| eng["udp_probes"].as_array().unwrap().iter().find(|p| p["flow"] == flow).unwrap().clone();
+    let (p7, p8) = (probe(7), probe(8));
+    let n = |p: &serde_json::Value, k: &str| p[k].as_u64().unwrap();
+    // 500 ms at 2 ms = 250 grid points; a send more than one interval late (a busy
+    // machine) skips the grid points it missed, and says so.
+    assert_eq!(n(&p7, "sent") + n(&p7, "skipped_sends"), 250, "{p7}");
+    assert!(n(&p7, "skipped_sends") <= 25, "{p7}");
+    assert_eq!(f7.len() as u64, n(&p7, "sent"));
+    assert_eq!((n(&p7, "echoed"), n(&p7, "lost")), (n(&p7, "sent"), 0), "{p7}");
+    let start = t0 + 10_000_000;
+    let mut on_time = 0;
+    for (k, r) in f7.iter().enumerate() {
+        assert!(k == 0 || r.2 == f7[k - 1].2 + 1, "in send order, seq consecutive");
+        assert!(r.0 >= start && r.0 < start + 500_000_000);
+        if (r.0 - start) % 2_000_000 < 500_000 {
+            on_time += 1;
+        }
+        assert!(r.3 > 0 && r.3 < 50_000_000, "rtt {} ns", r.3);
+    }
+    assert!(on_time * 10 >= f7.len() * 8, "{on_time} of {} sends within 0.5 ms of their grid point", f7.len());
+    assert_eq!(f8.len(), 4, "0, 50, 100, 150 ms");
+    assert!(f8.iter().all(|r| r.3 == u64::MAX), "nobody echoes: {f8:?}");
+    assert_eq!((n(&p8, "sent"), n(&p8, "lost")), (4, 4));
+    assert_eq!(eng["records"]["udp"].as_u64().unwrap(), f7.len() as u64 + 4);
+    let echoed = n(&p7, "sent");
+    let eng: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("srv/engine.json")).unwrap()).unwrap();
+    assert_eq!(eng["udp_echo"]["echoed"].as_u64(), Some(echoed));
+    let schema = std::fs::read_to_string(dir.join("cli/udp.bin.schema.json")).unwrap();
+    assert!(schema.contains(r#"["rtt_ns","u64"]"#), "{schema}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
