@@ -78,3 +78,16 @@ def test_levels_sort_naturally_and_units():
     assert plots.unit_of("goodput_bps") == (1e-6, "Mbit/s")
     assert plots.unit_of("rtt_p99_s") == (1e3, "ms")
     assert plots.unit_of("jain") == (1.0, "")
+
+
+def test_timeseries_with_partial_columns_closes_its_figures(tmp_path, run):
+    import matplotlib.pyplot as plt
+    tables, meta = run
+    cut = {"rx": tables["rx"].drop(columns=["conn"]),
+           "tcpinfo": tables["tcpinfo"].drop(columns=["cwnd", "srtt_us"]),
+           "link_stats": tables["link_stats"].drop(columns=["qlen_pkts"]),
+           "ping": tables["ping"].drop(columns=["t", "t_ns"])}
+    before = len(plt.get_fignums())
+    assert is_png(plots.timeseries(cut, {k: v for k, v in meta.items() if k != "flows"},
+                                   tmp_path / "p.png"))
+    assert len(plt.get_fignums()) == before

@@ -19,11 +19,8 @@ import pandas as pd
 from . import formulas as F
 from .series import (DEFAULT_INTERVAL_S, _jain_frame, cum_at, fairness_columns,
                      flow_table, goodput_matrix, interval_edges, nonempty, run_timing,
-                     with_t)
+                     usable, with_t)
 
-REQUIRED = {"tcpinfo": ("t", "flow", "conn"), "rx": ("t", "flow", "conn", "bytes"),
-            "conns": ("flow", "conn"), "rr": ("latency_ns",), "ping": ("t", "rtt_s"),
-            "link_stats": ("t",)}
 FLOW_ID_COLUMNS = ["run_id", "flow", "name", "kind", "cc", "from", "to", "start_s", "stop_s",
                    "dir", "window_s", "conn", "n_conns"]
 # Connections from clients outside the study (curl, wget on /bytes/<size>): contracts §2
@@ -211,8 +208,7 @@ def run_metrics(tables: dict, meta: dict, *, interval_s: float = DEFAULT_INTERVA
     """All metrics of one run; see the module contract and docs/metrics.md."""
     tables = {k: with_t(v, meta) for k, v in (tables or {}).items()}
     # a table without the columns that locate its rows cannot be used at all
-    tables = {k: (v if nonempty(v) and set(REQUIRED.get(k, ())) <= set(v.columns) else None)
-              for k, v in tables.items()}
+    tables = {k: usable(v, k) for k, v in tables.items()}
     for name, col in (("tcpinfo", "bytes_sent"), ("rx", "bytes")):
         tables[name] = _main_direction(tables.get(name), col)
     timing = run_timing(tables, meta)

@@ -24,6 +24,19 @@ def nonempty(df) -> bool:
     return isinstance(df, pd.DataFrame) and len(df) > 0
 
 
+# The columns that locate a table's rows; without them a table cannot be used at all.
+REQUIRED = {"tcpinfo": ("t", "flow", "conn"), "rx": ("t", "flow", "conn", "bytes"),
+            "conns": ("flow", "conn"), "rr": ("latency_ns",), "ping": ("t", "rtt_s"),
+            "link_stats": ("t",)}
+
+
+def usable(df, name: str):
+    """df if it has rows and the columns REQUIRED for its table name, else None."""
+    if nonempty(df) and set(REQUIRED.get(name, ())) <= set(df.columns):
+        return df
+    return None
+
+
 def with_t(df, meta: dict):
     """Return df with a `t` column (seconds since t0), derived from t_ns if needed."""
     if not nonempty(df) or "t" in df.columns:
@@ -196,7 +209,7 @@ def goodput_series(rx, meta: dict, interval_s: float = DEFAULT_INTERVAL_S,
     """Goodput over time, long format: t (interval start), t_end, flow, name, cc,
     goodput_bps, active. One row per interval and flow."""
     tables = dict(tables or {})
-    tables["rx"] = with_t(rx, meta)
+    tables["rx"] = usable(with_t(rx, meta), "rx")
     timing = run_timing(tables, meta)
     flows = flow_table(tables, meta, timing)
     edges = interval_edges(timing.duration_s, interval_s)
@@ -216,7 +229,7 @@ def jain_series(rx, meta: dict, interval_s: float = DEFAULT_INTERVAL_S,
                 tables: dict | None = None) -> pd.DataFrame:
     """Jain's index per interval over the active backlogged flows: t, t_end, jain, n_active."""
     tables = dict(tables or {})
-    tables["rx"] = with_t(rx, meta)
+    tables["rx"] = usable(with_t(rx, meta), "rx")
     timing = run_timing(tables, meta)
     flows = flow_table(tables, meta, timing)
     edges = interval_edges(timing.duration_s, interval_s)

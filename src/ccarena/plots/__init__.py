@@ -20,7 +20,7 @@ import pandas as pd  # noqa: E402
 
 from ..analysis import summarize, valid_mask  # noqa: E402
 from ..metrics.series import (DEFAULT_INTERVAL_S, goodput_series, jain_series,  # noqa: E402
-                              nonempty, with_t)
+                              nonempty, usable, with_t)
 
 __all__ = ["timeseries", "metric_vs_factor", "box", "cdf", "heatmap", "fairness_vs_flows",
            "unit_of", "natural_key"]
@@ -97,8 +97,17 @@ def timeseries(tables: dict, meta: dict, path, interval_s: float = DEFAULT_INTER
     """Panels over time for one run: cwnd, goodput, RTT (srtt and ping), queue
     occupancy at the bottleneck, and Jain's index per interval. Missing tables leave a
     panel with "no data"."""
-    tables = {k: with_t(v, meta) for k, v in (tables or {}).items()}
+    tables = {k: usable(with_t(v, meta), k) for k, v in (tables or {}).items()}
     fig, axes = plt.subplots(5, 1, figsize=(8, 10.5), sharex=True, layout="constrained")
+    try:
+        _timeseries_panels(fig, axes, tables, meta, interval_s, title)
+    except BaseException:
+        plt.close(fig)  # never leak a figure, even on a bug
+        raise
+    return _save(fig, path)
+
+
+def _timeseries_panels(fig, axes, tables, meta, interval_s, title):
     names = {int(f["flow"]): f.get("name", f"flow{f['flow']}") + (f" ({f['cc']})" if
              f.get("cc") else "") for f in meta.get("flows") or []}
     tcp, rx = tables.get("tcpinfo"), tables.get("rx")
@@ -177,7 +186,6 @@ def timeseries(tables: dict, meta: dict, path, interval_s: float = DEFAULT_INTER
         a.grid(alpha=0.3)
     fig.suptitle(title or f"run {meta.get('run_id', '')}  {meta.get('cell', '')}",
                  fontsize="medium")
-    return _save(fig, path)
 
 
 # -- across cells and runs ----------------------------------------------------------------
