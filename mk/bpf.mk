@@ -1,6 +1,7 @@
 # mk/bpf.mk — build ccarena's BPF congestion controls and their loader.
 #   make bpf          vmlinux.h from the running kernel's BTF, bpf/cc/*.bpf.c → build/bpf/cc/*.bpf.o,
-#                     and the loader target/release/ccarena-cc (crates/cc, libbpf-rs, vendored libbpf)
+#                     and the loader target/release/ccarena-cc (crates/cc, libbpf-rs, vendored libbpf);
+#                     bpf/test/*.bpf.c (test aids, e.g. the CE marker) → build/bpf/test/
 #   make bpf-objects  only the BPF objects            make bpf-clean   remove them
 # Needs: clang (>= 14), bpftool, and for the loader: cargo, libelf-dev, zlib1g-dev, pkg-config.
 # Keep BPF_CFLAGS in step with ccarena.cc.registry.compile_flags() (user *.bpf.c use the same).
@@ -12,6 +13,8 @@ BPF_ARCH    ?= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 BPF_CFLAGS  ?= -O2 -g -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Wno-unused-function
 BPF_SRCS    := $(wildcard bpf/cc/*.bpf.c)
 BPF_OBJS    := $(patsubst bpf/cc/%.bpf.c,$(BPF_BUILD)/bpf/cc/%.bpf.o,$(BPF_SRCS))
+BPF_TEST_SRCS := $(wildcard bpf/test/*.bpf.c)
+BPF_TEST_OBJS := $(patsubst bpf/test/%.bpf.c,$(BPF_BUILD)/bpf/test/%.bpf.o,$(BPF_TEST_SRCS))
 BPF_VMLINUX := $(BPF_BUILD)/vmlinux.h
 CC_LOADER   := target/release/ccarena-cc
 
@@ -19,7 +22,7 @@ CC_LOADER   := target/release/ccarena-cc
 
 bpf: bpf-objects bpf-loader
 
-bpf-objects: $(BPF_OBJS)
+bpf-objects: $(BPF_OBJS) $(BPF_TEST_OBJS)
 
 $(BPF_VMLINUX):
 	@mkdir -p $(dir $@)
@@ -30,8 +33,12 @@ $(BPF_BUILD)/bpf/cc/%.bpf.o: bpf/cc/%.bpf.c bpf/cc/cca_common.h $(BPF_VMLINUX)
 	@mkdir -p $(dir $@)
 	$(BPF_CLANG) $(BPF_CFLAGS) -I$(BPF_BUILD) -Ibpf/cc -c $< -o $@
 
+$(BPF_BUILD)/bpf/test/%.bpf.o: bpf/test/%.bpf.c $(BPF_VMLINUX)
+	@mkdir -p $(dir $@)
+	$(BPF_CLANG) $(BPF_CFLAGS) -I$(BPF_BUILD) -c $< -o $@
+
 bpf-loader:
 	cargo build --release -p ccarena-cc
 
 bpf-clean:
-	rm -rf $(BPF_BUILD)/bpf/cc $(BPF_BUILD)/bpf/cc-extra $(BPF_VMLINUX)
+	rm -rf $(BPF_BUILD)/bpf/cc $(BPF_BUILD)/bpf/cc-extra $(BPF_BUILD)/bpf/test $(BPF_VMLINUX)

@@ -100,9 +100,11 @@ class NsPair:
     losses are real losses (fast retransmit, recovery), not local-qdisc
     congestion signals (tcp_enter_cwr), and TSQ does not see the queue."""
 
-    def __init__(self, tag: str | None = None, rate: str | None = "50mbit", limit_bytes: int = 60000):
+    def __init__(self, tag: str | None = None, rate: str | None = "50mbit", limit_bytes: int = 60000,
+                 ce_per_mille: int = 0):
         tag = tag or uuid.uuid4().hex[:6]
-        self.rate, self.limit_bytes = rate, limit_bytes
+        self.rate, self.limit_bytes, self.ce_per_mille = rate, limit_bytes, ce_per_mille
+        self.marker: subprocess.Popen | None = None
         self.s, self.g, self.r = f"ccacctest{tag}s", f"ccacctest{tag}g", f"ccacctest{tag}r"
         self.tag = tag
         self.saddr, self.raddr = "10.231.1.1", "10.231.2.2"
@@ -135,9 +137,23 @@ class NsPair:
                "htb", "rate", rate)
             sh("tc", "-n", self.g, "qdisc", "add", "dev", "east", "parent", "1:1", "bfifo",
                "limit", str(limit_bytes))
+        if self.ce_per_mille:
+            # this kernel has no ECN-marking qdisc: a tcx program marks CE at random
+            obj = registry.paths.build_dir() / "bpf" / "test" / "ce_mark.bpf.o"
+            self.marker = subprocess.Popen(
+                [str(registry.paths.loader()), "mark", "--obj", str(obj), "--netns", self.g,
+                 "--dev", "east", "--per-mille", str(self.ce_per_mille)],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            line = self.marker.stdout.readline().strip()
+            assert line == "READY", self.marker.stderr.read()
         return self
 
     def down(self):
+        if self.marker is not None:
+            if self.marker.poll() is None:
+                self.marker.send_signal(signal.SIGTERM)
+            self.marker.wait(timeout=10)
+            self.marker = None
         for ns in (self.s, self.g, self.r):
             sh("ip", "netns", "del", ns, check=False)
 
@@ -359,8 +375,8 @@ def test_cc_load_failure_names_file_errno_and_log(tmp_path, monkeypatch):
 
 # --------------------------------------------------------------------------- by hand
 
-def trace(name: str, secs: float, rate: str, limit: int, force: str | None) -> dict:
-    with NsPair(rate=rate, limit_bytes=limit) as ns:
+def trace(name: str, secs: float, rate: str, limit: int, force: str | None, ce: int = 0) -> dict:
+    with NsPair(rate=rate, limit_bytes=limit, ce_per_mille=ce) as ns:
         with cc.acquire([name], run_id(), force=force) as m:
             res, ss = ns.flow(m[name], secs=secs, interval=0.01, ss_at=secs / 2)
     smp = res["samples"]
@@ -388,10 +404,11 @@ if __name__ == "__main__":
     ap.add_argument("--rate", default="50mbit")
     ap.add_argument("--limit", type=int, default=60000)
     ap.add_argument("--force", default="bpf")
+    ap.add_argument("--ce", type=int, default=0, help="CE-mark this many per mille at the bottleneck")
     args = ap.parse_args()
     try:
         for n in args.names:
             print(json.dumps({n: trace(n, args.secs, args.rate, args.limit,
-                                       None if args.force == "auto" else args.force)}))
+                                       None if args.force == "auto" else args.force, args.ce)}))
     finally:
         cc.cleanup_stale()

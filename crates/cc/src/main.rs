@@ -14,6 +14,10 @@
 //!     unregisters the algorithm) when none does, or on SIGTERM/SIGINT.
 //!     Because the kernel releases a link when its last fd closes, the algorithm
 //!     is also unregistered if this process is killed: crash-safe by construction.
+//! ccarena-cc mark --obj <ce_mark.bpf.o> --netns <name> --dev <ifname> --per-mille N
+//!     test aid: attach bpf/test/ce_mark.bpf.c at tcx egress of <ifname> inside network
+//!     namespace <name>, marking CE on N/1000 of the ECN-capable packets; prints
+//!     "READY\n", detaches on SIGTERM/SIGINT (or when killed: the link dies with us).
 //! ```
 //!
 //! Holder files (written by the Python side, ccarena.cc.refcount): one file per run,
@@ -255,12 +259,7 @@ fn hold(file: &Path, name: &str, watch: Option<&Path>, poll: Duration) -> Result
     if !registered(name) {
         return Err(CcError::NotRegistered { file: file.to_path_buf(), name: name.to_string() });
     }
-    unsafe {
-        libc::signal(libc::SIGTERM, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t);
-        libc::signal(libc::SIGINT, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t);
-        libc::signal(libc::SIGHUP, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t);
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-    }
+    install_stop_handlers();
     {
         let mut out = io::stdout().lock();
         let _ = writeln!(out, "READY {name}");
@@ -319,12 +318,81 @@ fn hold(file: &Path, name: &str, watch: Option<&Path>, poll: Duration) -> Result
     Ok(())
 }
 
+fn install_stop_handlers() {
+    unsafe {
+        libc::signal(libc::SIGTERM, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t);
+        libc::signal(libc::SIGINT, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t);
+        libc::signal(libc::SIGHUP, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t);
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+}
+
+/// Test aid: CE-mark a fraction of the packets leaving <dev> in namespace <netns>.
+fn mark(file: &Path, netns: &str, dev: &str, per_mille: u32) -> Result<(), CcError> {
+    use libbpf_rs::AsRawLibbpf;
+    let io_err = |attempt: &str, object: &str, err: io::Error| CcError::Io {
+        attempt: attempt.into(),
+        object: object.into(),
+        err,
+    };
+    LOG.lock().unwrap().clear();
+    let mk = |e: libbpf_rs::Error| CcError::Load {
+        file: file.to_path_buf(),
+        errno: errno_of(&e),
+        cause: format!("{e:#}"),
+        log: log_tail(),
+    };
+    let mut open = ObjectBuilder::default().open_file(file).map_err(mk)?;
+    for mut m in open.maps_mut() {
+        if m.name().to_string_lossy().ends_with(".rodata") {
+            if let Some(v) = m.initial_value_mut() {
+                if v.len() >= 4 {
+                    v[..4].copy_from_slice(&per_mille.to_le_bytes());
+                }
+            }
+        }
+    }
+    let obj = open.load().map_err(mk)?;
+    let ns_path = format!("/run/netns/{netns}");
+    let ns = fs::File::open(&ns_path).map_err(|e| io_err("open", &ns_path, e))?;
+    if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        return Err(io_err("setns", &ns_path, io::Error::last_os_error()));
+    }
+    let cdev = CString::new(dev).map_err(|_| CcError::Usage(format!("--dev {dev:?}")))?;
+    let ifindex = unsafe { libc::if_nametoindex(cdev.as_ptr()) };
+    if ifindex == 0 {
+        return Err(io_err("if_nametoindex", dev, io::Error::last_os_error()));
+    }
+    let prog = obj.progs().next().ok_or_else(|| CcError::Usage("no program in the object".into()))?;
+    let link = unsafe {
+        libbpf_rs::libbpf_sys::bpf_program__attach_tcx(
+            prog.as_libbpf_object().as_ptr(),
+            ifindex as i32,
+            std::ptr::null(),
+        )
+    };
+    if link.is_null() {
+        return Err(io_err(&format!("attach tcx egress {dev}"), &file.display().to_string(),
+                          io::Error::last_os_error()));
+    }
+    install_stop_handlers();
+    println!("READY");
+    let _ = io::stdout().flush();
+    while !STOP.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    unsafe { libbpf_rs::libbpf_sys::bpf_link__destroy(link) };
+    drop(obj);
+    Ok(())
+}
+
 fn run(args: &[String]) -> Result<(), CcError> {
     set_print(Some((PrintLevel::Info, capture_log)));
     let usage = || {
         CcError::Usage(
             "ccarena-cc check <obj>... | ccarena-cc hold --obj <obj> --name <kernel_name> \
-             [--watch <dir>] [--poll-ms N]"
+             [--watch <dir>] [--poll-ms N] | ccarena-cc mark --obj <obj> --netns <name> \
+             --dev <ifname> [--per-mille N]"
                 .into(),
         )
     };
@@ -369,6 +437,22 @@ fn run(args: &[String]) -> Result<(), CcError> {
                 return Err(CcError::Usage(format!("--name {name:?}: at most 15 bytes")));
             }
             hold(&obj, &name, watch.as_deref(), Duration::from_millis(poll_ms.max(10)))
+        }
+        Some("mark") => {
+            let (mut obj, mut netns, mut dev, mut pm) = (None, None, None, 100u32);
+            let mut it = args[1..].iter();
+            while let Some(a) = it.next() {
+                let mut val = || it.next().cloned().ok_or_else(usage);
+                match a.as_str() {
+                    "--obj" => obj = Some(PathBuf::from(val()?)),
+                    "--netns" => netns = Some(val()?),
+                    "--dev" => dev = Some(val()?),
+                    "--per-mille" => pm = val()?.parse().map_err(|_| usage())?,
+                    _ => return Err(usage()),
+                }
+            }
+            let (Some(obj), Some(netns), Some(dev)) = (obj, netns, dev) else { return Err(usage()) };
+            mark(&obj, &netns, &dev, pm.min(1000))
         }
         _ => Err(usage()),
     }
