@@ -1,9 +1,11 @@
-"""Regenerate the example figures of docs/metrics.md (docs/img/metrics-*.png) from
-synthetic data: PYTHONPATH=src python benchmarks/metrics_figures.py [OUT_DIR]
+"""Draw the example figures of docs/metrics.md from synthetic data and time them.
+Update the docs with: PYTHONPATH=src python benchmarks/metrics_figures.py docs/img
+(default OUT_DIR: bench-out/metrics-figures, so `make bench` leaves the tree alone).
 
 The data are synthetic (ccarena.metrics.synthetic): the figures show what each plot
 looks like, not results. PNGs are quantised to a small palette to keep the repo light."""
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -25,8 +27,10 @@ def shrink(p: Path) -> None:
 
 
 def main() -> int:
-    out = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/img")
+    # default outside the tree: `make bench` runs every benchmark; docs/img only on request
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else "bench-out/metrics-figures")
     out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
     rng = np.random.default_rng(7)
     tables, meta = synthetic_run(n_flows=3, duration_s=20, stagger_s=4, shares=[1, .8, .6],
                                  ccs=("cubic", "reno", "bbr"))
@@ -63,7 +67,8 @@ def main() -> int:
                                         hue="cc"))
     for p in made:
         shrink(p)
-        print(p, p.stat().st_size)
+        print(f"{p}  {p.stat().st_size} bytes")
+    print(f"{len(made)} figures in {time.perf_counter() - t0:.2f} s")
     return 0
 
 
