@@ -172,7 +172,8 @@ def _fmt(x) -> str:
 def run_checks(results, study, console: Console | None = None) -> bool:
     if not study.expect:
         return True
-    console = console or Console()
+    import sys
+    console = console or Console(width=None if sys.stdout.isatty() else 160)
     res = evaluate(results, study)
     for r in res:
         tag = "[green]pass[/green]" if r["ok"] else "[red]FAIL[/red]"

@@ -30,7 +30,9 @@ def _fmt(row, scale, fmt) -> str:
 
 
 def render(results, console: Console | None = None) -> Table:
-    console = console or Console()
+    import sys
+    # logs (CI, files) are not 80 columns wide: do not fold the table there
+    console = console or Console(width=None if sys.stdout.isatty() else 160)
     cells = results.cells
     runs = results.runs
     plan = results.plan_json()
@@ -39,7 +41,7 @@ def render(results, console: Console | None = None) -> Table:
     # a swept flow.<name>.cc duplicates the cc column
     params = [p for p in params if not (p.startswith("flow.") and p.endswith(".cc"))]
     for p in params:
-        t.add_column(p.split(".", 1)[-1] if p.startswith(("bottleneck.", "study.")) else p)
+        t.add_column(p.rsplit(".", 1)[-1])
     t.add_column("flow")
     t.add_column("cc")
     have = set(cells.loc[cells["mean"].notna(), "metric"]) if len(cells) else set()
