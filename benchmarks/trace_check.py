@@ -95,12 +95,13 @@ def testbed(kind: str, rate: str | None = "20mbit", bfifo: int | None = 30000):
             sh("ip", "netns", "del", ns, check=False)
 
 
-def start_trace(out: Path, netns: list[str], ports: str | None = "5000-5999") -> subprocess.Popen:
+def start_trace(out: Path, netns: list[str], ports: str | None = "5000-5999", *extra: str) -> subprocess.Popen:
     cmd = [str(TRACE), "--out", str(out)]
     for ns in netns:
         cmd += ["--netns", f"/run/netns/{ns}"]
     if ports:
         cmd += ["--ports", ports]
+    cmd += list(extra)
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = p.stdout.readline()
     if line.strip() != "READY":

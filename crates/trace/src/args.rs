@@ -1,4 +1,5 @@
-//! Contract: `ccarena-trace --out DIR --netns PATH [--netns PATH ...] [--ports LO-HI]`
+//! Contract: `ccarena-trace --out DIR --netns PATH [--netns PATH ...] [--ports LO-HI]
+//! [--bpf-stats]`
 //! parsed into `Args` (pure; the caller stats the paths). At least one `--netns`:
 //! the tracer never traces the whole machine.
 
@@ -9,6 +10,8 @@ pub struct Args {
     pub out: PathBuf,
     pub netns: Vec<PathBuf>,
     pub ports: (u16, u16),
+    /// Measure the program's run count and time (BPF_ENABLE_STATS while tracing).
+    pub bpf_stats: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +39,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, (String, String)> {
     let mut out = None;
     let mut netns = Vec::new();
     let mut ports = (0u16, 65535u16);
+    let mut bpf_stats = false;
     let mut i = 0;
     while i < args.len() {
         let a = args[i].as_str();
@@ -54,6 +58,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, (String, String)> {
             "--out" | "-o" => out = Some(PathBuf::from(value(&mut i)?)),
             "--netns" | "-n" => netns.push(PathBuf::from(value(&mut i)?)),
             "--ports" | "-p" => ports = parse_ports(&value(&mut i)?).map_err(|e| ("--ports".to_string(), e))?,
+            "--bpf-stats" => bpf_stats = true,
             "--help" | "-h" => return Ok(Parsed::Help),
             "--version" | "-V" => return Ok(Parsed::Version),
             other => return Err((other.to_string(), "unknown argument (see --help)".to_string())),
@@ -64,7 +69,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, (String, String)> {
     if netns.is_empty() {
         return Err(("--netns".to_string(), "at least one is required (see --help)".to_string()));
     }
-    Ok(Parsed::Run(Args { out, netns, ports }))
+    Ok(Parsed::Run(Args { out, netns, ports, bpf_stats }))
 }
 
 #[cfg(test)]
@@ -83,7 +88,8 @@ mod tests {
             Parsed::Run(Args {
                 out: "/tmp/t".into(),
                 netns: vec!["/run/netns/a".into(), "/run/netns/b".into()],
-                ports: (5000, 5999)
+                ports: (5000, 5999),
+                bpf_stats: false
             })
         );
     }
@@ -91,7 +97,7 @@ mod tests {
     #[test]
     fn ports_default_to_all_and_accept_one_port() {
         match parse(&v("--out x --netns y")).unwrap() {
-            Parsed::Run(a) => assert_eq!(a.ports, (0, 65535)),
+            Parsed::Run(a) => assert_eq!((a.ports, a.bpf_stats), ((0, 65535), false)),
             _ => panic!(),
         }
         assert_eq!(parse_ports("5201"), Ok((5201, 5201)));

@@ -3,7 +3,7 @@
 //! Contract (docs/dev/contracts.md §6, docs/probes.md):
 //!
 //! ```text
-//! ccarena-trace --out DIR --netns /run/netns/<name> [--netns ...] [--ports LO-HI]
+//! ccarena-trace --out DIR --netns /run/netns/<name> [--netns ...] [--ports LO-HI] [--bpf-stats]
 //! ```
 //! Stats each `--netns` path for its namespace inode, loads bpf/probe/tcpprobe.bpf.o
 //! (embedded at build time), puts the inodes and the port range into the program's
@@ -21,6 +21,7 @@ mod record;
 use std::cell::RefCell;
 use std::fs::File;
 use std::io::{BufWriter, Write};
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -34,11 +35,12 @@ const NSFS_MAGIC: i64 = 0x6e73_6673;
 const POLL: Duration = Duration::from_millis(50);
 const LOG_TAIL: usize = 30;
 
-const USAGE: &str = "usage: ccarena-trace --out DIR --netns /run/netns/NAME [--netns ...] [--ports LO-HI]\n\
+const USAGE: &str = "usage: ccarena-trace --out DIR --netns /run/netns/NAME [--netns ...] [--ports LO-HI] [--bpf-stats]\n\
   Traces tcp:tcp_probe (one event per segment an ESTABLISHED socket receives: per ACK\n\
   on a data sender) of the sockets in the given network namespaces into DIR/tcpprobe.bin.\n\
   Prints READY once attached; on SIGTERM/SIGINT detaches, flushes, writes DIR/trace.json,\n\
-  prints DONE. See docs/probes.md.";
+  prints DONE. --bpf-stats: also measure the BPF program's run count and time (kernel\n\
+  BPF_ENABLE_STATS while tracing; adds ~2 clock reads per event). See docs/probes.md.";
 
 static LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
@@ -219,6 +221,18 @@ fn run() -> Result<(), Failure> {
     let rb = rbb.build().map_err(|e| bpf_fail("set up ring buffer", "events", e))?;
 
     let prog = obj.progs_mut().find(|p| p.name() == "tcp_probe").ok_or_else(|| fail(1, "find program", "tcp_probe", "not in object"))?;
+    // BPF_ENABLE_STATS: the kernel counts run_cnt/run_time_ns of every program while
+    // this fd is open (closed with the process).
+    let stats_fd = if a.bpf_stats {
+        let fd = unsafe { libbpf_rs::libbpf_sys::bpf_enable_stats(libbpf_rs::libbpf_sys::BPF_STATS_RUN_TIME) };
+        if fd < 0 {
+            return Err(fail(1, "enable BPF run-time statistics", "bpf(BPF_ENABLE_STATS)", std::io::Error::from_raw_os_error(-fd)));
+        }
+        Some(fd)
+    } else {
+        None
+    };
+    let prog_fd = prog.as_fd().as_raw_fd();
     let link = prog.attach().map_err(|e| bpf_fail("attach", "tp_btf/tcp_probe", e))?;
     let t_attach = now_ns();
     say("READY");
@@ -236,6 +250,18 @@ fn run() -> Result<(), Failure> {
             break;
         }
     }
+    let stats = stats_fd.map(|fd| {
+        let mut info: libbpf_rs::libbpf_sys::bpf_prog_info = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of_val(&info) as u32;
+        let r = unsafe { libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(prog_fd, &mut info, &mut len) };
+        unsafe { libc::close(fd) };
+        if r == 0 {
+            serde_json::json!({"run_cnt": info.run_cnt, "run_time_ns": info.run_time_ns,
+                "ns_per_run": if info.run_cnt > 0 { info.run_time_ns as f64 / info.run_cnt as f64 } else { 0.0 }})
+        } else {
+            serde_json::json!({"error": std::io::Error::from_raw_os_error(-r).to_string()})
+        }
+    });
     drop(link); // detach first, then drain what is left
     let t_detach = now_ns();
     let _ = rb.consume();
@@ -269,6 +295,7 @@ fn run() -> Result<(), Failure> {
         "cpu_user_s": u,
         "cpu_sys_s": sy,
         "write_error": s.write_error,
+        "bpf_stats": stats,
     });
     let jp = out_dir.join("trace.json");
     std::fs::write(&jp, serde_json::to_string_pretty(&report).unwrap() + "\n").map_err(|e| fail(1, "write", jp.display(), e))?;
