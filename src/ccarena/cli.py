@@ -61,6 +61,9 @@ def cmd_run(args) -> int:
     print(f"results: {res.path}")
     from .checks import run_checks
     ok = run_checks(res, study)
+    if not args.no_report:
+        from .report import write_report
+        print(f"report: {write_report(res.path)}")
     return 0 if ok else 3
 
 
@@ -156,6 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.add_argument("--cc-source", choices=("kernel", "bpf"),
                    help="force where algorithms come from")
+    r.add_argument("--no-report", action="store_true",
+                   help="do not write report.html and its figures at the end")
     r.add_argument("--event-log", action="store_true",
                    help="keep the user-space link's per-packet event log")
     r.set_defaults(func=cmd_run)
