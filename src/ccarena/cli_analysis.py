@@ -64,7 +64,8 @@ def views(con) -> list[str]:
 def cmd_report(args) -> int:
     from .report import write_report
     d = resolve_results(args.results_dir, args.results)
-    out = write_report(d, out=args.out, max_timeseries=args.max_timeseries)
+    out = write_report(d, out=args.out, max_timeseries=args.max_timeseries,
+                       figure_format="svg" if args.svg else "png")
     print(out)
     return 0
 
@@ -174,6 +175,8 @@ def register(subparsers) -> None:
     p.add_argument("--out", help="where to write (default: RESULTS/report.html)")
     p.add_argument("--max-timeseries", type=int, default=12,
                    help="time-series figures: one run per cell, at most this many")
+    p.add_argument("--svg", action="store_true",
+                   help="inline vector (SVG) figures instead of PNG: sharper, larger file")
     results_opt(p)
     p.set_defaults(func=cmd_report)
 

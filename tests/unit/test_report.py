@@ -111,6 +111,26 @@ def test_report_renders_in_headless_chromium(tmp_path, report):
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install "
+                    "chromium; the Makefile does) - cannot render report.html")
+def test_svg_report_renders_in_headless_chromium(tmp_path, study):
+    report = write_report(study, out=tmp_path / "svg.html", max_timeseries=1,
+                          figure_format="svg")
+    html = report.read_text()
+    n_fig = html.count('<div class="fig">')
+    assert n_fig >= 5 and "<img " not in html and "<?xml" not in html
+    page = tmp_path / "check.html"
+    page.write_text(html.replace("</body>", PROBE, 1))
+    dom = subprocess.run([CHROMIUM, *CHROME_FLAGS, f"--user-data-dir={tmp_path / 'p'}",
+                          "--dump-dom", page.as_uri()], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+    title = re.search(r"<title>(CHECK[^<]*)</title>", dom.stdout)
+    assert title, dom.stderr[-1500:]
+    svgs = int(re.search(r"svgs=(\d+)", title.group(1)).group(1))
+    assert svgs >= n_fig and "errors=0" in title.group(1)
+    assert not [ln for ln in dom.stderr.splitlines() if "Uncaught" in ln or "ERROR:CONSOLE" in ln]
+
+
 def test_write_report_to_another_place(tmp_path, study):
     out = write_report(study, out=tmp_path / "elsewhere" / "r.html", max_timeseries=1)
     assert out.exists() and out.read_text().count("Time series of one run per cell") == 1

@@ -1,9 +1,10 @@
 """ccarena.report: one self-contained report.html per stored study.
 
-Contract: `write_report(study_dir, out=None, max_timeseries=12) -> Path` reads the study
+Contract: `write_report(study_dir, out=None, max_timeseries=12, figure_format="png")
+-> Path` reads the study
 directory with pandas (report.load; no ccarena.store), computes cell statistics over the
 valid runs, draws the figures with ccarena.plots into a temporary directory and embeds
-them (base64 PNG), and writes `<study_dir>/report.html` (or `out`). The page has no
+them (base64 PNG, or inline SVG), and writes `<study_dir>/report.html` (or `out`). The page has no
 external resources and no scripts. Sections: summary, checks (invalid runs with their
 reasons, pass criteria if the study has any), results per cell with 95 % CIs, figures,
 flows, environment, the resolved study.
@@ -164,7 +165,7 @@ def _checks_frame(rows: list) -> pd.DataFrame:
 
 
 def _figures(res: Results, stats: pd.DataFrame, tmp: Path, key: list[str],
-             max_timeseries: int) -> list[tuple[str, list[str]]]:
+             max_timeseries: int, fmt: str = "png") -> list[tuple[str, list[str]]]:
     """(section title, [figure html]) for every figure that the data supports."""
     runs = res.runs
     sections = []
@@ -173,7 +174,7 @@ def _figures(res: Results, stats: pd.DataFrame, tmp: Path, key: list[str],
 
     def fig(fn, caption, *a, **kw):
         n[0] += 1
-        p = fn(*a, path=tmp / f"f{n[0]:03d}.png", **kw)
+        p = fn(*a, path=tmp / f"f{n[0]:03d}.{fmt}", **kw)
         return figure(p, caption)
 
     # metric against each swept factor; the other factor (if one) as colour
@@ -340,8 +341,12 @@ def _environment(res: Results) -> str:
     return kv_table(env)
 
 
-def write_report(study_dir, out=None, max_timeseries: int = 12) -> Path:
-    """Write report.html for a stored study and return its path."""
+def write_report(study_dir, out=None, max_timeseries: int = 12,
+                 figure_format: str = "png") -> Path:
+    """Write report.html for a stored study and return its path. figure_format "svg"
+    inlines vector figures (sharper, larger) instead of base64 PNGs."""
+    if figure_format not in ("png", "svg"):
+        raise ValueError(f"report figures: format {figure_format!r} (use png or svg)")
     res = load_results(study_dir)
     out = Path(out) if out else res.path / "report.html"
     runs = res.runs.copy()
@@ -382,7 +387,8 @@ def write_report(study_dir, out=None, max_timeseries: int = 12) -> Path:
                                  [k for k in key if k in runs], models)]
     parts.append('<h2 id="figures">Figures</h2>')
     with tempfile.TemporaryDirectory(prefix="ccarena-report-") as tmp:
-        for title, figs in _figures(res, stats, Path(tmp), key, max_timeseries):
+        for title, figs in _figures(res, stats, Path(tmp), key, max_timeseries,
+                                    figure_format):
             parts.append(f"<h3>{esc(title)}</h3>" + "".join(figs))
     parts += ['<h2 id="flows">Flows</h2>',
               "<p>Per flow, over the valid repetitions of each cell (mean ± 95 % CI).</p>",
