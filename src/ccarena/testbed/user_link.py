@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from .. import units
@@ -95,6 +96,9 @@ def make_config(topo: Topology, study: Study, out_dir: Path, seed: int,
         "event_log": event_log,
         "seed": seed,
         "t0_ns": t0_ns,
+        # SCHED_FIFO forwarding threads can starve the hosts' own processes on a small
+        # machine (RT throttling leaves normal tasks 5 %): opt-in only
+        "rt_priority": int(os.environ.get("CCARENA_LINK_RT_PRIORITY", "0")),
         # lateness that matters is relative to the path's own delay: 1 % of the base RTT,
         # at least 100 us
         "late_tolerance_ns": max(100_000, int(study.base_rtt_s * 0.01 * 1e9)),

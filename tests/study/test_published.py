@@ -1,0 +1,29 @@
+"""The five published experiments at quick scale, run by name as a user would: each writes
+its tables, figures, report and checks, and every check (physics and the mechanism the
+work studied, never the published numbers) passes. ~10 minutes together."""
+import json
+
+import pytest
+
+from conftest import ccarena_cli
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+PUBLISHED = ["delay-throughput", "bufferbloat", "parallel-tcp", "kvm-download", "virt-cc"]
+
+
+@pytest.mark.parametrize("name", PUBLISHED)
+def test_quick_study_runs_by_name_and_its_checks_pass(tmp_path, no_leaks, name):
+    r = ccarena_cli("run", name, "--scale", "quick", "--quiet", "--results", tmp_path,
+                    check=False, timeout=900)
+    res = next(tmp_path.glob(f"{name}-*"))
+    checks = json.loads((res / "checks.json").read_text())
+    failed = [c for c in checks if not c["ok"]]
+    assert r.returncode == 0 and not failed, (r.stdout[-3000:], r.stderr[-2000:], failed)
+    assert (res / "report.html").stat().st_size > 10_000
+    html = (res / "report.html").read_text()
+    assert html.count("<img") + html.count("<svg") >= 2      # figures are in the report
+    for f in ("runs.parquet", "flows.parquet", "cells.parquet", "plan.json", "study.json"):
+        assert (res / f).exists(), f
+    plan = json.loads((res / "plan.json").read_text())
+    assert plan["scale"] == "quick"
