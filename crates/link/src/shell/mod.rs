@@ -27,6 +27,8 @@ use sys::{now_ns, Epoll, PacketSocket, RxRing, SignalFd, SysError, TimerFd, VNET
 
 const BATCH: usize = 64;
 const POOL_MAX: usize = 8192;
+/// Slots of each receive ring (~100 ms of 1500-byte frames at 2 Gbit/s; ~26 MiB).
+const RING_FRAMES: usize = 16384;
 /// Longest stretch a SCHED_FIFO worker runs without blocking before it naps (ns).
 const RT_BUSY_NS: u64 = 1_000_000;
 /// Length of that nap (ns): ~5 % of the CPU, the share the kernel reserves for
@@ -61,6 +63,8 @@ pub struct ShellStats {
     pub sleeps: u64,
     pub spins: u64,
     pub naps: u64,
+    /// Due time of the latest packet (when the worst lateness happened).
+    pub max_late_at_ns: u64,
     /// How late the timerfd woke the thread (ns).
     pub wake_late: Hist,
 }
@@ -147,9 +151,10 @@ impl Shell {
         sys::set_timer_slack_ns(1);
         let mut rings = [None, None];
         if cfg.rx_ring {
-            let frame = (slot + 64).next_power_of_two();
+            // tpacket2_hdr (32) + alignment (16) + vnet header + frame, 16-byte aligned.
+            let frame = (64 + VNET_HDR_LEN + 18 + west.mtu.max(east.mtu) + 15) & !15;
             for (i, s) in [&west, &east].into_iter().enumerate() {
-                rings[i] = Some(RxRing::new(s, frame, 32768)?);
+                rings[i] = Some(RxRing::new(s, frame, RING_FRAMES)?);
             }
         }
         Ok(Shell { socks: Arc::new([west, east]), slot, stats_w, events_w, start_ns: 0, cfg: cfg.clone(), workers: Vec::new(), threads: cfg.threads, rings })
@@ -260,6 +265,7 @@ impl Shell {
             "late_tolerance_ns": self.cfg.late_tolerance_ns,
             "late_packets": st.late_packets,
             "max_late_ns": st.late.max,
+            "max_late_at_ns": st.max_late_at_ns,
             "p50_late_ns": st.late.quantile(0.5),
             "p99_late_ns": st.late.quantile(0.99),
             "p999_late_ns": st.late.quantile(0.999),
@@ -290,6 +296,9 @@ impl ShellStats {
         self.rx_truncated += o.rx_truncated;
         self.forwarded += o.forwarded;
         self.tx_errors += o.tx_errors;
+        if o.late.max >= self.late.max {
+            self.max_late_at_ns = o.max_late_at_ns;
+        }
         self.late.merge(&o.late);
         self.late_packets += o.late_packets;
         self.loops += o.loops;
@@ -435,6 +444,9 @@ impl Worker {
             } else {
                 for p in &pkts[off..off + r as usize] {
                     let late = t.saturating_sub(p.due_ns);
+                    if late > self.st.late.max {
+                        self.st.max_late_at_ns = p.due_ns;
+                    }
                     self.st.late.add(late);
                     if late > self.late_tol {
                         self.st.late_packets += 1;

@@ -160,6 +160,8 @@ pub struct RxRing {
     base: *mut u8,
     len: usize,
     frame_size: usize,
+    block_size: usize,
+    per_block: usize,
     frames: usize,
     idx: usize,
 }
@@ -203,12 +205,17 @@ impl RxRing {
         } else {
             base
         };
-        Ok(RxRing { base: base as *mut u8, len, frame_size, frames: blocks * per_block, idx: 0 })
+        Ok(RxRing { base: base as *mut u8, len, frame_size, block_size, per_block, frames: blocks * per_block, idx: 0 })
+    }
+
+    /// Offset of slot `i`: slots never straddle blocks, so a block may end in padding.
+    fn offset(&self, i: usize) -> usize {
+        (i / self.per_block) * self.block_size + (i % self.per_block) * self.frame_size
     }
 
     fn status(&self, i: usize) -> &std::sync::atomic::AtomicU32 {
         // SAFETY: tp_status is the first, 4-byte aligned field of each frame slot.
-        unsafe { &*(self.base.add(i * self.frame_size) as *const std::sync::atomic::AtomicU32) }
+        unsafe { &*(self.base.add(self.offset(i)) as *const std::sync::atomic::AtomicU32) }
     }
 
     /// The next filled slot, if any. Call `release` after copying it out.
@@ -217,7 +224,7 @@ impl RxRing {
         if st & TP_STATUS_USER == 0 {
             return None;
         }
-        let f = unsafe { std::slice::from_raw_parts(self.base.add(self.idx * self.frame_size), self.frame_size) };
+        let f = unsafe { std::slice::from_raw_parts(self.base.add(self.offset(self.idx)), self.frame_size) };
         let rd32 = |o: usize| u32::from_ne_bytes([f[o], f[o + 1], f[o + 2], f[o + 3]]);
         let len = rd32(4) as usize;
         let snap = rd32(8) as usize;
