@@ -32,7 +32,8 @@ BOX_METRICS = ["goodput_bps", "jain", "rtt_mean_s"]
 MODEL_METRICS = ["bdp_pkts", "buffer_bdp", "flow_goodput_bps", "fair_share_bps",
                  "mathis_link_bps", "rtt_mean_s", "loss_ratio"]
 META_SHOWN = {"run_id", "study", "cell", "cell_params", "rep", "seed", "t0_ns", "flows",
-              "valid", "invalid_reasons", "duration_s", "warmup_s"}
+              "valid", "invalid_reasons", "duration_s", "warmup_s", "label", "index", "cpu",
+              "namespaces", "engines", "link"}
 
 
 def _present(runs: pd.DataFrame, metrics) -> list[str]:
@@ -327,10 +328,15 @@ def _environment(res: Results) -> str:
     env = dict(res.environment)
     if res.preflight:
         env["preflight (backend and algorithm sources)"] = res.preflight
-    for m in list(res.metas.values())[:1]:  # the study-level file wins over a run's copy
-        for k, v in m.items():
-            if k not in META_SHOWN:
-                env.setdefault(k, v)
+    metas = list(res.metas.values())
+    for k, v in (metas[0].items() if metas else ()):
+        # only what every run shares: a swept value (e.g. the buffer) is no environment,
+        # and the study-level file wins over a run's copy
+        same = all(json.dumps(m.get(k), sort_keys=True, default=str) ==
+                   json.dumps(v, sort_keys=True, default=str) for m in metas[1:])
+        if k in META_SHOWN or k in env:
+            continue
+        env[k if same else f"{k} (run {metas[0].get('run_id')}; differs between runs)"] = v
     for k in ("environment", "env", "host", "machine"):
         if isinstance(res.study.get(k), dict):
             env.update(res.study[k])
