@@ -101,10 +101,15 @@ def figure(path: Path, caption: str) -> str:
 def kv_table(d: dict) -> str:
     rows = []
     for k, v in d.items():
+        cell = esc(v)
         if isinstance(v, (dict, list)):
-            v = json.dumps(v, sort_keys=True)
-            v = v if len(v) < 300 else v[:300] + " …"
-        rows.append(f'<tr><th class="l">{esc(k)}</th><td class="l w">{esc(v)}</td></tr>')
+            flat = json.dumps(v, sort_keys=True, default=str)
+            cell = esc(flat)
+            if len(flat) > 200:  # long structures fold away, complete, behind their start
+                cell = (f"<details><summary>{esc(flat[:120])} …</summary><pre>"
+                        f"{esc(json.dumps(v, indent=1, sort_keys=True, default=str))}"
+                        "</pre></details>")
+        rows.append(f'<tr><th class="l">{esc(k)}</th><td class="l w">{cell}</td></tr>')
     return f"<table>{''.join(rows)}</table>" if rows else '<p class="muted">(none)</p>'
 
 
