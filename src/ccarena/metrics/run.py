@@ -236,8 +236,11 @@ def run_metrics(tables: dict, meta: dict, *, interval_s: float = DEFAULT_INTERVA
                 "dir": int(fl["dir"]), "window_s": max(fl["win_b"] - fl["win_a"], 0.0)}
         conns = sorted(c for (ff, c) in conn_keys if ff == f)
         g, nbytes = g_flow.get(f, (NAN if not nonempty(rx) else 0.0, NAN))
+        # Jain's index among the connections of one striped transfer (parallel TCP studies)
+        jc = F.jain([g_conn.get((f, c), (NAN, NAN))[0] for c in conns]) \
+            if fl["kind"] == "parallel" and len(conns) > 1 else NAN
         rows.append({**base, "conn": -1, "n_conns": len(conns), "goodput_bps": g,
-                     "bytes_rx": nbytes,
+                     "bytes_rx": nbytes, "jain_conns": jc,
                      **_tcp_row(t_flow, f), **_fct_summary(recs, f, fl, conns)})
         if len(conns) > 1:
             for c in conns:
