@@ -20,8 +20,9 @@
  * is a key of `netns_filter` (filled by user space from the run's /run/netns/<name>)
  * and with sport or dport in cfg's port range.
  * Output: struct tcpprobe_rec in the ring buffer `events`; a failed reserve (ring
- * full) is counted in the per-CPU `lost` counter. Wakeups are batched: user space is
- * woken only when more than WAKEUP_BYTES wait (it also polls on a short timeout).
+ * full) is counted in the per-CPU `counters` map ([0] passed the filter, [1] lost).
+ * Wakeups are batched: user space is woken only when min(WAKEUP_BYTES, ring/2) bytes
+ * wait (it also drains every 50 ms on its own).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -128,7 +129,10 @@ int BPF_PROG(tcp_probe, struct sock *sk, struct sk_buff *skb)
 	r->_pad[1] = 0;
 	r->_pad[2] = 0;
 
-	__u64 flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= WAKEUP_BYTES
+	__u64 wake = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE) / 2;
+	if (wake > WAKEUP_BYTES)
+		wake = WAKEUP_BYTES;
+	__u64 flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wake
 		? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 	bpf_ringbuf_submit(r, flags);
 	return 0;

@@ -1,5 +1,5 @@
 //! Contract: `ccarena-trace --out DIR --netns PATH [--netns PATH ...] [--ports LO-HI]
-//! [--bpf-stats]`
+//! [--bpf-stats] [--ring-kib N]`
 //! parsed into `Args` (pure; the caller stats the paths). At least one `--netns`:
 //! the tracer never traces the whole machine.
 
@@ -12,7 +12,11 @@ pub struct Args {
     pub ports: (u16, u16),
     /// Measure the program's run count and time (BPF_ENABLE_STATS while tracing).
     pub bpf_stats: bool,
+    /// Ring buffer size in KiB (a power of two, >= 4; default 16384 = 16 MiB).
+    pub ring_kib: u32,
 }
+
+pub const DEFAULT_RING_KIB: u32 = 16 * 1024;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Parsed {
@@ -40,6 +44,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, (String, String)> {
     let mut netns = Vec::new();
     let mut ports = (0u16, 65535u16);
     let mut bpf_stats = false;
+    let mut ring_kib = DEFAULT_RING_KIB;
     let mut i = 0;
     while i < args.len() {
         let a = args[i].as_str();
@@ -59,6 +64,13 @@ pub fn parse(args: &[String]) -> Result<Parsed, (String, String)> {
             "--netns" | "-n" => netns.push(PathBuf::from(value(&mut i)?)),
             "--ports" | "-p" => ports = parse_ports(&value(&mut i)?).map_err(|e| ("--ports".to_string(), e))?,
             "--bpf-stats" => bpf_stats = true,
+            "--ring-kib" => {
+                let v = value(&mut i)?;
+                ring_kib = match v.parse::<u32>() {
+                    Ok(n) if n >= 4 && n.is_power_of_two() && n <= 1 << 20 => n,
+                    _ => return Err(("--ring-kib".to_string(), format!("{v:?}: a power of two from 4 to 1048576"))),
+                };
+            }
             "--help" | "-h" => return Ok(Parsed::Help),
             "--version" | "-V" => return Ok(Parsed::Version),
             other => return Err((other.to_string(), "unknown argument (see --help)".to_string())),
@@ -69,7 +81,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, (String, String)> {
     if netns.is_empty() {
         return Err(("--netns".to_string(), "at least one is required (see --help)".to_string()));
     }
-    Ok(Parsed::Run(Args { out, netns, ports, bpf_stats }))
+    Ok(Parsed::Run(Args { out, netns, ports, bpf_stats, ring_kib }))
 }
 
 #[cfg(test)]
@@ -89,7 +101,8 @@ mod tests {
                 out: "/tmp/t".into(),
                 netns: vec!["/run/netns/a".into(), "/run/netns/b".into()],
                 ports: (5000, 5999),
-                bpf_stats: false
+                bpf_stats: false,
+                ring_kib: DEFAULT_RING_KIB
             })
         );
     }
@@ -113,6 +126,11 @@ mod tests {
         assert_eq!(parse(&v("--out x --netns y --bogus")).unwrap_err().0, "--bogus");
         assert_eq!(parse(&v("--out x --netns")).unwrap_err().0, "--netns");
         assert_eq!(parse(&v("--out x --netns y --ports 9-1")).unwrap_err().0, "--ports");
+        assert_eq!(parse(&v("--out x --netns y --ring-kib 100")).unwrap_err().0, "--ring-kib");
+        match parse(&v("--out x --netns y --ring-kib 4 --bpf-stats")).unwrap() {
+            Parsed::Run(a) => assert_eq!((a.ring_kib, a.bpf_stats), (4, true)),
+            _ => panic!(),
+        }
         assert_eq!(parse(&v("-h")).unwrap(), Parsed::Help);
     }
 }

@@ -3,7 +3,7 @@
 //! Contract (docs/dev/contracts.md §6, docs/probes.md):
 //!
 //! ```text
-//! ccarena-trace --out DIR --netns /run/netns/<name> [--netns ...] [--ports LO-HI] [--bpf-stats]
+//! ccarena-trace --out DIR --netns /run/netns/<name> [--netns ...] [--ports LO-HI] [--bpf-stats] [--ring-kib N]
 //! ```
 //! Stats each `--netns` path for its namespace inode, loads bpf/probe/tcpprobe.bpf.o
 //! (embedded at build time), puts the inodes and the port range into the program's
@@ -35,12 +35,13 @@ const NSFS_MAGIC: i64 = 0x6e73_6673;
 const POLL: Duration = Duration::from_millis(50);
 const LOG_TAIL: usize = 30;
 
-const USAGE: &str = "usage: ccarena-trace --out DIR --netns /run/netns/NAME [--netns ...] [--ports LO-HI] [--bpf-stats]\n\
+const USAGE: &str = "usage: ccarena-trace --out DIR --netns /run/netns/NAME [--netns ...] [--ports LO-HI] [--bpf-stats] [--ring-kib N]\n\
   Traces tcp:tcp_probe (one event per segment an ESTABLISHED socket receives: per ACK\n\
   on a data sender) of the sockets in the given network namespaces into DIR/tcpprobe.bin.\n\
   Prints READY once attached; on SIGTERM/SIGINT detaches, flushes, writes DIR/trace.json,\n\
   prints DONE. --bpf-stats: also measure the BPF program's run count and time (kernel\n\
-  BPF_ENABLE_STATS while tracing; adds ~2 clock reads per event). See docs/probes.md.";
+  BPF_ENABLE_STATS while tracing; adds ~2 clock reads per event). --ring-kib: ring buffer\n\
+  size (power of two, default 16384 KiB). See docs/probes.md.";
 
 static LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
@@ -182,7 +183,11 @@ fn run() -> Result<(), Failure> {
     let file = File::create(&bin_path).map_err(|e| fail(1, "create", bin_path.display(), e))?;
 
     set_print(Some((PrintLevel::Info, capture_log)));
-    let open = ObjectBuilder::default().open_memory(BPF_OBJ).map_err(|e| bpf_fail("open BPF object", "tcpprobe.bpf.o", e))?;
+    let mut open = ObjectBuilder::default().open_memory(BPF_OBJ).map_err(|e| bpf_fail("open BPF object", "tcpprobe.bpf.o", e))?;
+    if a.ring_kib != args::DEFAULT_RING_KIB {
+        let mut m = open.maps_mut().find(|m| m.name() == "events").ok_or_else(|| fail(1, "find map", "events", "not in tcpprobe.bpf.o"))?;
+        m.set_max_entries(a.ring_kib * 1024).map_err(|e| bpf_fail("size ring buffer", "events", e))?;
+    }
     let obj = open.load().map_err(|e| bpf_fail("load BPF object (needs root/CAP_BPF+CAP_PERFMON)", "tcpprobe.bpf.o", e))?;
 
     let map = |name: &str| {
@@ -292,6 +297,7 @@ fn run() -> Result<(), Failure> {
         "last_t_ns": s.last_t_ns,
         "netns": inodes.iter().map(|(p, i)| serde_json::json!({"path": p.display().to_string(), "inode": i})).collect::<Vec<_>>(),
         "ports": [a.ports.0, a.ports.1],
+        "ring_bytes": a.ring_kib as u64 * 1024,
         "cpu_user_s": u,
         "cpu_sys_s": sy,
         "write_error": s.write_error,
