@@ -26,7 +26,8 @@ def pytest_collection_modifyitems(config, items):
 
 def ccarena_namespaces() -> set[str]:
     from ccarena import netns
-    return {n for n in netns.list_names("cca") if n[3:9].isalnum() and n[9:10] == "-"}
+    from ccarena.testbed.registry import RUN_NS
+    return {n for n in netns.list_names("cca") if RUN_NS.match(n)}
 
 
 def ccarena_processes() -> set[int]:

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 from ..netns import list_names, remove
 from .topology import PREFIX
 
+RUN_NS = re.compile(r"^" + PREFIX + r"([0-9a-f]{6})-[a-z0-9]+$")   # cca<run_id>-<role>
 STATE_DIR = os.environ.get("CCARENA_STATE_DIR", "/run/ccarena")
 RUNS_DIR = os.path.join(STATE_DIR, "runs")
 
@@ -64,8 +66,8 @@ def cleanup(all_runs: bool = False) -> list[str]:
     live = set() if all_runs else live_run_ids()
     removed = []
     for name in list_names(PREFIX):
-        run_id = name[len(PREFIX):].split("-", 1)[0]
-        if len(run_id) != 6 or run_id in live:
+        m = RUN_NS.match(name)
+        if not m or m.group(1) in live:
             continue
         remove(name)
         removed.append(name)
