@@ -337,6 +337,12 @@ impl Worker {
             {
                 let Some(f) = self.rings[s].as_ref().unwrap().peek() else { break };
                 if f.truncated || f.data.len() < VNET_HDR_LEN + 14 {
+                    if self.st.rx_truncated == 0 {
+                        eprintln!(
+                            "ccarena-link: receive: {}: frame of {} bytes does not fit the MTU-sized slot; dropped (GRO/LRO on?)",
+                            self.socks[s].ifname, f.wire_len
+                        );
+                    }
                     self.st.rx_truncated += 1;
                 } else {
                     t = if self.use_rx_ts { f.real_ns.wrapping_sub(offset).min(now) } else { now };

@@ -172,6 +172,8 @@ unsafe impl Send for RxRing {}
 /// One received frame in the ring: (vnet header + Ethernet frame, realtime stamp ns).
 pub struct RingFrame<'a> {
     pub data: &'a [u8],
+    /// Length of the frame on the wire (larger than `data` when truncated).
+    pub wire_len: usize,
     pub truncated: bool,
     pub real_ns: u64,
 }
@@ -232,7 +234,7 @@ impl RxRing {
         let real_ns = rd32(16) as u64 * 1_000_000_000 + rd32(20) as u64;
         let start = mac.saturating_sub(VNET_HDR_LEN);
         let end = (mac + snap).min(self.frame_size);
-        Some(RingFrame { data: &f[start..end], truncated: snap < len || mac < VNET_HDR_LEN, real_ns })
+        Some(RingFrame { data: &f[start..end], wire_len: len, truncated: snap < len || mac < VNET_HDR_LEN, real_ns })
     }
 
     pub fn release(&mut self) {
