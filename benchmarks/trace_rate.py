@@ -12,6 +12,8 @@ measured over the same 3 s window:
   events lost (ring buffer full); the BPF program's run count (every tcp_probe hit in
   every namespace, the filtered ones included) and ns per run (--bpf-stats); the tracer
   process's CPU; the machine's CPU busy time per GB moved.
+Last, a stress run tracing both namespaces (no rate limit): the receiver's socket adds
+one event per data segment it processes (~10^4–10^5 events/s).
 Namespaces are removed and processes stopped always.
 Usage: sudo python3 benchmarks/trace_rate.py [pairs]     (default 2 pairs of runs per rate)
 """
@@ -52,11 +54,11 @@ def cpu_busy_s() -> float:
     return (sum(f[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-def one(a: str, b: str, traced: bool, k: int) -> dict:
+def one(a: str, b: str, traced: bool, k: int, both: bool = False) -> dict:
     d = W / f"run{k}-{'traced' if traced else 'plain'}"
     shutil.rmtree(d, ignore_errors=True)
     d.mkdir(parents=True)
-    tr = start_trace(d / "trace", [a], "5000-5999", "--bpf-stats") if traced else None
+    tr = start_trace(d / "trace", [a, b] if both else [a], "5000-5999", "--bpf-stats") if traced else None
     try:
         recv = {"host": "r", "out_dir": str(d / "r"), "end_ns": DUR + 3_000_000_000, "listen": [{"port": 5001, "cc": "cubic"}]}
         send = {"host": "s", "out_dir": str(d / "s"), "end_ns": DUR + 2_000_000_000,
@@ -67,9 +69,9 @@ def one(a: str, b: str, traced: bool, k: int) -> dict:
         t0 = go([pr, ps])
         time.sleep(max(0.0, (t0 + 1_000_000_000 - time.clock_gettime_ns(time.CLOCK_MONOTONIC)) / 1e9))
         tm0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-        sa0, sb0, c0, bc0 = snmp_tcp(a), snmp_tcp(b), cpu_busy_s(), backlog_coalesce(a)
+        sa0, sb0, c0, bc0, bb0 = snmp_tcp(a), snmp_tcp(b), cpu_busy_s(), backlog_coalesce(a), backlog_coalesce(b)
         time.sleep(3.0)
-        sa1, sb1, c1, bc1 = snmp_tcp(a), snmp_tcp(b), cpu_busy_s(), backlog_coalesce(a)
+        sa1, sb1, c1, bc1, bb1 = snmp_tcp(a), snmp_tcp(b), cpu_busy_s(), backlog_coalesce(a), backlog_coalesce(b)
         tm1 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         wait_done(ps, 30)
         wait_done(pr, 30)
@@ -86,6 +88,8 @@ def one(a: str, b: str, traced: bool, k: int) -> dict:
     r = {"traced": traced, "goodput_gbps": gp / 1e9, "acks_per_s": (sb1["OutSegs"] - sb0["OutSegs"]) / secs,
          "a_insegs_per_s": (sa1["InSegs"] - sa0["InSegs"]) / secs,
          "a_coalesced_per_s": (bc1 - bc0) / secs,
+         "b_insegs_per_s": (sb1["InSegs"] - sb0["InSegs"]) / secs, "b_coalesced_per_s": (bb1 - bb0) / secs,
+         "both": both,
          "cpu_s_per_gb": (c1 - c0) / (gp * secs / 8 / 1e9)}
     if rep is not None:
         ev = read_records(d / "trace" / "tcpprobe.bin")
@@ -136,6 +140,19 @@ if __name__ == "__main__":
     finally:
         for ns in ("A", "B", "R"):
             subprocess.run(["ip", "netns", "del", PREFIX + ns], capture_output=True)
+        # Stress: trace the receiver's namespace too: one event per data segment B takes in.
+        print("--- stress: no rate limit, tracing A and B (B: one event per data segment)")
+        with testbed("plain", rate=None, bfifo=None) as (a, b, _):
+            r = one(a, b, True, len(rows), both=True)
+            r["rate"] = "stress"
+            rows.append(r)
+            expect = r["a_insegs_per_s"] - r["a_coalesced_per_s"] + r["b_insegs_per_s"] - r["b_coalesced_per_s"]
+            print(f"goodput {r['goodput_gbps']:.2f} Gbit/s; B InSegs {r['b_insegs_per_s']:.0f}/s "
+                  f"(backlog-coalesced {r['b_coalesced_per_s']:.0f}/s), A InSegs {r['a_insegs_per_s']:.0f}/s; "
+                  f"events {r['events_per_s']:.0f}/s = {r['events_per_s'] / expect:.3f} of (InSegs - coalesced) of A and B; "
+                  f"lost {r['lost']} of {r['matched']}; BPF {r['ns_per_run']:.0f} ns/run; tracer CPU {r['tracer_cpu_s']:.3f} s "
+                  f"in {r['tracer_s']:.1f} s ({100 * r['tracer_cpu_s'] / r['tracer_s']:.1f} % of a core, "
+                  f"{1e9 * r['tracer_cpu_s'] / max(1, r['events']):.0f} ns per event)", flush=True)
     left = wait_detached()
     print(f"after: bpftool lists {left[0]} links / {left[1]} programs named tcp_probe")
     for rate in rates:
