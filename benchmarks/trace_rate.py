@@ -55,11 +55,11 @@ def cpu_busy_s() -> float:
     return (sum(f[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-def one(a: str, b: str, traced: bool, k: int, both: bool = False) -> dict:
+def one(a: str, b: str, traced: bool, k: int) -> dict:
     d = W / f"run{k}-{'traced' if traced else 'plain'}"
     shutil.rmtree(d, ignore_errors=True)
     d.mkdir(parents=True)
-    tr = start_trace(d / "trace", [a, b] if both else [a], "5000-5999", "--bpf-stats") if traced else None
+    tr = start_trace(d / "trace", [a], "5000-5999", "--bpf-stats") if traced else None
     try:
         recv = {"host": "r", "out_dir": str(d / "r"), "end_ns": DUR + 3_000_000_000, "listen": [{"port": 5001, "cc": "cubic"}]}
         send = {"host": "s", "out_dir": str(d / "s"), "end_ns": DUR + 2_000_000_000,
@@ -90,7 +90,6 @@ def one(a: str, b: str, traced: bool, k: int, both: bool = False) -> dict:
          "a_insegs_per_s": (sa1["InSegs"] - sa0["InSegs"]) / secs,
          "a_coalesced_per_s": (bc1 - bc0) / secs,
          "b_insegs_per_s": (sb1["InSegs"] - sb0["InSegs"]) / secs, "b_coalesced_per_s": (bb1 - bb0) / secs,
-         "both": both,
          "cpu_s_per_gb": (c1 - c0) / (gp * secs / 8 / 1e9)}
     if rep is not None:
         ev = read_records(d / "trace" / "tcpprobe.bin")
