@@ -64,12 +64,10 @@ void BPF_PROG(cca_bic_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 	cca_cong_avoid_frac(tp, &ca->acc, inc, acked);
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_bic_ssthresh, struct sock *sk)
+/* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
+static __always_inline u32 bic_ssthresh_for(struct sock *sk, u32 cwnd)
 {
-	const struct tcp_sock *tp = tcp_sk(sk);
 	struct bic *ca = inet_csk_ca(sk);
-	u32 cwnd = tp->snd_cwnd;
 
 	ca->acc = 0;
 	/* fast convergence: (2 - beta) / 2 = 15/16 */
@@ -78,8 +76,14 @@ u32 BPF_PROG(cca_bic_ssthresh, struct sock *sk)
 	else
 		ca->w_max = cwnd;
 	if (cwnd < BIC_LOW_WINDOW)
-		return cca_half_cwnd(tp);
+		return cca_max(cwnd >> 1, 2);
 	return cca_max(cwnd - (cwnd >> BIC_BETA_SHIFT), 2);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(cca_bic_ssthresh, struct sock *sk)
+{
+	return bic_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
 }
 
 SEC("struct_ops")
@@ -101,7 +105,10 @@ u32 BPF_PROG(cca_bic_undo_cwnd, struct sock *sk)
 	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
 }
 
+CCA_GUARD_OP(cca_bic, bic_ssthresh_for)
+
 CCA_OPS(cca_bic) = {
+	.in_ack_event = (void *)cca_bic_guard,
 	.init       = (void *)cca_bic_init,
 	.ssthresh   = (void *)cca_bic_ssthresh,
 	.cong_avoid = (void *)cca_bic_cong_avoid,

@@ -13,7 +13,10 @@
  *     the ".struct_ops.link" section: the loader gets a BPF link whose release
  *     (also when the holding process dies) unregisters the algorithm;
  *   - register as "cca_<name>" (TCP_CA_NAME_MAX is 16 bytes including the NUL,
- *     so <name> is at most 11 characters).
+ *     so <name> is at most 11 characters);
+ *   - write the loss response as `static u32 <name>_ssthresh_for(sk, cwnd)` and run
+ *     CCA_GUARD(sk, <name>_ssthresh_for) on every ACK (CCA_GUARD_OP gives an
+ *     in_ack_event op that does only that).
  *
  * Everything here is integer arithmetic: BPF has no floating point, and clang 14
  * (Debian 12) emits no signed division for BPF, so only unsigned u64/u32 divisions
@@ -261,5 +264,45 @@ static __always_inline u32 cca_ilog2(u64 x)
 	}
 	return r;
 }
+
+/*
+ * Guard against a corrupted ssthresh (docs/algorithms.md, "Known issue"): on this
+ * kernel a struct_ops ssthresh call occasionally yields a garbage value (seen:
+ * 0x81104110) without our program having run; PRR then inflates cwnd to ~1e9.
+ * Every algorithm runs CCA_GUARD on each ACK (in_ack_event): a ssthresh or cwnd
+ * above CCA_SANE_MAX segments (16 M segments = 24 GB in flight) cannot be real, so
+ * ssthresh is recomputed for the window before the reduction (tp->prior_cwnd) by
+ * the algorithm's own rule, cwnd is brought back to at most that window, and the
+ * repair is counted in cca_repairs (section .data.cca_stats, read by the loader,
+ * reported by ccarena.cc.repairs()).
+ */
+#define CCA_SANE_MAX (1u << 24)
+
+u64 cca_repairs SEC(".data.cca_stats") = 0;
+
+#define CCA_GUARD(sk, ssthresh_for)                                                   \
+	do {                                                                          \
+		struct tcp_sock *__tp = tcp_sk(sk);                                   \
+		u32 __ss = __tp->snd_ssthresh;                                        \
+		bool __bad_ss = __ss > CCA_SANE_MAX && __ss != CCA_INFINITE_SSTHRESH; \
+		if (__bad_ss || __tp->snd_cwnd > CCA_SANE_MAX) {                      \
+			u32 __prior = __tp->prior_cwnd;                               \
+			if (__prior < 2 || __prior > CCA_SANE_MAX)                    \
+				__prior = 10;                                         \
+			if (__bad_ss)                                                 \
+				__tp->snd_ssthresh = ssthresh_for(sk, __prior);       \
+			if (__tp->snd_cwnd > __prior)                                 \
+				cca_set_cwnd(__tp, __prior);                          \
+			__sync_fetch_and_add(&cca_repairs, 1);                        \
+		}                                                                     \
+	} while (0)
+
+/* An in_ack_event op that only runs the guard, for algorithms without their own. */
+#define CCA_GUARD_OP(algo, ssthresh_for)                                               \
+	SEC("struct_ops")                                                              \
+	void BPF_PROG(algo##_guard, struct sock *sk, u32 flags)                        \
+	{                                                                              \
+		CCA_GUARD(sk, ssthresh_for);                                           \
+	}
 
 #endif /* CCA_COMMON_H */

@@ -227,12 +227,10 @@ void BPF_PROG(cca_cubic_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 	cca_cong_avoid_ai(tp, cubic_cnt(ca, tp, acked), acked);
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_cubic_ssthresh, struct sock *sk)
+/* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
+static __always_inline u32 cubic_ssthresh_for(struct sock *sk, u32 cwnd)
 {
-	const struct tcp_sock *tp = tcp_sk(sk);
 	struct cubic *ca = inet_csk_ca(sk);
-	u32 cwnd = tp->snd_cwnd;
 
 	ca->epoch_start_us = 0;
 	/* §4.7 fast convergence: a flow whose W_max shrinks releases bandwidth */
@@ -243,6 +241,12 @@ u32 BPF_PROG(cca_cubic_ssthresh, struct sock *sk)
 	ca->cwnd_prior = cwnd;
 	ca->hystart_done = 1;
 	return cca_max((u32)((u64)cwnd * BETA_1024 >> 10), 2);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(cca_cubic_ssthresh, struct sock *sk)
+{
+	return cubic_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
 }
 
 SEC("struct_ops")
@@ -277,7 +281,10 @@ u32 BPF_PROG(cca_cubic_undo_cwnd, struct sock *sk)
 	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
 }
 
+CCA_GUARD_OP(cca_cubic, cubic_ssthresh_for)
+
 CCA_OPS(cca_cubic) = {
+	.in_ack_event = (void *)cca_cubic_guard,
 	.init        = (void *)cca_cubic_init,
 	.ssthresh    = (void *)cca_cubic_ssthresh,
 	.cong_avoid  = (void *)cca_cubic_cong_avoid,

@@ -54,6 +54,8 @@ void BPF_PROG(cca_dctcp_init, struct sock *sk)
 	dctcp_window_start(ca, tp);
 }
 
+static __always_inline u32 dctcp_ssthresh_for(struct sock *sk, u32 cwnd);
+
 /* Sender: per ACK; fold the window into alpha when it ends (§3.3). */
 SEC("struct_ops")
 void BPF_PROG(cca_dctcp_in_ack_event, struct sock *sk, u32 flags)
@@ -61,6 +63,7 @@ void BPF_PROG(cca_dctcp_in_ack_event, struct sock *sk, u32 flags)
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct dctcp *ca = inet_csk_ca(sk);
 
+	CCA_GUARD(sk, dctcp_ssthresh_for);
 	ca->ece_seen = (flags & CA_ACK_ECE) ? 1 : 0;
 	if (cca_seq_before(tp->snd_una, ca->win_end))
 		return;
@@ -81,17 +84,21 @@ void BPF_PROG(cca_dctcp_in_ack_event, struct sock *sk, u32 flags)
 	dctcp_window_start(ca, tp);
 }
 
+/* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
+static __always_inline u32 dctcp_ssthresh_for(struct sock *sk, u32 cwnd)
+{
+	struct dctcp *ca = inet_csk_ca(sk);
+
+	if (!ca->ece_seen)
+		return cca_max(cwnd >> 1, 2);           /* loss: §3.5 */
+	/* §3.4: cwnd * (1 - alpha / 2) */
+	return cca_max(cwnd - (u32)((u64)cwnd * ca->alpha >> 11), 2);
+}
+
 SEC("struct_ops")
 u32 BPF_PROG(cca_dctcp_ssthresh, struct sock *sk)
 {
-	const struct tcp_sock *tp = tcp_sk(sk);
-	struct dctcp *ca = inet_csk_ca(sk);
-	u32 cwnd = tp->snd_cwnd;
-
-	if (!ca->ece_seen)
-		return cca_half_cwnd(tp);           /* loss: §3.5 */
-	/* §3.4: cwnd * (1 - alpha / 2) */
-	return cca_max(cwnd - (u32)((u64)cwnd * ca->alpha >> 11), 2);
+	return dctcp_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
 }
 
 /* Receiver side: exact ECE echo (§3.2). */

@@ -147,18 +147,23 @@ void BPF_PROG(cca_highspeed_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 	cca_cong_avoid_frac(tp, &ca->acc, (u64)a << 2, acked);
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_highspeed_ssthresh, struct sock *sk)
+/* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
+static __always_inline u32 highspeed_ssthresh_for(struct sock *sk, u32 cwnd)
 {
-	const struct tcp_sock *tp = tcp_sk(sk);
 	struct highspeed *ca = inet_csk_ca(sk);
-	u32 cwnd = tp->snd_cwnd, b;
+	u32 b;
 
 	ca->acc = 0;
 	if (cwnd <= HS_LOW_WINDOW)
-		return cca_half_cwnd(tp);
+		return cca_max(cwnd >> 1, 2);
 	b = hs_table[hs_row_of(cwnd)].b;
 	return cca_max(cwnd - (u32)((u64)cwnd * b >> 8), 2);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(cca_highspeed_ssthresh, struct sock *sk)
+{
+	return highspeed_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
 }
 
 SEC("struct_ops")
@@ -169,7 +174,10 @@ u32 BPF_PROG(cca_highspeed_undo_cwnd, struct sock *sk)
 	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
 }
 
+CCA_GUARD_OP(cca_highspeed, highspeed_ssthresh_for)
+
 CCA_OPS(cca_highspeed) = {
+	.in_ack_event = (void *)cca_highspeed_guard,
 	.init       = (void *)cca_highspeed_init,
 	.ssthresh   = (void *)cca_highspeed_ssthresh,
 	.cong_avoid = (void *)cca_highspeed_cong_avoid,

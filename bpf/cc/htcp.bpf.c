@@ -110,10 +110,9 @@ void BPF_PROG(cca_htcp_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 	cca_cong_avoid_frac(tp, &ca->acc, htcp_alpha(ca), acked);
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_htcp_ssthresh, struct sock *sk)
+/* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
+static __always_inline u32 htcp_ssthresh_for(struct sock *sk, u32 cwnd)
 {
-	const struct tcp_sock *tp = tcp_sk(sk);
 	struct htcp *ca = inet_csk_ca(sk);
 	u32 beta = HTCP_BETA_MIN;
 	u32 prev = ca->rate_prev_event, now_rate = ca->rate;
@@ -134,7 +133,13 @@ u32 BPF_PROG(cca_htcp_ssthresh, struct sock *sk)
 	ca->last_cong_us = cca_now_us();
 	ca->rtt_max_us = 0;
 	ca->acc = 0;
-	return cca_max((u32)((u64)tp->snd_cwnd * beta >> 10), 2);
+	return cca_max((u32)((u64)cwnd * beta >> 10), 2);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(cca_htcp_ssthresh, struct sock *sk)
+{
+	return htcp_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
 }
 
 SEC("struct_ops")
@@ -145,7 +150,10 @@ u32 BPF_PROG(cca_htcp_undo_cwnd, struct sock *sk)
 	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
 }
 
+CCA_GUARD_OP(cca_htcp, htcp_ssthresh_for)
+
 CCA_OPS(cca_htcp) = {
+	.in_ack_event = (void *)cca_htcp_guard,
 	.init       = (void *)cca_htcp_init,
 	.ssthresh   = (void *)cca_htcp_ssthresh,
 	.cong_avoid = (void *)cca_htcp_cong_avoid,

@@ -88,13 +88,19 @@ void BPF_PROG(cca_hybla_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 	cca_cong_avoid_frac(tp, &ca->acc, (u64)ca->rho * ca->rho >> 10, acked);
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_hybla_ssthresh, struct sock *sk)
+/* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
+static __always_inline u32 hybla_ssthresh_for(struct sock *sk, u32 cwnd)
 {
 	struct hybla *ca = inet_csk_ca(sk);
 
 	ca->acc = 0;
-	return cca_half_cwnd(tcp_sk(sk));
+	return cca_max(cwnd >> 1, 2);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(cca_hybla_ssthresh, struct sock *sk)
+{
+	return hybla_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
 }
 
 SEC("struct_ops")
@@ -105,7 +111,10 @@ u32 BPF_PROG(cca_hybla_undo_cwnd, struct sock *sk)
 	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
 }
 
+CCA_GUARD_OP(cca_hybla, hybla_ssthresh_for)
+
 CCA_OPS(cca_hybla) = {
+	.in_ack_event = (void *)cca_hybla_guard,
 	.init       = (void *)cca_hybla_init,
 	.ssthresh   = (void *)cca_hybla_ssthresh,
 	.cong_avoid = (void *)cca_hybla_cong_avoid,

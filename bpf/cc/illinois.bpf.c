@@ -134,17 +134,21 @@ void BPF_PROG(cca_illinois_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 	cca_cong_avoid_frac(tp, &ca->acc, ca->alpha, acked);
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_illinois_ssthresh, struct sock *sk)
+/* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
+static __always_inline u32 illinois_ssthresh_for(struct sock *sk, u32 cwnd)
 {
-	const struct tcp_sock *tp = tcp_sk(sk);
 	struct illinois *ca = inet_csk_ca(sk);
-	u32 cwnd = tp->snd_cwnd;
 	u32 beta = cwnd < IL_WIN_THRESH ? IL_BETA_BASE : ca->beta;
 
 	ca->alpha = IL_ALPHA_BASE;
 	ca->acc = 0;
 	return cca_max(cwnd - (u32)((u64)cwnd * beta >> 10), 2);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(cca_illinois_ssthresh, struct sock *sk)
+{
+	return illinois_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
 }
 
 SEC("struct_ops")
@@ -169,7 +173,10 @@ u32 BPF_PROG(cca_illinois_undo_cwnd, struct sock *sk)
 	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
 }
 
+CCA_GUARD_OP(cca_illinois, illinois_ssthresh_for)
+
 CCA_OPS(cca_illinois) = {
+	.in_ack_event = (void *)cca_illinois_guard,
 	.init       = (void *)cca_illinois_init,
 	.ssthresh   = (void *)cca_illinois_ssthresh,
 	.cong_avoid = (void *)cca_illinois_cong_avoid,

@@ -108,10 +108,16 @@ void BPF_PROG(cca_lp_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 	cca_cong_avoid_ai(tp, tp->snd_cwnd, acked);
 }
 
+/* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
+static __always_inline u32 lp_ssthresh_for(struct sock *sk, u32 cwnd)
+{
+	return cca_max(cwnd >> 1, 2);
+}
+
 SEC("struct_ops")
 u32 BPF_PROG(cca_lp_ssthresh, struct sock *sk)
 {
-	return cca_half_cwnd(tcp_sk(sk));
+	return lp_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
 }
 
 SEC("struct_ops")
@@ -122,7 +128,10 @@ u32 BPF_PROG(cca_lp_undo_cwnd, struct sock *sk)
 	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
 }
 
+CCA_GUARD_OP(cca_lp, lp_ssthresh_for)
+
 CCA_OPS(cca_lp) = {
+	.in_ack_event = (void *)cca_lp_guard,
 	.init       = (void *)cca_lp_init,
 	.ssthresh   = (void *)cca_lp_ssthresh,
 	.cong_avoid = (void *)cca_lp_cong_avoid,

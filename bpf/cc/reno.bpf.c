@@ -15,10 +15,16 @@
  */
 #include "cca_common.h"
 
+/* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
+static __always_inline u32 reno_ssthresh_for(struct sock *sk, u32 cwnd)
+{
+	return cca_max(cwnd >> 1, 2);
+}
+
 SEC("struct_ops")
 u32 BPF_PROG(cca_reno_ssthresh, struct sock *sk)
 {
-	return cca_half_cwnd(tcp_sk(sk));
+	return reno_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
 }
 
 SEC("struct_ops")
@@ -44,7 +50,10 @@ u32 BPF_PROG(cca_reno_undo_cwnd, struct sock *sk)
 	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
 }
 
+CCA_GUARD_OP(cca_reno, reno_ssthresh_for)
+
 CCA_OPS(cca_reno) = {
+	.in_ack_event = (void *)cca_reno_guard,
 	.ssthresh   = (void *)cca_reno_ssthresh,
 	.cong_avoid = (void *)cca_reno_cong_avoid,
 	.undo_cwnd  = (void *)cca_reno_undo_cwnd,

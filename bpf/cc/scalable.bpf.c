@@ -35,16 +35,19 @@ void BPF_PROG(cca_scalable_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 	cca_cong_avoid_ai(tp, cca_min(tp->snd_cwnd, SCALABLE_INV_A), acked);
 }
 
+/* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
+static __always_inline u32 scalable_ssthresh_for(struct sock *sk, u32 cwnd)
+{
+	if (cwnd <= SCALABLE_LWND)
+		return cca_max(cwnd >> 1, 2);
+	/* cwnd - ceil(b * cwnd) */
+	return cca_max(cwnd - ((cwnd + (1u << SCALABLE_B_SHIFT) - 1) >> SCALABLE_B_SHIFT), 2);
+}
+
 SEC("struct_ops")
 u32 BPF_PROG(cca_scalable_ssthresh, struct sock *sk)
 {
-	const struct tcp_sock *tp = tcp_sk(sk);
-	u32 cwnd = tp->snd_cwnd;
-
-	if (cwnd <= SCALABLE_LWND)
-		return cca_half_cwnd(tp);
-	/* cwnd - ceil(b * cwnd) */
-	return cca_max(cwnd - ((cwnd + (1u << SCALABLE_B_SHIFT) - 1) >> SCALABLE_B_SHIFT), 2);
+	return scalable_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
 }
 
 SEC("struct_ops")
@@ -55,7 +58,10 @@ u32 BPF_PROG(cca_scalable_undo_cwnd, struct sock *sk)
 	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
 }
 
+CCA_GUARD_OP(cca_scalable, scalable_ssthresh_for)
+
 CCA_OPS(cca_scalable) = {
+	.in_ack_event = (void *)cca_scalable_guard,
 	.ssthresh   = (void *)cca_scalable_ssthresh,
 	.cong_avoid = (void *)cca_scalable_cong_avoid,
 	.undo_cwnd  = (void *)cca_scalable_undo_cwnd,

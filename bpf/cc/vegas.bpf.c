@@ -126,10 +126,16 @@ void BPF_PROG(cca_vegas_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 		vegas_new_round((struct vegas *)inet_csk_ca(sk), tcp_sk(sk));
 }
 
+/* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
+static __always_inline u32 vegas_ssthresh_for(struct sock *sk, u32 cwnd)
+{
+	return cca_max(cwnd >> 1, 2);
+}
+
 SEC("struct_ops")
 u32 BPF_PROG(cca_vegas_ssthresh, struct sock *sk)
 {
-	return cca_half_cwnd(tcp_sk(sk));
+	return vegas_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
 }
 
 SEC("struct_ops")
@@ -140,7 +146,10 @@ u32 BPF_PROG(cca_vegas_undo_cwnd, struct sock *sk)
 	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
 }
 
+CCA_GUARD_OP(cca_vegas, vegas_ssthresh_for)
+
 CCA_OPS(cca_vegas) = {
+	.in_ack_event = (void *)cca_vegas_guard,
 	.init         = (void *)cca_vegas_init,
 	.ssthresh     = (void *)cca_vegas_ssthresh,
 	.cong_avoid   = (void *)cca_vegas_cong_avoid,

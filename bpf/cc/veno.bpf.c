@@ -86,15 +86,20 @@ void BPF_PROG(cca_veno_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 	cca_cong_avoid_ai(tp, ca->congested ? 2 * tp->snd_cwnd : tp->snd_cwnd, acked);
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_veno_ssthresh, struct sock *sk)
+/* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
+static __always_inline u32 veno_ssthresh_for(struct sock *sk, u32 cwnd)
 {
-	const struct tcp_sock *tp = tcp_sk(sk);
 	struct veno *ca = inet_csk_ca(sk);
 
 	if (!ca->congested)
-		return cca_max((u32)((u64)tp->snd_cwnd * 4 / 5), 2);   /* random loss */
-	return cca_half_cwnd(tp);
+		return cca_max((u32)((u64)cwnd * 4 / 5), 2);   /* random loss */
+	return cca_max(cwnd >> 1, 2);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(cca_veno_ssthresh, struct sock *sk)
+{
+	return veno_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
 }
 
 SEC("struct_ops")
@@ -105,7 +110,10 @@ u32 BPF_PROG(cca_veno_undo_cwnd, struct sock *sk)
 	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
 }
 
+CCA_GUARD_OP(cca_veno, veno_ssthresh_for)
+
 CCA_OPS(cca_veno) = {
+	.in_ack_event = (void *)cca_veno_guard,
 	.init       = (void *)cca_veno_init,
 	.ssthresh   = (void *)cca_veno_ssthresh,
 	.cong_avoid = (void *)cca_veno_cong_avoid,

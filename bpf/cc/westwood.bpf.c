@@ -50,6 +50,8 @@ void BPF_PROG(cca_westwood_pkts_acked, struct sock *sk, const struct ack_sample 
 		ca->rtt_min_us = rtt;
 }
 
+static __always_inline u32 westwood_ssthresh_for(struct sock *sk, u32 cwnd);
+
 SEC("struct_ops")
 void BPF_PROG(cca_westwood_in_ack_event, struct sock *sk, u32 flags)
 {
@@ -60,6 +62,7 @@ void BPF_PROG(cca_westwood_in_ack_event, struct sock *sk, u32 flags)
 	u32 interval = cca_max(cca_srtt_us(tp), WW_MIN_INTERVAL_US);
 	u64 sample;
 
+	CCA_GUARD(sk, westwood_ssthresh_for);
 	if (dt < interval)
 		return;
 	sample = (u64)(tp->delivered - ca->delivered_start) * tp->mss_cache * CCA_USEC_PER_SEC / dt;
@@ -71,17 +74,23 @@ void BPF_PROG(cca_westwood_in_ack_event, struct sock *sk, u32 flags)
 	ca->delivered_start = tp->delivered;
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_westwood_ssthresh, struct sock *sk)
+/* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
+static __always_inline u32 westwood_ssthresh_for(struct sock *sk, u32 cwnd)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
 	struct westwood *ca = inet_csk_ca(sk);
 	u64 w;
 
 	if (!ca->bwe || !ca->rtt_min_us)
-		return cca_half_cwnd(tp);   /* nothing measured yet: Reno */
+		return cca_max(cwnd >> 1, 2);   /* nothing measured yet: Reno */
 	w = ca->bwe * ca->rtt_min_us / CCA_USEC_PER_SEC / cca_max(tp->mss_cache, 1);
 	return (u32)cca_max64(w, 2);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(cca_westwood_ssthresh, struct sock *sk)
+{
+	return westwood_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
 }
 
 SEC("struct_ops")

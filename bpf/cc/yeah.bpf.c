@@ -121,18 +121,23 @@ void BPF_PROG(cca_yeah_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 		cca_cong_avoid_ai(tp, tp->snd_cwnd, acked);
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_yeah_ssthresh, struct sock *sk)
+/* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
+static __always_inline u32 yeah_ssthresh_for(struct sock *sk, u32 cwnd)
 {
-	const struct tcp_sock *tp = tcp_sk(sk);
 	struct yeah *ca = inet_csk_ca(sk);
-	u32 cwnd = tp->snd_cwnd, red;
+	u32 red;
 
 	if (ca->reno_peer)
-		return cca_half_cwnd(tp);
+		return cca_max(cwnd >> 1, 2);
 	red = cca_max(cwnd >> 3, ca->queue);
 	red = cca_min(red, cwnd >> 1);
 	return cca_max(cwnd - red, 2);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(cca_yeah_ssthresh, struct sock *sk)
+{
+	return yeah_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
 }
 
 SEC("struct_ops")
@@ -143,7 +148,10 @@ u32 BPF_PROG(cca_yeah_undo_cwnd, struct sock *sk)
 	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
 }
 
+CCA_GUARD_OP(cca_yeah, yeah_ssthresh_for)
+
 CCA_OPS(cca_yeah) = {
+	.in_ack_event = (void *)cca_yeah_guard,
 	.init       = (void *)cca_yeah_init,
 	.ssthresh   = (void *)cca_yeah_ssthresh,
 	.cong_avoid = (void *)cca_yeah_cong_avoid,

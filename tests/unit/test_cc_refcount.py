@@ -52,6 +52,19 @@ def test_dead_holder_counts_as_gone(tmp_path):
         assert d.holders() == []
 
 
+def test_holder_files_are_not_run_files(tmp_path):
+    """holder.pid / holder.log / holder.repairs and stray files never count as runs
+    (a repairs count "19" once read as pid 19, a live kernel thread)."""
+    d = AlgoDir("cca_x", tmp_path)
+    with d.lock():
+        d.set_holder(os.getpid())
+        (d.path / "holder.repairs").write_text("19\n")
+        (d.path / "holder.log").write_text("")
+        (d.path / "stray").write_text("1\n")
+        assert d.live_holders() == []
+        assert d.holder_alive()
+
+
 def test_bad_names_rejected(tmp_path):
     with pytest.raises(ValueError):
         AlgoDir("../etc", tmp_path)

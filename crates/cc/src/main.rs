@@ -14,6 +14,8 @@
 //!     unregisters the algorithm) when none does, or on SIGTERM/SIGINT.
 //!     Because the kernel releases a link when its last fd closes, the algorithm
 //!     is also unregistered if this process is killed: crash-safe by construction.
+//!     Every poll it writes <dir>/holder.repairs: the count of the object's CCA_GUARD
+//!     repairs (u64 `cca_repairs`, section .data.cca_stats), when it changed.
 //! ccarena-cc mark --obj <ce_mark.bpf.o> --netns <name> --dev <ifname> --per-mille N
 //!     test aid: attach bpf/test/ce_mark.bpf.c at tcx egress of <ifname> inside network
 //!     namespace <name>, marking CE on N/1000 of the ECN-capable packets; prints
@@ -39,7 +41,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use libbpf_rs::{set_print, Link, MapCore, MapType, ObjectBuilder, PrintLevel};
+use libbpf_rs::{set_print, Link, MapCore, MapFlags, MapType, ObjectBuilder, PrintLevel};
 
 const AVAILABLE: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
 const LOG_TAIL_LINES: usize = 40;
@@ -203,7 +205,8 @@ fn holder_live(path: &Path) -> bool {
     let Ok(text) = fs::read_to_string(path) else { return false };
     let mut it = text.split_whitespace();
     let Some(pid) = it.next().and_then(|p| p.parse::<i32>().ok()) else { return false };
-    let start: u64 = it.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+    // run files are "<pid> <starttime> <count>": anything else is not a holder
+    let Some(start) = it.next().and_then(|s| s.parse::<u64>().ok()) else { return false };
     match proc_state(pid) {
         Some((state, st)) => state != 'Z' && state != 'X' && (start == 0 || st == start),
         None => false,
@@ -249,6 +252,29 @@ impl Drop for DirLock {
     }
 }
 
+/// The guard's repair counter (u64 `cca_repairs` in section .data.cca_stats), if any.
+fn repairs(obj: &libbpf_rs::Object) -> Option<u64> {
+    for m in obj.maps() {
+        if m.name().to_string_lossy().ends_with("cca_stats") {
+            let v = m.lookup(&0u32.to_ne_bytes(), MapFlags::ANY).ok()??;
+            return Some(u64::from_ne_bytes(v.get(..8)?.try_into().ok()?));
+        }
+    }
+    None
+}
+
+/// Write `<dir>/holder.repairs` (the guard's count) when it changed.
+fn report_repairs(obj: &libbpf_rs::Object, dir: Option<&Path>, last: &mut Option<u64>) {
+    let (Some(dir), Some(n)) = (dir, repairs(obj)) else { return };
+    if *last == Some(n) {
+        return;
+    }
+    let tmp = dir.join(".holder.repairs.tmp");
+    if fs::write(&tmp, format!("{n}\n")).is_ok() && fs::rename(&tmp, dir.join("holder.repairs")).is_ok() {
+        *last = Some(n);
+    }
+}
+
 extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
 }
@@ -269,6 +295,8 @@ fn hold(file: &Path, name: &str, watch: Option<&Path>, poll: Duration) -> Result
     // files every `poll`, the first time after a grace period that lets the
     // caller write its own holder file.
     let slice = Duration::from_millis(50);
+    let mut last_repairs = None;
+    report_repairs(&obj, watch, &mut last_repairs);
     let mut next_check = std::time::Instant::now() + poll.max(Duration::from_secs(2));
     loop {
         std::thread::sleep(slice);
@@ -279,6 +307,7 @@ fn hold(file: &Path, name: &str, watch: Option<&Path>, poll: Duration) -> Result
             continue;
         }
         next_check = std::time::Instant::now() + poll;
+        report_repairs(&obj, watch, &mut last_repairs);
         let Some(dir) = watch else { continue };
         let lock = match DirLock::take(dir) {
             Ok(l) => l,
@@ -292,6 +321,7 @@ fn hold(file: &Path, name: &str, watch: Option<&Path>, poll: Duration) -> Result
             }
         };
         if !any_live_holder(dir) {
+            report_repairs(&obj, watch, &mut last_repairs);
             // Unregister while still holding the lock, so that an acquirer who takes
             // the lock next sees the algorithm gone and starts a fresh holder.
             drop(links);
@@ -302,6 +332,7 @@ fn hold(file: &Path, name: &str, watch: Option<&Path>, poll: Duration) -> Result
         }
         drop(lock);
     }
+    report_repairs(&obj, watch, &mut last_repairs);
     drop(links);
     drop(obj);
     if let Some(dir) = watch {

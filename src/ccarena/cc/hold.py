@@ -117,6 +117,17 @@ def acquire(names: Iterable[str], run_id: str, force: str | None | Mapping[str, 
             raise errors[0]
 
 
+def repairs(kernel_name: str, base: Path | None = None) -> int | None:
+    """How many corrupted ssthresh/cwnd values the algorithm's guard has repaired
+    since it was registered (CCA_GUARD in bpf/cc/cca_common.h; docs/algorithms.md,
+    "Known issue"). A run reads it at start and end: a difference means the run met
+    the fault (and was repaired within one ACK). None when not registered by ccarena."""
+    try:
+        return int((AlgoDir(kernel_name, base).path / "holder.repairs").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def cleanup_stale(base: Path | None = None) -> list[str]:
     """Unregister every ccarena algorithm no live run holds; returns their kernel names."""
     cleaned: list[str] = []
@@ -132,7 +143,7 @@ def cleanup_stale(base: Path | None = None) -> list[str]:
                 loader.stop_holder(*hp)
                 cleaned.append(d.kernel_name)
             d.clear_holder()
-            for f in ("holder.log",):
+            for f in ("holder.log", "holder.repairs"):
                 with contextlib.suppress(FileNotFoundError):
                     (d.path / f).unlink()
     if base is None or base == run_dir():

@@ -7,7 +7,8 @@ Contract: one directory per registered algorithm, ``<run_dir>/<kernel_name>/``
   ``<pid> <starttime> <count>`` (starttime = field 22 of ``/proc/<pid>/stat``, so a
   recycled pid is not mistaken for the holder; count = nested acquires by that run);
 - ``holder.pid``: ``<pid> <starttime>`` of the ``ccarena-cc hold`` process that keeps
-  the algorithm registered (see crates/cc/src/main.rs);
+  the algorithm registered (see crates/cc/src/main.rs); ``holder.*`` files (also
+  ``holder.log``, ``holder.repairs``) belong to it and are never run files;
 - ``.lock``: every change is made under ``flock(.lock, LOCK_EX)``; the lock file is
   never removed (removing it would let two processes hold "the" lock at once).
 
@@ -69,9 +70,11 @@ class Holder:
 
 def _parse(text: str) -> tuple[int, int, int] | None:
     parts = text.split()
+    if len(parts) < 2:
+        return None  # not a run file of ours (those are "<pid> <starttime> <count>")
     try:
         pid = int(parts[0])
-        start = int(parts[1]) if len(parts) > 1 else 0
+        start = int(parts[1])
         count = int(parts[2]) if len(parts) > 2 else 1
     except (IndexError, ValueError):
         return None
