@@ -30,7 +30,7 @@ $(STAMP)/apt:
 deps: $(STAMP)/apt
 
 build: deps
-	cargo build --release -p ccarena-flow -p ccarena-link
+	cargo build --release -p ccarena-flow -p ccarena-link -p ccarena-trace
 	$(MAKE) --no-print-directory bpf
 
 $(STAMP)/venv: pyproject.toml
@@ -46,7 +46,7 @@ demo: install
 	$(VENV)/bin/ccarena run quickstart
 
 test: install
-	cargo test --release -q -p ccarena-flow -p ccarena-link
+	cargo test --release -q -p ccarena-flow -p ccarena-link -p ccarena-trace
 	$(VENV)/bin/pytest -q -ra tests
 
 test-unit: python
@@ -60,3 +60,4 @@ clean:
 	rm -rf build target $(VENV)
 
 include mk/bpf.mk
+include mk/trace.mk

@@ -24,7 +24,9 @@ class NsProcess:
         log_dir.mkdir(parents=True, exist_ok=True)
         self.stderr_path = log_dir / f"{name}.stderr"
         self._err = open(self.stderr_path, "wb")
-        self.p = subprocess.Popen(netns.exec_argv(ns, argv), stdin=subprocess.PIPE if stdin else
+        # ns None: the root namespace (the tracer, which watches the run's namespaces)
+        full = netns.exec_argv(ns, argv) if ns else argv
+        self.p = subprocess.Popen(full, stdin=subprocess.PIPE if stdin else
                                   subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._err,
                                   start_new_session=True,
                                   preexec_fn=cgroup.add_self if cgroup else None)

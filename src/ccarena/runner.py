@@ -23,6 +23,7 @@ from .errors import CcarenaError, PreflightError, RunError
 from .measure import cpu, records
 from .measure.pcap import Pcap
 from .measure.ping import PingProbe
+from .measure.tracer import Tracer
 from .plan import Plan, PlannedRun, make_plan
 from .spec.model import Study
 from .store.results import ResultsDir, write_json
@@ -32,7 +33,7 @@ from .testbed import kernel_link, user_link
 from .testbed.build import Testbed
 from .testbed.topology import plan_dumbbell
 from .workload.commands import Commands, check_programs
-from .workload.engine import Engines, algorithms_of, host_configs
+from .workload.engine import PROBE_FLOW_ID, Engines, algorithms_of, host_configs
 
 START_LEAD_S = 0.3
 WAIT_MARGIN_S = 15.0
@@ -75,9 +76,9 @@ def check_probes(study: Study) -> None:
         if p.kind == "pcap" and not shutil.which("tcpdump"):
             raise PreflightError(f"{study.path}: probe {p.name}: pcap needs tcpdump, which is "
                                  "not installed (apt-get install tcpdump)")
-        if p.kind in ("udp", "tcp_probe"):
-            raise PreflightError(f"{study.path}: probe {p.name}: kind {p.kind!r} is not "
-                                 "available in this build yet")
+        if p.kind == "tcp_probe":
+            from .paths import require_binary
+            require_binary("ccarena-trace", "the tcp_probe tracer")
 
 
 def check_host_limits(study: Study) -> None:
@@ -180,6 +181,7 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
     cmds = None
     pings: list[PingProbe] = []
     caps_: list[Pcap] = []
+    tracer = None
     started = time.time()
     try:
         with Testbed(topo, study) as tb:
@@ -203,6 +205,9 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
                     for h in p.hosts:
                         caps_.append(Pcap(h, topo.ns(h), raw, p.snaplen))
                         caps_[-1].ready()
+            traced = sorted({h for p in study.probes if p.kind == "tcp_probe" for h in p.hosts})
+            if traced:
+                tracer = Tracer([topo.ns(h) for h in traced], raw)
             for p in study.probes:
                 if p.kind != "ping":
                     continue
@@ -224,6 +229,12 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
             if cmds:
                 tables["commands"] = cmds.table()
             engines.stop()
+            if tracer is not None:
+                meta["trace"] = tracer.stop()
+                tracer = None
+                lost = meta["trace"].get("lost", 0) or 0
+                if lost:
+                    reasons.append(f"tcp_probe tracer lost {lost} events")
             for c in caps_:
                 c.stop()
             pt = [p.finish(timeout_s=2.0) for p in pings]
@@ -248,13 +259,16 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
         for c in caps_:
             with contextlib.suppress(Exception):
                 c.stop()
+        if tracer is not None:
+            with contextlib.suppress(Exception):
+                tracer.stop()
         if engines:
             engines.stop()
         if cmds:
             cmds.stop()
     meta["wall_start"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started))
     meta["wall_s"] = time.time() - started
-    _collect(raw, tables, meta, reasons)
+    _collect(raw, tables, meta, reasons, study)
     meta["valid"] = not reasons
     meta["invalid_reasons"] = reasons
     _store_run(rd, tables, meta)
@@ -285,12 +299,12 @@ def _flows_meta(study: Study, kernel_names: dict, pf: dict) -> list[dict]:
     return out
 
 
-def _collect(raw: Path, tables: dict, meta: dict, reasons: list[str]) -> None:
+def _collect(raw: Path, tables: dict, meta: dict, reasons: list[str], study: Study) -> None:
     """Read every part's raw output into tables; check what the kernel says it ran."""
-    parts = {k: [] for k in ("tcpinfo", "rx", "rr", "conns")}
+    parts = {k: [] for k in ("tcpinfo", "rx", "rr", "conns", "udp")}
     engines = {}
     for hd in sorted(p for p in raw.glob("*") if p.is_dir() and p.name not in ("logs", "link")):
-        for k in ("tcpinfo", "rx", "rr"):
+        for k in ("tcpinfo", "rx", "rr", "udp"):
             df = records.read_bin(hd / f"{k}.bin")
             if df is not None and len(df):
                 df.insert(0, "host", hd.name)
@@ -306,6 +320,17 @@ def _collect(raw: Path, tables: dict, meta: dict, reasons: list[str]) -> None:
     for k, v in parts.items():
         if v:
             tables[k] = pd.concat(v, ignore_index=True)
+    if "udp" in tables:      # -> the ping table's shape: probe, seq, rtt_s (NaN: no echo)
+        u = tables["udp"]
+        names = {PROBE_FLOW_ID + j: p.name for j, p in enumerate(study.probes)}
+        lost = u["rtt_ns"] == 0xFFFFFFFFFFFFFFFF
+        tables["udp"] = pd.DataFrame({
+            "t_ns": u["t_ns"], "probe": u["flow"].map(names), "seq": u["seq"],
+            "rtt_s": u["rtt_ns"].where(~lost).astype(float) / 1e9})
+    trace = records.read_bin(raw / "trace" / "tcpprobe.bin")
+    if trace is not None and len(trace):
+        trace = trace.sort_values("t_ns", kind="stable").reset_index(drop=True)
+        tables["tcpprobe"] = trace
     meta["engines"] = engines
     link_dir = raw / "link"
     if link_dir.is_dir():

@@ -142,9 +142,13 @@ def _link_metrics(link, timing) -> dict:
     return r
 
 
-def _ping_metrics(ping, timing) -> dict:
+def _ping_metrics(ping, timing, prefix: str = "ping") -> dict:
+    """RTT probe statistics; the same for ICMP ping ("ping_*") and the UDP probe ("udp_*")."""
     keys = ["ping_rtt_mean_s", "ping_rtt_p50_s", "ping_rtt_p95_s", "ping_rtt_p99_s",
             "ping_rtt_inflation", "ping_loss", "ping_count"]
+    if prefix != "ping":
+        return {k.replace("ping_", prefix + "_", 1): v
+                for k, v in _ping_metrics(ping, timing).items()}
     r = dict.fromkeys(keys, NAN)
     if not nonempty(ping) or "rtt_s" not in ping:
         return r
@@ -287,6 +291,7 @@ def run_metrics(tables: dict, meta: dict, *, interval_s: float = DEFAULT_INTERVA
 
     run.update(_run_rtt(tcp, timing))
     run.update(_ping_metrics(tables.get("ping"), timing))
+    run.update(_ping_metrics(tables.get("udp"), timing, prefix="udp"))
     run.update(_rr_metrics(tables.get("rr")))
     run.update(_link_metrics(tables.get("link_stats"), timing))
     sums = {c: float(top[c].sum()) if c in top and top[c].notna().any() else NAN

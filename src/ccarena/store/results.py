@@ -19,7 +19,8 @@ from ..errors import ResultsError
 
 FORMAT_VERSION = 1
 MARKER = "ccarena-results.json"
-RUN_TABLES = ("tcpinfo", "rx", "conns", "rr", "ping", "link_stats", "link_events", "commands")
+RUN_TABLES = ("tcpinfo", "rx", "conns", "rr", "ping", "udp", "tcpprobe", "link_stats",
+              "link_events", "commands")
 
 
 def _json_default(o):

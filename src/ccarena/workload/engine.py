@@ -16,6 +16,8 @@ from ..spec.model import FlowSpec, Study
 from ..testbed.topology import Topology
 
 BASE_PORT = 5000
+UDP_PROBE_PORT = 7000      # + probe index: UDP echo listeners
+PROBE_FLOW_ID = 10000      # + probe index: flow ids of UDP probes (not study flows)
 END_GRACE_S = 0.5
 CLIENT_SENDS = {"bulk", "parallel", "paced"}
 
@@ -85,6 +87,15 @@ def host_configs(study: Study, topo: Topology, raw_dir: Path, kernel_names: dict
             fl.update(request_bytes=f.request, response_bytes=f.response, count=f.count,
                       gap_ns=_ns(f.gap_s))
         cfg(client)["flows"].append(fl)
+    for j, p in enumerate(study.probes):
+        if p.kind != "udp":
+            continue
+        port = UDP_PROBE_PORT + j
+        cfg(p.dst)["listen"].append({"port": port, "proto": "udp_echo"})
+        cfg(p.src)["flows"].append({"flow": PROBE_FLOW_ID + j, "kind": "udp_probe",
+                                    "dst": topo.host_ip[p.dst], "port": port,
+                                    "interval_ns": _ns(p.interval_s), "size": p.size,
+                                    "start_ns": 0, "stop_ns": _ns(dur)})
     return cfgs
 
 
