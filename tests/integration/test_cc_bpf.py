@@ -306,6 +306,37 @@ def test_cc_refcount_two_runs():
     assert k not in loader.registered()
 
 
+def test_cc_concurrent_runs_share_one_registration():
+    """Four processes acquire and release the same algorithm in random order: each
+    sees it registered while it holds it, and nothing is left at the end."""
+    name = (built() or pytest.skip("no BPF objects built"))[0]
+    code = textwrap.dedent(f'''
+        import random, sys, time; sys.path.insert(0, {str(ROOT / "src")!r})
+        import ccarena.cc as cc
+        from ccarena.cc import loader
+        random.seed(int(sys.argv[1]))
+        for i in range(4):
+            with cc.acquire([{name!r}], "conc" + sys.argv[1], force="bpf") as m:
+                assert m[{name!r}] in loader.registered(), "not registered while held"
+                time.sleep(random.uniform(0, 0.3))
+                assert m[{name!r}] in loader.registered(), "unregistered under a holder"
+            time.sleep(random.uniform(0, 0.2))
+        print("OK")
+    ''')
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(i)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for i in range(4)]
+    try:
+        outs = [p.communicate(timeout=120) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0 and out.strip() == "OK", err
+    assert f"cca_{name}" not in loader.registered()
+
+
 def test_cc_crashed_run_is_released():
     """A run killed with SIGKILL: its holder notices and unregisters (crash-safe)."""
     name = (built() or pytest.skip("no BPF objects built"))[0]
