@@ -44,6 +44,7 @@ class Testbed:
         self.A, self.L, self.B = self.tag + "a", self.tag + "l", self.tag + "b"
         self.plain = plain
         self.procs: list[subprocess.Popen] = []
+        self.servers: dict[int, subprocess.Popen] = {}
         self.link: subprocess.Popen | None = None
         self.tmp = Path(tempfile.mkdtemp(prefix="ccalinktest-"))
         self.out_dir = self.tmp / "out"
@@ -145,9 +146,17 @@ class Testbed:
 
     def iperf_servers(self, ports) -> None:
         for port in ports:
+            old = self.servers.get(port)
+            if old is not None and old.poll() is None:
+                try:
+                    old.wait(timeout=5)  # a one-shot server still finishing its test
+                except subprocess.TimeoutExpired:
+                    old.kill()
+                    old.wait()
             p = subprocess.Popen(["ip", "netns", "exec", self.B, "iperf3", "-s", "-1", "-p", str(port)],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             self.procs.append(p)
+            self.servers[port] = p
         time.sleep(0.3)
 
     def iperf_bg(self, port: int, seconds: float, parallel: int = 1, omit: int = 0) -> subprocess.Popen:

@@ -92,6 +92,7 @@ pub struct Worker {
     stop: Arc<AtomicBool>,
     use_rx_ts: bool,
     rt: bool,
+    rx_poll_ns: u64,
     rings: [Option<RxRing>; 2],
     pub st: ShellStats,
 }
@@ -182,6 +183,7 @@ impl Shell {
             use_rx_ts: self.cfg.rx_timestamps,
             rings: [None, None],
             rt: false,
+            rx_poll_ns: if self.cfg.rx_ring { self.cfg.rx_poll_ns } else { 0 },
             st: ShellStats::default(),
         }
     }
@@ -280,6 +282,7 @@ impl Shell {
             "timer_wake_late_p50_ns": st.wake_late.quantile(0.5),
             "timer_wake_late_p99_ns": st.wake_late.quantile(0.99),
             "spin_ns": self.cfg.spin_ns,
+            "rx_poll_ns": self.workers.first().map_or(0, |w| w.rx_poll_ns),
             "rx_timestamps": self.cfg.rx_timestamps,
             "threads": self.workers.len(),
             "rt_priority": self.cfg.rt_priority,
@@ -499,7 +502,12 @@ impl Worker {
     /// smoothed mean + 4 × mean deviation), clamped to [`MIN_SPIN_NS`, `spin_ns`].
     fn run(&mut self, sigfd: i32) -> Result<(), SysError> {
         let timer = TimerFd::new()?;
-        let mut fds: Vec<i32> = self.dirs.iter().map(|&d| self.socks[d].fd).collect();
+        // Lazy receive (rx_poll_ns > 0): arrivals carry kernel timestamps, so they need
+        // not wake the thread; it reads the rings at least every rx_poll_ns (less than
+        // the smallest one-way delay) and at every deadline. Otherwise every arrival
+        // wakes it through epoll.
+        let lazy = self.rx_poll_ns > 0;
+        let mut fds: Vec<i32> = if lazy { Vec::new() } else { self.dirs.iter().map(|&d| self.socks[d].fd).collect() };
         fds.push(timer.0);
         fds.push(sigfd);
         let ep = Epoll::new(&fds)?;
@@ -561,6 +569,9 @@ impl Worker {
             let mut wake = self.link.next_stats_ns().max(now + 1).min(next_sig_check.max(now + 1));
             if let Some(d) = dl {
                 wake = wake.min(d - spin);
+            }
+            if lazy {
+                wake = wake.min(now + self.rx_poll_ns);
             }
             timer.arm_at(wake);
             self.st.sleeps += 1;
