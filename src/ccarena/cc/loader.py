@@ -25,6 +25,9 @@ from .refcount import pid_alive, proc_start
 from .registry import kernel_available
 
 READY_TIMEOUT_S = 30.0
+# Holders this process started (they outlive it if need be). Kept so that a holder
+# that exits on its own is reaped (poll) instead of lingering as a zombie.
+_children: dict[int, subprocess.Popen] = {}
 STOP_TIMEOUT_S = 5.0
 _ERR = re.compile(r"^ccarena-cc: (?P<attempt>[^:]+): (?P<rest>.*?)(?: \(errno (?P<errno>\d+)\))?$")
 
@@ -58,6 +61,7 @@ def parse_loader_error(obj: str, stderr: str) -> LoadError:
 def start_holder(obj: Path, kernel_name: str, watch: Path, log: Path | None = None) -> int:
     """Start ``ccarena-cc hold`` for `obj`; return its pid once the algorithm is
     registered. Raises LoadError (with errno and verifier log tail) on failure."""
+    reap_children()
     exe = paths.loader()
     if exe is None or not Path(exe).is_file():
         raise CCError(f"register {kernel_name}: loader ccarena-cc not found "
@@ -83,8 +87,7 @@ def start_holder(obj: Path, kernel_name: str, watch: Path, log: Path | None = No
             errf.seek(0)
             raise parse_loader_error(str(obj), errf.read())
         p.stdout.close()
-        # The child outlives us if need be; Popen would otherwise warn on GC.
-        p.returncode = 0
+        _children[p.pid] = p
         return p.pid
     finally:
         errf.close()
@@ -109,10 +112,21 @@ def stop_holder(pid: int, start: int = 0, timeout: float = STOP_TIMEOUT_S) -> No
 
 
 def _reap(pid: int) -> None:
+    p = _children.get(pid)
+    if p is not None:
+        if p.poll() is not None:
+            del _children[pid]
+        return
     try:
         os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
         pass
+
+
+def reap_children() -> None:
+    """Collect holders started by this process that have exited."""
+    for pid in list(_children):
+        _reap(pid)
 
 
 def wait_unregistered(kernel_name: str, timeout: float = 2.0) -> bool:
