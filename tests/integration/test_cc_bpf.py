@@ -404,6 +404,59 @@ def test_cc_unprivileged_socket_not_allowed():
     assert out == ["ERR", "1"], out  # EPERM
 
 
+USER_CC = textwrap.dedent('''
+    /* a user algorithm: Reno with a gentler decrease (0.7), as docs/algorithms.md shows */
+    #include "cca_common.h"
+
+    static __always_inline u32 mine_ssthresh_for(struct sock *sk, u32 cwnd)
+    {
+        return cca_max(cwnd * 7 / 10, 2);
+    }
+    SEC("struct_ops")
+    u32 BPF_PROG(mine_ssthresh, struct sock *sk)
+    {
+        return mine_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
+    }
+    SEC("struct_ops")
+    void BPF_PROG(mine_cong_avoid, struct sock *sk, u32 ack, u32 acked)
+    {
+        struct tcp_sock *tp = tcp_sk(sk);
+
+        if (!cca_is_cwnd_limited(sk))
+            return;
+        if (cca_in_slow_start(tp) && !(acked = cca_slow_start(tp, acked)))
+            return;
+        cca_cong_avoid_ai(tp, tp->snd_cwnd, acked);
+    }
+    SEC("struct_ops")
+    u32 BPF_PROG(mine_undo, struct sock *sk)
+    {
+        return cca_max(tcp_sk(sk)->snd_cwnd, tcp_sk(sk)->prior_cwnd);
+    }
+    CCA_GUARD_OP(mine, mine_ssthresh_for)
+    CCA_OPS(mine) = {
+        .ssthresh = (void *)mine_ssthresh, .cong_avoid = (void *)mine_cong_avoid,
+        .undo_cwnd = (void *)mine_undo, .in_ack_event = (void *)mine_guard,
+        .name = "cca_mine",
+    };
+''')
+
+
+def test_cc_user_algorithm_from_cc_path(tmp_path, monkeypatch):
+    """A *.bpf.c dropped in a CCARENA_CC_PATH directory is compiled, registered as
+    cca_<file name> and carries traffic."""
+    (tmp_path / "mine.bpf.c").write_text(USER_CC)
+    monkeypatch.setenv("CCARENA_CC_PATH", str(tmp_path))
+    a = cc.available()["mine"]
+    assert (a.source, a.kernel_name) == ("bpf", "cca_mine"), a.why
+    with NsPair() as ns:
+        with cc.acquire(["mine"], run_id()) as m:
+            res, ss = ns.flow(m["mine"], secs=2.0, ss_at=1.0)
+    assert res["cc"] == "cca_mine" and "cca_mine" in ss
+    assert res["received"] > 0
+    assert "cca_mine" not in loader.registered()
+
+
 def test_cc_load_failure_names_file_errno_and_log(tmp_path, monkeypatch):
     """A verifier rejection comes back as LoadError with file, errno and log tail."""
     src = tmp_path / "badcc.bpf.c"
