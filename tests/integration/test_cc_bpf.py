@@ -36,6 +36,7 @@ from ccarena.cc import loader, registry  # noqa: E402
 pytestmark = [
     pytest.mark.root,
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespaces, BPF)"),
+    pytest.mark.skipif(registry.paths.loader() is None, reason="ccarena-cc not built (make bpf)"),
 ]
 
 PORT = 5201
