@@ -25,7 +25,10 @@ pub struct ConfigError {
 
 impl ConfigError {
     fn new(object: impl Into<String>, cause: impl Into<String>) -> ConfigError {
-        ConfigError { object: object.into(), cause: cause.into() }
+        ConfigError {
+            object: object.into(),
+            cause: cause.into(),
+        }
     }
 }
 
@@ -109,16 +112,37 @@ struct RawBuffer {
 #[derive(Deserialize, Debug)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 enum RawJitter {
-    Uniform { ns: f64, #[serde(default)] reorder: bool },
-    Normal { sd_ns: f64, #[serde(default)] reorder: bool },
-    Exponential { mean_ns: f64, #[serde(default)] reorder: bool },
+    Uniform {
+        ns: f64,
+        #[serde(default)]
+        reorder: bool,
+    },
+    Normal {
+        sd_ns: f64,
+        #[serde(default)]
+        reorder: bool,
+    },
+    Exponential {
+        mean_ns: f64,
+        #[serde(default)]
+        reorder: bool,
+    },
 }
 
 #[derive(Deserialize, Debug)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 enum RawLoss {
-    Bernoulli { p: f64 },
-    GilbertElliott { p: f64, r: f64, #[serde(default)] loss_good: Option<f64>, #[serde(default)] loss_bad: Option<f64> },
+    Bernoulli {
+        p: f64,
+    },
+    GilbertElliott {
+        p: f64,
+        r: f64,
+        #[serde(default)]
+        loss_good: Option<f64>,
+        #[serde(default)]
+        loss_bad: Option<f64>,
+    },
 }
 
 #[derive(Deserialize, Debug)]
@@ -174,7 +198,9 @@ enum RawQueue {
         #[serde(default)]
         k_bytes: Option<f64>,
     },
-    Classes { classes: Vec<RawClass> },
+    Classes {
+        classes: Vec<RawClass>,
+    },
 }
 
 #[derive(Deserialize, Debug)]
@@ -214,7 +240,10 @@ pub struct Config {
 
 fn nonneg_int(key: &str, v: f64) -> Result<u64, ConfigError> {
     if !v.is_finite() || v < 0.0 {
-        return Err(ConfigError::new(key, format!("must be a non-negative number, got {v}")));
+        return Err(ConfigError::new(
+            key,
+            format!("must be a non-negative number, got {v}"),
+        ));
     }
     Ok(v.round() as u64)
 }
@@ -229,19 +258,31 @@ fn positive_int(key: &str, v: f64) -> Result<u64, ConfigError> {
 
 fn prob(key: &str, v: f64) -> Result<f64, ConfigError> {
     if !(0.0..=1.0).contains(&v) {
-        return Err(ConfigError::new(key, format!("must be a probability in [0, 1], got {v}")));
+        return Err(ConfigError::new(
+            key,
+            format!("must be a probability in [0, 1], got {v}"),
+        ));
     }
     Ok(v)
 }
 
 fn ipv4(key: &str, s: &str) -> Result<u32, ConfigError> {
-    s.parse::<Ipv4Addr>().map(u32::from).map_err(|_| ConfigError::new(key, format!("not an IPv4 address: {s:?}")))
+    s.parse::<Ipv4Addr>()
+        .map(u32::from)
+        .map_err(|_| ConfigError::new(key, format!("not an IPv4 address: {s:?}")))
 }
 
 fn loss(key: &str, l: &RawLoss) -> Result<LossModel, ConfigError> {
     Ok(match *l {
-        RawLoss::Bernoulli { p } => LossModel::Bernoulli { p: prob(&format!("{key}.p"), p)? },
-        RawLoss::GilbertElliott { p, r, loss_good, loss_bad } => LossModel::GilbertElliott {
+        RawLoss::Bernoulli { p } => LossModel::Bernoulli {
+            p: prob(&format!("{key}.p"), p)?,
+        },
+        RawLoss::GilbertElliott {
+            p,
+            r,
+            loss_good,
+            loss_bad,
+        } => LossModel::GilbertElliott {
             p: prob(&format!("{key}.p"), p)?,
             r: prob(&format!("{key}.r"), r)?,
             loss_good: prob(&format!("{key}.loss_good"), loss_good.unwrap_or(0.0))?,
@@ -252,16 +293,31 @@ fn loss(key: &str, l: &RawLoss) -> Result<LossModel, ConfigError> {
 
 fn buffer(key: &str, b: &Option<RawBuffer>) -> Result<Limit, ConfigError> {
     let Some(b) = b else {
-        return Err(ConfigError::new(key, "missing: give {\"packets\": N} or {\"bytes\": N}"));
+        return Err(ConfigError::new(
+            key,
+            "missing: give {\"packets\": N} or {\"bytes\": N}",
+        ));
     };
-    let packets = b.packets.map(|v| positive_int(&format!("{key}.packets"), v)).transpose()?;
-    let bytes = b.bytes.map(|v| positive_int(&format!("{key}.bytes"), v)).transpose()?;
+    let packets = b
+        .packets
+        .map(|v| positive_int(&format!("{key}.packets"), v))
+        .transpose()?;
+    let bytes = b
+        .bytes
+        .map(|v| positive_int(&format!("{key}.bytes"), v))
+        .transpose()?;
     if packets.is_none() && bytes.is_none() {
-        return Err(ConfigError::new(key, "empty buffer: give {\"packets\": N} or {\"bytes\": N}"));
+        return Err(ConfigError::new(
+            key,
+            "empty buffer: give {\"packets\": N} or {\"bytes\": N}",
+        ));
     }
     if let Some(b) = bytes {
         if b < 1514 {
-            return Err(ConfigError::new(format!("{key}.bytes"), format!("{b} bytes cannot hold one full-size frame (1514 bytes)")));
+            return Err(ConfigError::new(
+                format!("{key}.bytes"),
+                format!("{b} bytes cannot hold one full-size frame (1514 bytes)"),
+            ));
         }
     }
     Ok(Limit { packets, bytes })
@@ -269,16 +325,30 @@ fn buffer(key: &str, b: &Option<RawBuffer>) -> Result<Limit, ConfigError> {
 
 fn rate(key: &str, v: f64) -> Result<u64, ConfigError> {
     if !v.is_finite() || v < 1.0 {
-        return Err(ConfigError::new(key, format!("rate must be at least 1 bit/s (null = unlimited), got {v}")));
+        return Err(ConfigError::new(
+            key,
+            format!("rate must be at least 1 bit/s (null = unlimited), got {v}"),
+        ));
     }
     Ok(v.round() as u64)
 }
 
-fn codel(prefix: &str, target: Option<f64>, interval: Option<f64>, ecn: bool) -> Result<CodelParams, ConfigError> {
+fn codel(
+    prefix: &str,
+    target: Option<f64>,
+    interval: Option<f64>,
+    ecn: bool,
+) -> Result<CodelParams, ConfigError> {
     let d = CodelParams::default();
     Ok(CodelParams {
-        target_ns: target.map(|v| positive_int(&format!("{prefix}.target_ns"), v)).transpose()?.unwrap_or(d.target_ns),
-        interval_ns: interval.map(|v| positive_int(&format!("{prefix}.interval_ns"), v)).transpose()?.unwrap_or(d.interval_ns),
+        target_ns: target
+            .map(|v| positive_int(&format!("{prefix}.target_ns"), v))
+            .transpose()?
+            .unwrap_or(d.target_ns),
+        interval_ns: interval
+            .map(|v| positive_int(&format!("{prefix}.interval_ns"), v))
+            .transpose()?
+            .unwrap_or(d.interval_ns),
         mtu_bytes: d.mtu_bytes,
         ecn,
     })
@@ -287,18 +357,30 @@ fn codel(prefix: &str, target: Option<f64>, interval: Option<f64>, ecn: bool) ->
 fn direction(name: &str, d: &RawDir, base_dir: &std::path::Path) -> Result<DirParams, ConfigError> {
     let k = |s: &str| format!("{name}.{s}");
     let initial = d.rate_bps.map(|v| rate(&k("rate_bps"), v)).transpose()?;
-    let sources = [d.rate_schedule.is_some(), d.trace_file.is_some()].iter().filter(|x| **x).count();
+    let sources = [d.rate_schedule.is_some(), d.trace_file.is_some()]
+        .iter()
+        .filter(|x| **x)
+        .count();
     if sources > 1 {
-        return Err(ConfigError::new(name, "give at most one of rate_schedule and trace_file"));
+        return Err(ConfigError::new(
+            name,
+            "give at most one of rate_schedule and trace_file",
+        ));
     }
     let rate_spec = if let Some(steps) = &d.rate_schedule {
         let mut v = Vec::new();
         for (i, s) in steps.iter().enumerate() {
             let t = nonneg_int(&k(&format!("rate_schedule[{i}].t_ns")), s.t_ns)?;
             if v.last().is_some_and(|(lt, _)| *lt > t) {
-                return Err(ConfigError::new(k(&format!("rate_schedule[{i}].t_ns")), "times must be nondecreasing"));
+                return Err(ConfigError::new(
+                    k(&format!("rate_schedule[{i}].t_ns")),
+                    "times must be nondecreasing",
+                ));
             }
-            let r = s.rate_bps.map(|x| rate(&k(&format!("rate_schedule[{i}].rate_bps")), x)).transpose()?;
+            let r = s
+                .rate_bps
+                .map(|x| rate(&k(&format!("rate_schedule[{i}].rate_bps")), x))
+                .transpose()?;
             v.push((t, r));
         }
         if v.is_empty() {
@@ -307,9 +389,17 @@ fn direction(name: &str, d: &RawDir, base_dir: &std::path::Path) -> Result<DirPa
         RateSpec::Schedule { initial, steps: v }
     } else if let Some(f) = &d.trace_file {
         let path = base_dir.join(f);
-        let text = std::fs::read_to_string(&path).map_err(|e| ConfigError::new(format!("{} {}", k("trace_file"), path.display()), e.to_string()))?;
-        let opps = parse_trace(&text).map_err(|e| ConfigError::new(format!("{} {}", k("trace_file"), path.display()), e))?;
-        RateSpec::Trace { opportunities_ms: opps }
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            ConfigError::new(
+                format!("{} {}", k("trace_file"), path.display()),
+                e.to_string(),
+            )
+        })?;
+        let opps = parse_trace(&text)
+            .map_err(|e| ConfigError::new(format!("{} {}", k("trace_file"), path.display()), e))?;
+        RateSpec::Trace {
+            opportunities_ms: opps,
+        }
     } else {
         match initial {
             Some(r) => RateSpec::Constant(r),
@@ -317,27 +407,57 @@ fn direction(name: &str, d: &RawDir, base_dir: &std::path::Path) -> Result<DirPa
         }
     };
     let delay_ns = match d.delay_ns {
-        Some(v) if v < 0.0 || !v.is_finite() => return Err(ConfigError::new(k("delay_ns"), format!("negative delay: {v} ns"))),
+        Some(v) if v < 0.0 || !v.is_finite() => {
+            return Err(ConfigError::new(
+                k("delay_ns"),
+                format!("negative delay: {v} ns"),
+            ))
+        }
         Some(v) => v.round() as u64,
         None => 0,
     };
     let jitter = match &d.jitter {
         None => None,
-        Some(RawJitter::Uniform { ns, reorder }) => Some((JitterModel::Uniform { ns: nonneg_int(&k("jitter.ns"), *ns)? as f64 }, *reorder)),
-        Some(RawJitter::Normal { sd_ns, reorder }) => Some((JitterModel::Normal { sd_ns: nonneg_int(&k("jitter.sd_ns"), *sd_ns)? as f64 }, *reorder)),
-        Some(RawJitter::Exponential { mean_ns, reorder }) => {
-            Some((JitterModel::Exponential { mean_ns: nonneg_int(&k("jitter.mean_ns"), *mean_ns)? as f64 }, *reorder))
-        }
+        Some(RawJitter::Uniform { ns, reorder }) => Some((
+            JitterModel::Uniform {
+                ns: nonneg_int(&k("jitter.ns"), *ns)? as f64,
+            },
+            *reorder,
+        )),
+        Some(RawJitter::Normal { sd_ns, reorder }) => Some((
+            JitterModel::Normal {
+                sd_ns: nonneg_int(&k("jitter.sd_ns"), *sd_ns)? as f64,
+            },
+            *reorder,
+        )),
+        Some(RawJitter::Exponential { mean_ns, reorder }) => Some((
+            JitterModel::Exponential {
+                mean_ns: nonneg_int(&k("jitter.mean_ns"), *mean_ns)? as f64,
+            },
+            *reorder,
+        )),
     };
     let loss_m = d.loss.as_ref().map(|l| loss(&k("loss"), l)).transpose()?;
     let limit = buffer(&k("buffer"), &d.buffer)?;
     let queue = match &d.queue {
         None | Some(RawQueue::Droptail {}) => QueueKind::DropTail,
-        Some(RawQueue::Red { min_th, max_th, max_p, weight, unit, ecn }) => {
+        Some(RawQueue::Red {
+            min_th,
+            max_th,
+            max_p,
+            weight,
+            unit,
+            ecn,
+        }) => {
             let bytes = match unit.as_deref() {
                 None | Some("packets") => false,
                 Some("bytes") => true,
-                Some(u) => return Err(ConfigError::new(k("queue.unit"), format!("expected \"packets\" or \"bytes\", got {u:?}"))),
+                Some(u) => {
+                    return Err(ConfigError::new(
+                        k("queue.unit"),
+                        format!("expected \"packets\" or \"bytes\", got {u:?}"),
+                    ))
+                }
             };
             if !(*min_th >= 0.0 && min_th < max_th) {
                 return Err(ConfigError::new(k("queue"), format!("RED thresholds out of order: need 0 <= min_th < max_th, got min_th={min_th} max_th={max_th}")));
@@ -345,56 +465,155 @@ fn direction(name: &str, d: &RawDir, base_dir: &std::path::Path) -> Result<DirPa
             let max_p = prob(&k("queue.max_p"), max_p.unwrap_or(0.1))?;
             let weight = weight.unwrap_or(0.002);
             if !(weight > 0.0 && weight <= 1.0) {
-                return Err(ConfigError::new(k("queue.weight"), format!("must be in (0, 1], got {weight}")));
+                return Err(ConfigError::new(
+                    k("queue.weight"),
+                    format!("must be in (0, 1], got {weight}"),
+                ));
             }
-            QueueKind::Red { min_th: *min_th, max_th: *max_th, max_p, weight, bytes, ecn: ecn.unwrap_or(d.ecn) }
+            QueueKind::Red {
+                min_th: *min_th,
+                max_th: *max_th,
+                max_p,
+                weight,
+                bytes,
+                ecn: ecn.unwrap_or(d.ecn),
+            }
         }
-        Some(RawQueue::Codel { target_ns, interval_ns, ecn }) => QueueKind::Codel(codel(&k("queue"), *target_ns, *interval_ns, ecn.unwrap_or(d.ecn))?),
-        Some(RawQueue::FqCodel { target_ns, interval_ns, flows, quantum, ecn }) => QueueKind::FqCodel {
-            flows: flows.map(|v| positive_int(&k("queue.flows"), v)).transpose()?.unwrap_or(1024).min(65536) as u32,
-            quantum: quantum.map(|v| positive_int(&k("queue.quantum"), v)).transpose()?.unwrap_or(1514) as u32,
+        Some(RawQueue::Codel {
+            target_ns,
+            interval_ns,
+            ecn,
+        }) => QueueKind::Codel(codel(
+            &k("queue"),
+            *target_ns,
+            *interval_ns,
+            ecn.unwrap_or(d.ecn),
+        )?),
+        Some(RawQueue::FqCodel {
+            target_ns,
+            interval_ns,
+            flows,
+            quantum,
+            ecn,
+        }) => QueueKind::FqCodel {
+            flows: flows
+                .map(|v| positive_int(&k("queue.flows"), v))
+                .transpose()?
+                .unwrap_or(1024)
+                .min(65536) as u32,
+            quantum: quantum
+                .map(|v| positive_int(&k("queue.quantum"), v))
+                .transpose()?
+                .unwrap_or(1514) as u32,
             codel: codel(&k("queue"), *target_ns, *interval_ns, ecn.unwrap_or(d.ecn))?,
         },
         Some(RawQueue::Step { k_packets, k_bytes }) => match (k_packets, k_bytes) {
-            (Some(p), None) => QueueKind::Step(StepK::Packets(nonneg_int(&k("queue.k_packets"), *p)?)),
+            (Some(p), None) => {
+                QueueKind::Step(StepK::Packets(nonneg_int(&k("queue.k_packets"), *p)?))
+            }
             (None, Some(b)) => QueueKind::Step(StepK::Bytes(nonneg_int(&k("queue.k_bytes"), *b)?)),
-            _ => return Err(ConfigError::new(k("queue"), "step needs exactly one of k_packets and k_bytes")),
+            _ => {
+                return Err(ConfigError::new(
+                    k("queue"),
+                    "step needs exactly one of k_packets and k_bytes",
+                ))
+            }
         },
         Some(RawQueue::Classes { classes }) => {
             if classes.is_empty() {
-                return Err(ConfigError::new(k("queue.classes"), "need at least one class"));
+                return Err(ConfigError::new(
+                    k("queue.classes"),
+                    "need at least one class",
+                ));
             }
             let mut v = Vec::new();
             for (i, c) in classes.iter().enumerate() {
                 let ck = k(&format!("queue.classes[{i}]"));
-                let ips = c.ips.iter().map(|s| ipv4(&format!("{ck}.ips"), s)).collect::<Result<Vec<_>, _>>()?;
-                let lim = if c.buffer.is_some() { Some(buffer(&format!("{ck}.buffer"), &c.buffer)?) } else { None };
-                v.push((ClassMatch { ips, ports: c.ports.clone() }, lim));
+                let ips = c
+                    .ips
+                    .iter()
+                    .map(|s| ipv4(&format!("{ck}.ips"), s))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let lim = if c.buffer.is_some() {
+                    Some(buffer(&format!("{ck}.buffer"), &c.buffer)?)
+                } else {
+                    None
+                };
+                v.push((
+                    ClassMatch {
+                        ips,
+                        ports: c.ports.clone(),
+                    },
+                    lim,
+                ));
             }
             QueueKind::Classes(v)
         }
     };
-    Ok(DirParams { rate: rate_spec, delay_ns, jitter, loss: loss_m, limit, queue, ecn: d.ecn })
+    Ok(DirParams {
+        rate: rate_spec,
+        delay_ns,
+        jitter,
+        loss: loss_m,
+        limit,
+        queue,
+        ecn: d.ecn,
+    })
 }
 
 /// Parse and validate a config given as text (`base_dir` resolves relative trace paths).
 pub fn parse(text: &str, base_dir: &std::path::Path) -> Result<Config, ConfigError> {
-    let raw: RawConfig = serde_json::from_str(text).map_err(|e| ConfigError::new("json", e.to_string()))?;
-    if raw.ifaces.west.is_empty() || raw.ifaces.east.is_empty() || raw.ifaces.west == raw.ifaces.east {
-        return Err(ConfigError::new("ifaces", "need two different interface names"));
+    let raw: RawConfig =
+        serde_json::from_str(text).map_err(|e| ConfigError::new("json", e.to_string()))?;
+    if raw.ifaces.west.is_empty()
+        || raw.ifaces.east.is_empty()
+        || raw.ifaces.west == raw.ifaces.east
+    {
+        return Err(ConfigError::new(
+            "ifaces",
+            "need two different interface names",
+        ));
     }
     if raw.out_dir.is_empty() {
         return Err(ConfigError::new("out_dir", "empty path"));
     }
-    let stats_interval_ns = raw.stats_interval_ns.map(|v| positive_int("stats_interval_ns", v)).transpose()?.unwrap_or(10_000_000);
-    let late_tolerance_ns = raw.late_tolerance_ns.map(|v| nonneg_int("late_tolerance_ns", v)).transpose()?.unwrap_or(100_000);
-    let spin_ns = raw.spin_ns.map(|v| nonneg_int("spin_ns", v)).transpose()?.unwrap_or(60_000);
-    let threads = raw.threads.map(|v| positive_int("threads", v)).transpose()?.unwrap_or(1).min(2) as usize;
-    let rt_priority = raw.rt_priority.map(|v| nonneg_int("rt_priority", v)).transpose()?.unwrap_or(10);
+    let stats_interval_ns = raw
+        .stats_interval_ns
+        .map(|v| positive_int("stats_interval_ns", v))
+        .transpose()?
+        .unwrap_or(10_000_000);
+    let late_tolerance_ns = raw
+        .late_tolerance_ns
+        .map(|v| nonneg_int("late_tolerance_ns", v))
+        .transpose()?
+        .unwrap_or(100_000);
+    let spin_ns = raw
+        .spin_ns
+        .map(|v| nonneg_int("spin_ns", v))
+        .transpose()?
+        .unwrap_or(60_000);
+    let threads = raw
+        .threads
+        .map(|v| positive_int("threads", v))
+        .transpose()?
+        .unwrap_or(1)
+        .min(2) as usize;
+    let rt_priority = raw
+        .rt_priority
+        .map(|v| nonneg_int("rt_priority", v))
+        .transpose()?
+        .unwrap_or(10);
     if rt_priority > 99 {
-        return Err(ConfigError::new("rt_priority", format!("must be 0..99, got {rt_priority}")));
+        return Err(ConfigError::new(
+            "rt_priority",
+            format!("must be 0..99, got {rt_priority}"),
+        ));
     }
-    let seed = raw.seed.map(|v| nonneg_int("seed", v)).transpose()?.unwrap_or(1);
+    let seed = raw
+        .seed
+        .map(|v| nonneg_int("seed", v))
+        .transpose()?
+        .unwrap_or(1);
     let t0_ns = raw.t0_ns.map(|v| nonneg_int("t0_ns", v)).transpose()?;
     let w2e = direction("w2e", &raw.w2e, base_dir)?;
     let e2w = direction("e2w", &raw.e2w, base_dir)?;
@@ -402,14 +621,23 @@ pub fn parse(text: &str, base_dir: &std::path::Path) -> Result<Config, ConfigErr
     for (i, h) in raw.hosts.iter().enumerate() {
         let hk = format!("hosts[{i}]");
         let delay_ns = match h.delay_ns {
-            Some(v) if v < 0.0 || !v.is_finite() => return Err(ConfigError::new(format!("{hk}.delay_ns"), format!("negative delay: {v} ns"))),
+            Some(v) if v < 0.0 || !v.is_finite() => {
+                return Err(ConfigError::new(
+                    format!("{hk}.delay_ns"),
+                    format!("negative delay: {v} ns"),
+                ))
+            }
             Some(v) => v.round() as u64,
             None => 0,
         };
         hosts.push(HostRule {
             ip: ipv4(&format!("{hk}.ip"), &h.ip)?,
             delay_ns,
-            loss: h.loss.as_ref().map(|l| loss(&format!("{hk}.loss"), l)).transpose()?,
+            loss: h
+                .loss
+                .as_ref()
+                .map(|l| loss(&format!("{hk}.loss"), l))
+                .transpose()?,
         });
     }
     let min_latency = [&w2e, &e2w]
@@ -463,7 +691,8 @@ pub fn parse(text: &str, base_dir: &std::path::Path) -> Result<Config, ConfigErr
 
 /// Read and validate the config file at `path`.
 pub fn load(path: &std::path::Path) -> Result<Config, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::new("file", e.to_string()))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| ConfigError::new("file", e.to_string()))?;
     parse(&text, path.parent().unwrap_or(std::path::Path::new(".")))
 }
 
@@ -501,14 +730,28 @@ mod tests {
         let e = err(r#"{"delay_ns": -5, "buffer": {"packets": 10}}"#);
         assert_eq!(e.object, "w2e.delay_ns");
         assert!(e.cause.contains("negative"));
-        assert_eq!(err(r#"{"rate_bps": 0, "buffer": {"packets": 10}}"#).object, "w2e.rate_bps");
+        assert_eq!(
+            err(r#"{"rate_bps": 0, "buffer": {"packets": 10}}"#).object,
+            "w2e.rate_bps"
+        );
         assert!(err(r#"{"buffer": {}}"#).cause.contains("empty buffer"));
-        assert_eq!(err(r#"{"buffer": {"packets": 0}}"#).object, "w2e.buffer.packets");
-        let e = err(r#"{"buffer": {"packets": 10}, "queue": {"kind": "red", "min_th": 20, "max_th": 5}}"#);
+        assert_eq!(
+            err(r#"{"buffer": {"packets": 0}}"#).object,
+            "w2e.buffer.packets"
+        );
+        let e = err(
+            r#"{"buffer": {"packets": 10}, "queue": {"kind": "red", "min_th": 20, "max_th": 5}}"#,
+        );
         assert!(e.cause.contains("out of order"));
         let e = err(r#"{"buffer": {"packets": 10}, "trace_file": "/nonexistent/x.trace"}"#);
         assert!(e.object.starts_with("w2e.trace_file"));
-        assert_eq!(err(r#"{"buffer": {"packets": 10}, "queue": {"kind": "redd"}}"#).object, "json");
-        assert_eq!(err(r#"{"buffer": {"packets": 10}, "delay": 5}"#).object, "json");
+        assert_eq!(
+            err(r#"{"buffer": {"packets": 10}, "queue": {"kind": "redd"}}"#).object,
+            "json"
+        );
+        assert_eq!(
+            err(r#"{"buffer": {"packets": 10}, "delay": 5}"#).object,
+            "json"
+        );
     }
 }

@@ -17,15 +17,27 @@ use crate::rng::Rng;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum LossModel {
-    Bernoulli { p: f64 },
-    GilbertElliott { p: f64, r: f64, loss_good: f64, loss_bad: f64 },
+    Bernoulli {
+        p: f64,
+    },
+    GilbertElliott {
+        p: f64,
+        r: f64,
+        loss_good: f64,
+        loss_bad: f64,
+    },
 }
 
 impl LossModel {
     pub fn mean_loss(&self) -> f64 {
         match *self {
             LossModel::Bernoulli { p } => p,
-            LossModel::GilbertElliott { p, r, loss_good, loss_bad } => {
+            LossModel::GilbertElliott {
+                p,
+                r,
+                loss_good,
+                loss_bad,
+            } => {
                 if p + r == 0.0 {
                     loss_good
                 } else {
@@ -46,14 +58,23 @@ pub struct Loss {
 
 impl Loss {
     pub fn new(model: LossModel, rng: Rng) -> Loss {
-        Loss { model, bad: false, rng }
+        Loss {
+            model,
+            bad: false,
+            rng,
+        }
     }
 
     /// Decide the fate of one packet: true = lose it.
     pub fn lose(&mut self) -> bool {
         match self.model {
             LossModel::Bernoulli { p } => self.rng.chance(p),
-            LossModel::GilbertElliott { p, r, loss_good, loss_bad } => {
+            LossModel::GilbertElliott {
+                p,
+                r,
+                loss_good,
+                loss_bad,
+            } => {
                 // State transition first, then the loss draw in the new state (netem order).
                 if self.bad {
                     if self.rng.chance(r) {
@@ -85,7 +106,11 @@ pub struct Jitter {
 
 impl Jitter {
     pub fn new(model: JitterModel, reorder: bool, rng: Rng) -> Jitter {
-        Jitter { model, reorder, rng }
+        Jitter {
+            model,
+            reorder,
+            rng,
+        }
     }
 
     /// Largest value `sample` can add (ns), for memory bounds.
@@ -101,7 +126,9 @@ impl Jitter {
     pub fn apply(&mut self, base: u64) -> u64 {
         let j = match self.model {
             JitterModel::Uniform { ns } => (self.rng.f64() * 2.0 - 1.0) * ns,
-            JitterModel::Normal { sd_ns } => (self.rng.normal() * sd_ns).clamp(-4.0 * sd_ns, 4.0 * sd_ns),
+            JitterModel::Normal { sd_ns } => {
+                (self.rng.normal() * sd_ns).clamp(-4.0 * sd_ns, 4.0 * sd_ns)
+            }
             JitterModel::Exponential { mean_ns } => (self.rng.exp1() * mean_ns).min(40.0 * mean_ns),
         };
         (base as f64 + j).max(0.0).round() as u64
@@ -128,7 +155,12 @@ mod tests {
 
     #[test]
     fn gilbert_elliott_mean_loss_and_burstiness() {
-        let m = LossModel::GilbertElliott { p: 0.01, r: 0.3, loss_good: 0.0, loss_bad: 1.0 };
+        let m = LossModel::GilbertElliott {
+            p: 0.01,
+            r: 0.3,
+            loss_good: 0.0,
+            loss_bad: 1.0,
+        };
         let mut l = Loss::new(m, Rng::new(5));
         let n = 2_000_000;
         let mut k = 0u64;
@@ -146,7 +178,10 @@ mod tests {
         }
         let mean = m.mean_loss();
         let obs = k as f64 / n as f64;
-        assert!((obs - mean).abs() / mean < 0.05, "observed {obs}, model {mean}");
+        assert!(
+            (obs - mean).abs() / mean < 0.05,
+            "observed {obs}, model {mean}"
+        );
         // Mean burst length of a bad state is 1/r.
         let burst = k as f64 / bursts as f64;
         assert!((burst - 1.0 / 0.3).abs() < 0.2, "mean burst {burst}");

@@ -86,7 +86,11 @@ impl DelayLine {
             self.fifo.push_back((due, pkt));
         } else {
             self.seq += 1;
-            self.heap.push(Reverse(HeapEntry { due, seq: self.seq, pkt }));
+            self.heap.push(Reverse(HeapEntry {
+                due,
+                seq: self.seq,
+                pkt,
+            }));
         }
         Ok(())
     }
@@ -145,7 +149,9 @@ pub struct Direction {
 fn typical_pkt_ns(rate: &RateSpec) -> u64 {
     let r = match rate {
         RateSpec::Constant(r) => *r,
-        RateSpec::Schedule { initial: Some(r), .. } => *r,
+        RateSpec::Schedule {
+            initial: Some(r), ..
+        } => *r,
         RateSpec::Trace { opportunities_ms } => {
             (opportunities_ms.len() as u64 * 1500 * 8 * 1000) / opportunities_ms.last().unwrap()
         }
@@ -174,7 +180,10 @@ fn peak_rate(rate: &RateSpec) -> Option<u64> {
             let mut best = 0u64;
             let mut i = 0;
             while i < opportunities_ms.len() {
-                let j = opportunities_ms[i..].iter().take_while(|&&x| x == opportunities_ms[i]).count();
+                let j = opportunities_ms[i..]
+                    .iter()
+                    .take_while(|&&x| x == opportunities_ms[i])
+                    .count();
                 best = best.max(j as u64);
                 i += j;
             }
@@ -188,7 +197,14 @@ impl Direction {
         let seed = lp.seed;
         let qdisc: Box<dyn Qdisc> = match &p.queue {
             QueueKind::DropTail => Box::new(DropTail::new(p.limit)),
-            QueueKind::Red { min_th, max_th, max_p, weight, bytes, ecn } => Box::new(Red::new(
+            QueueKind::Red {
+                min_th,
+                max_th,
+                max_p,
+                weight,
+                bytes,
+                ecn,
+            } => Box::new(Red::new(
                 RedParams {
                     min_th: *min_th,
                     max_th: *max_th,
@@ -201,12 +217,25 @@ impl Direction {
                 p.limit,
             )),
             QueueKind::Codel(c) => Box::new(Codel::new(*c, p.limit)),
-            QueueKind::FqCodel { flows, quantum, codel } => Box::new(FqCodel::new(
-                FqCodelParams { flows: *flows, quantum: *quantum, codel: *codel, perturb: Rng::stream(seed, 40 + dir as u64).next_u64() as u32 },
+            QueueKind::FqCodel {
+                flows,
+                quantum,
+                codel,
+            } => Box::new(FqCodel::new(
+                FqCodelParams {
+                    flows: *flows,
+                    quantum: *quantum,
+                    codel: *codel,
+                    perturb: Rng::stream(seed, 40 + dir as u64).next_u64() as u32,
+                },
                 p.limit,
             )),
             QueueKind::Step(k) => Box::new(Step::new(*k, p.limit)),
-            QueueKind::Classes(cs) => Box::new(Classes::new(cs.iter().map(|(m, l)| (m.clone(), l.unwrap_or(p.limit))).collect())),
+            QueueKind::Classes(cs) => Box::new(Classes::new(
+                cs.iter()
+                    .map(|(m, l)| (m.clone(), l.unwrap_or(p.limit)))
+                    .collect(),
+            )),
         };
         let hosts: Vec<HostState> = lp
             .hosts
@@ -215,26 +244,41 @@ impl Direction {
             .map(|(i, h)| HostState {
                 ip: h.ip,
                 delay_ns: h.delay_ns,
-                loss: h.loss.map(|m| Loss::new(m, Rng::stream(seed, 100 + 2 * i as u64 + dir as u64))),
+                loss: h
+                    .loss
+                    .map(|m| Loss::new(m, Rng::stream(seed, 100 + 2 * i as u64 + dir as u64))),
             })
             .collect();
-        let jitter = p.jitter.map(|(m, reorder)| Jitter::new(m, reorder, Rng::stream(seed, 30 + dir as u64)));
-        let max_delay = p.delay_ns + hosts.iter().map(|h| h.delay_ns).sum::<u64>() + jitter.as_ref().map_or(0, |j| j.max_ns());
-        let limit = lp.delay_line_bytes.unwrap_or_else(|| match peak_rate(&p.rate) {
-            // rate × longest delay, plus slack for one buffer of burst and rounding.
-            Some(r) => (r as u128 * max_delay as u128 / 8_000_000_000) as u64 * 2 + 4 * 1024 * 1024,
-            None => 512 * 1024 * 1024,
-        });
+        let jitter = p
+            .jitter
+            .map(|(m, reorder)| Jitter::new(m, reorder, Rng::stream(seed, 30 + dir as u64)));
+        let max_delay = p.delay_ns
+            + hosts.iter().map(|h| h.delay_ns).sum::<u64>()
+            + jitter.as_ref().map_or(0, |j| j.max_ns());
+        let limit = lp
+            .delay_line_bytes
+            .unwrap_or_else(|| match peak_rate(&p.rate) {
+                // rate × longest delay, plus slack for one buffer of burst and rounding.
+                Some(r) => {
+                    (r as u128 * max_delay as u128 / 8_000_000_000) as u64 * 2 + 4 * 1024 * 1024
+                }
+                None => 512 * 1024 * 1024,
+            });
         Direction {
             qdisc,
             clock: Clock::new(p.rate.clone(), lp.t0_ns.unwrap_or(t0)),
             qrng: Rng::stream(seed, 10 + dir as u64),
             sink: Sink::new(dir as u8, lp.event_log),
-            loss: p.loss.map(|m| Loss::new(m, Rng::stream(seed, 20 + dir as u64))),
+            loss: p
+                .loss
+                .map(|m| Loss::new(m, Rng::stream(seed, 20 + dir as u64))),
             jitter,
             delay_ns: p.delay_ns,
             hosts,
-            delay_line: DelayLine { limit, ..Default::default() },
+            delay_line: DelayLine {
+                limit,
+                ..Default::default()
+            },
             last_due: vec![0; ORDER_BUCKETS],
             free_at: t0,
             in_service: None,
@@ -253,7 +297,13 @@ impl Direction {
                     pkt.extra_delay_ns += h.delay_ns;
                     if let Some(l) = h.loss.as_mut() {
                         if l.lose() {
-                            self.sink.dropped(now, EV_DROP_LOSS, pkt.hash, pkt.len(), self.qdisc.len_pkts());
+                            self.sink.dropped(
+                                now,
+                                EV_DROP_LOSS,
+                                pkt.hash,
+                                pkt.len(),
+                                self.qdisc.len_pkts(),
+                            );
                             return;
                         }
                     }
@@ -262,7 +312,13 @@ impl Direction {
         }
         if let Some(l) = self.loss.as_mut() {
             if l.lose() {
-                self.sink.dropped(now, EV_DROP_LOSS, pkt.hash, pkt.len(), self.qdisc.len_pkts());
+                self.sink.dropped(
+                    now,
+                    EV_DROP_LOSS,
+                    pkt.hash,
+                    pkt.len(),
+                    self.qdisc.len_pkts(),
+                );
                 return;
             }
         }
@@ -278,7 +334,11 @@ impl Direction {
                 self.free_at = self.free_at.max(now);
             }
         }
-        let mut cx = QCtx { now, rng: &mut self.qrng, sink: &mut self.sink };
+        let mut cx = QCtx {
+            now,
+            rng: &mut self.qrng,
+            sink: &mut self.sink,
+        };
         self.qdisc.enqueue(pkt, &mut cx);
         self.advance(now);
     }
@@ -301,7 +361,11 @@ impl Direction {
     }
 
     fn dequeue_at(&mut self, t: u64) -> Option<Packet> {
-        let mut cx = QCtx { now: t, rng: &mut self.qrng, sink: &mut self.sink };
+        let mut cx = QCtx {
+            now: t,
+            rng: &mut self.qrng,
+            sink: &mut self.sink,
+        };
         let p = self.qdisc.dequeue(&mut cx)?;
         let qlen = self.qdisc.len_pkts();
         self.sink.dequeued(t, p.hash, p.len(), qlen);
@@ -372,7 +436,8 @@ impl Direction {
 
     fn next_deadline(&self) -> Option<u64> {
         let tx = if self.clock.is_trace() {
-            (self.partial.is_some() || self.qdisc.len_pkts() > 0).then(|| self.clock.opportunity_ns())
+            (self.partial.is_some() || self.qdisc.len_pkts() > 0)
+                .then(|| self.clock.opportunity_ns())
         } else {
             self.in_service.as_ref().map(|(_, f)| *f)
         };
@@ -395,7 +460,10 @@ impl Link {
     /// `start_ns + stats_interval_ns`).
     pub fn new(p: &LinkParams, start_ns: u64) -> Link {
         Link {
-            dirs: [Direction::new(W2E, &p.dirs[0], p, start_ns), Direction::new(E2W, &p.dirs[1], p, start_ns)],
+            dirs: [
+                Direction::new(W2E, &p.dirs[0], p, start_ns),
+                Direction::new(E2W, &p.dirs[1], p, start_ns),
+            ],
             stats_interval: p.stats_interval_ns.max(1),
             next_stats: start_ns + p.stats_interval_ns.max(1),
             stats: Vec::new(),
@@ -416,7 +484,11 @@ impl Link {
             d.advance(now);
             while let Some((due, pkt)) = d.delay_line.pop_due(now) {
                 d.sink.totals.released += 1;
-                out.push(Released { dir: i, due_ns: due, pkt });
+                out.push(Released {
+                    dir: i,
+                    due_ns: due,
+                    pkt,
+                });
             }
         }
     }
@@ -439,7 +511,9 @@ impl Link {
             for d in self.dirs.iter_mut() {
                 // Account transmitter events up to the boundary in the interval they belong to.
                 d.advance(self.next_stats);
-                let r = d.sink.close_interval(self.next_stats, d.qdisc.len_pkts(), d.qdisc.len_bytes());
+                let r =
+                    d.sink
+                        .close_interval(self.next_stats, d.qdisc.len_pkts(), d.qdisc.len_bytes());
                 self.stats.push(r);
             }
             self.next_stats += self.stats_interval;
@@ -450,7 +524,9 @@ impl Link {
     pub fn finish(&mut self, now: u64) {
         self.close_intervals(now);
         for d in self.dirs.iter_mut() {
-            let r = d.sink.close_interval(now, d.qdisc.len_pkts(), d.qdisc.len_bytes());
+            let r = d
+                .sink
+                .close_interval(now, d.qdisc.len_pkts(), d.qdisc.len_bytes());
             self.stats.push(r);
         }
     }
@@ -471,7 +547,10 @@ impl Link {
     }
 
     pub fn queue_len(&self, dir: usize) -> (usize, u64) {
-        (self.dirs[dir].qdisc.len_pkts(), self.dirs[dir].qdisc.len_bytes())
+        (
+            self.dirs[dir].qdisc.len_pkts(),
+            self.dirs[dir].qdisc.len_bytes(),
+        )
     }
 
     pub fn in_flight(&self, dir: usize) -> usize {

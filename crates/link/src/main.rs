@@ -17,13 +17,23 @@ fn die(code: i32, msg: impl std::fmt::Display) -> ! {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let path = match args.iter().position(|a| a == "--config").and_then(|i| args.get(i + 1)) {
+    let path = match args
+        .iter()
+        .position(|a| a == "--config")
+        .and_then(|i| args.get(i + 1))
+    {
         Some(p) => PathBuf::from(p),
-        None => die(2, "parse arguments: argv: usage: ccarena-link --config link.json"),
+        None => die(
+            2,
+            "parse arguments: argv: usage: ccarena-link --config link.json",
+        ),
     };
     let cfg = match config::load(&path) {
         Ok(c) => c,
-        Err(e) => die(2, format!("load config {}: {}: {}", path.display(), e.object, e.cause)),
+        Err(e) => die(
+            2,
+            format!("load config {}: {}: {}", path.display(), e.object, e.cause),
+        ),
     };
     // Block SIGTERM/SIGINT before anything else so a signal during setup is not lost.
     let sig = SignalFd::new().unwrap_or_else(|e| die(1, e));

@@ -45,11 +45,23 @@ impl Packet {
             Some(i) => flow_hash(i.src, i.dst, i.proto, i.sport, i.dport),
             None => {
                 let f = &buf[head.min(buf.len())..];
-                let et = if f.len() >= 14 { u16::from_be_bytes([f[12], f[13]]) } else { 0 };
+                let et = if f.len() >= 14 {
+                    u16::from_be_bytes([f[12], f[13]])
+                } else {
+                    0
+                };
                 flow_hash(0, 0, 0, et, 0)
             }
         };
-        Packet { buf, head, arrival_ns: 0, enq_ns: 0, hash, extra_delay_ns: 0, ip }
+        Packet {
+            buf,
+            head,
+            arrival_ns: 0,
+            enq_ns: 0,
+            hash,
+            extra_delay_ns: 0,
+            ip,
+        }
     }
 
     /// Make a packet from a bare frame (tests, simulators).
@@ -150,21 +162,40 @@ fn parse_ipv4(f: &[u8]) -> Option<Ipv4Info> {
     let frag_off = u16::from_be_bytes([f[l3 + 6], f[l3 + 7]]) & 0x1fff;
     let l4 = l3 + ihl;
     let (sport, dport) = if (proto == 6 || proto == 17) && frag_off == 0 && f.len() >= l4 + 4 {
-        (u16::from_be_bytes([f[l4], f[l4 + 1]]), u16::from_be_bytes([f[l4 + 2], f[l4 + 3]]))
+        (
+            u16::from_be_bytes([f[l4], f[l4 + 1]]),
+            u16::from_be_bytes([f[l4 + 2], f[l4 + 3]]),
+        )
     } else {
         (0, 0)
     };
-    Some(Ipv4Info { l3: l3 as u16, src, dst, proto, sport, dport })
+    Some(Ipv4Info {
+        l3: l3 as u16,
+        src,
+        dst,
+        proto,
+        sport,
+        dport,
+    })
 }
 
 /// 32-bit flow hash (splitmix64 finaliser over the packed 5-tuple).
 pub fn flow_hash(src: u32, dst: u32, proto: u8, sport: u16, dport: u16) -> u32 {
-    let mut s = ((src as u64) << 32 | dst as u64) ^ ((proto as u64) << 32 | (sport as u64) << 16 | dport as u64).rotate_left(17);
+    let mut s = ((src as u64) << 32 | dst as u64)
+        ^ ((proto as u64) << 32 | (sport as u64) << 16 | dport as u64).rotate_left(17);
     (crate::rng::splitmix64(&mut s) >> 32) as u32
 }
 
 /// Build an Ethernet/IPv4/UDP-or-TCP frame of `frame_len` bytes (tests and simulators).
-pub fn build_ipv4_frame(frame_len: usize, src: [u8; 4], dst: [u8; 4], proto: u8, sport: u16, dport: u16, ecn: u8) -> Vec<u8> {
+pub fn build_ipv4_frame(
+    frame_len: usize,
+    src: [u8; 4],
+    dst: [u8; 4],
+    proto: u8,
+    sport: u16,
+    dport: u16,
+    ecn: u8,
+) -> Vec<u8> {
     let frame_len = frame_len.max(ETH_HLEN + 20 + 8);
     let mut f = vec![0u8; frame_len];
     f[0..6].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
@@ -206,7 +237,11 @@ mod tests {
         let mut p = Packet::from_frame(&f);
         assert!(p.mark_ce());
         assert_eq!(p.ecn(), Some(3));
-        assert_eq!(ipv4_checksum(&p.frame()[14..34]), 0, "header checksum verifies");
+        assert_eq!(
+            ipv4_checksum(&p.frame()[14..34]),
+            0,
+            "header checksum verifies"
+        );
     }
 
     #[test]

@@ -15,18 +15,34 @@ pub enum RateSpec {
     Constant(u64),
     /// Piecewise-constant rate: `initial` until the first entry, then each
     /// `(t_ns since t0, rate)` holds until the next (`None` = unlimited).
-    Schedule { initial: Option<u64>, steps: Vec<(u64, Option<u64>)> },
+    Schedule {
+        initial: Option<u64>,
+        steps: Vec<(u64, Option<u64>)>,
+    },
     /// mahimahi trace: delivery opportunities at these ms offsets, each for 1500 bytes
     /// above the Ethernet header; the list loops with period = last entry.
-    Trace { opportunities_ms: Vec<u64> },
+    Trace {
+        opportunities_ms: Vec<u64>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum QueueKind {
     DropTail,
-    Red { min_th: f64, max_th: f64, max_p: f64, weight: f64, bytes: bool, ecn: bool },
+    Red {
+        min_th: f64,
+        max_th: f64,
+        max_p: f64,
+        weight: f64,
+        bytes: bool,
+        ecn: bool,
+    },
     Codel(CodelParams),
-    FqCodel { flows: u32, quantum: u32, codel: CodelParams },
+    FqCodel {
+        flows: u32,
+        quantum: u32,
+        codel: CodelParams,
+    },
     Step(StepK),
     /// Strict priority; a class without its own limit uses the direction's buffer.
     Classes(Vec<(ClassMatch, Option<Limit>)>),
@@ -46,7 +62,15 @@ pub struct DirParams {
 impl DirParams {
     /// A plain drop-tail link (handy in tests).
     pub fn simple(rate: RateSpec, delay_ns: u64, limit: Limit) -> DirParams {
-        DirParams { rate, delay_ns, jitter: None, loss: None, limit, queue: QueueKind::DropTail, ecn: false }
+        DirParams {
+            rate,
+            delay_ns,
+            jitter: None,
+            loss: None,
+            limit,
+            queue: QueueKind::DropTail,
+            ecn: false,
+        }
     }
 }
 

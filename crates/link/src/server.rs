@@ -19,10 +19,15 @@ pub fn parse_trace(text: &str) -> Result<Vec<u64>, String> {
         if s.is_empty() {
             continue;
         }
-        let ms: u64 = s.parse().map_err(|_| format!("line {}: not a non-negative integer: {:?}", i + 1, s))?;
+        let ms: u64 = s
+            .parse()
+            .map_err(|_| format!("line {}: not a non-negative integer: {:?}", i + 1, s))?;
         if let Some(&last) = v.last() {
             if ms < last {
-                return Err(format!("line {}: timestamps must be monotonically nondecreasing", i + 1));
+                return Err(format!(
+                    "line {}: timestamps must be monotonically nondecreasing",
+                    i + 1
+                ));
             }
         }
         v.push(ms);
@@ -47,7 +52,13 @@ pub struct Clock {
 
 impl Clock {
     pub fn new(spec: RateSpec, t0: u64) -> Clock {
-        Clock { spec, t0, carry: 0, idx: 0, cycle: 0 }
+        Clock {
+            spec,
+            t0,
+            carry: 0,
+            idx: 0,
+            cycle: 0,
+        }
     }
 
     pub fn is_trace(&self) -> bool {
@@ -83,13 +94,23 @@ impl Clock {
 
     /// Time of the current trace opportunity.
     pub fn opportunity_ns(&self) -> u64 {
-        let RateSpec::Trace { opportunities_ms: o } = &self.spec else { return u64::MAX };
+        let RateSpec::Trace {
+            opportunities_ms: o,
+        } = &self.spec
+        else {
+            return u64::MAX;
+        };
         let period = *o.last().unwrap();
         self.t0 + (self.cycle * period + o[self.idx]) * 1_000_000
     }
 
     pub fn next_opportunity(&mut self) {
-        let RateSpec::Trace { opportunities_ms: o } = &self.spec else { return };
+        let RateSpec::Trace {
+            opportunities_ms: o,
+        } = &self.spec
+        else {
+            return;
+        };
         self.idx += 1;
         if self.idx == o.len() {
             self.idx = 0;
@@ -99,7 +120,12 @@ impl Clock {
 
     /// Skip every opportunity before `t` (the queue was idle: they are wasted).
     pub fn skip_before(&mut self, t: u64) {
-        let RateSpec::Trace { opportunities_ms: o } = &self.spec else { return };
+        let RateSpec::Trace {
+            opportunities_ms: o,
+        } = &self.spec
+        else {
+            return;
+        };
         let period_ns = *o.last().unwrap() * 1_000_000;
         if t > self.opportunity_ns() + period_ns {
             let cycles = (t - self.opportunity_ns()) / period_ns - 1;
@@ -134,7 +160,13 @@ mod tests {
 
     #[test]
     fn schedule_switches_rates() {
-        let c = Clock::new(RateSpec::Schedule { initial: Some(1), steps: vec![(10, Some(2)), (20, None)] }, 100);
+        let c = Clock::new(
+            RateSpec::Schedule {
+                initial: Some(1),
+                steps: vec![(10, Some(2)), (20, None)],
+            },
+            100,
+        );
         assert_eq!(c.rate_at(50), Some(1));
         assert_eq!(c.rate_at(109), Some(1));
         assert_eq!(c.rate_at(110), Some(2));
@@ -143,7 +175,12 @@ mod tests {
 
     #[test]
     fn trace_cursor_loops_and_skips() {
-        let mut c = Clock::new(RateSpec::Trace { opportunities_ms: vec![1, 2, 4] }, 0);
+        let mut c = Clock::new(
+            RateSpec::Trace {
+                opportunities_ms: vec![1, 2, 4],
+            },
+            0,
+        );
         let mut seen = vec![];
         for _ in 0..5 {
             seen.push(c.opportunity_ns() / 1_000_000);

@@ -123,12 +123,25 @@ pub struct Sink {
 
 impl Sink {
     pub fn new(dir: u8, log: bool) -> Sink {
-        Sink { dir, log, events: Vec::new(), totals: Totals::default(), iv: Interval::default() }
+        Sink {
+            dir,
+            log,
+            events: Vec::new(),
+            totals: Totals::default(),
+            iv: Interval::default(),
+        }
     }
 
     fn event(&mut self, t_ns: u64, ev: u8, hash: u32, size: usize, qlen: usize) {
         if self.log {
-            self.events.push(EventRecord { t_ns, dir: self.dir, ev, flow_hash: hash, size: size as u32, qlen_pkts: qlen as u32 });
+            self.events.push(EventRecord {
+                t_ns,
+                dir: self.dir,
+                ev,
+                flow_hash: hash,
+                size: size as u32,
+                qlen_pkts: qlen as u32,
+            });
         }
     }
 

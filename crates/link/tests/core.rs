@@ -4,7 +4,7 @@
 use ccarena_link::impair::LossModel;
 use ccarena_link::link::{Link, Released, E2W, W2E};
 use ccarena_link::packet::{build_ipv4_frame, Packet};
-use ccarena_link::params::{DirParams, HostRule, LinkParams, QueueKind, RateSpec};
+use ccarena_link::params::{DirParams, HostRule, LinkParams, RateSpec};
 use ccarena_link::queue::Limit;
 
 fn params(w2e: DirParams) -> LinkParams {
@@ -13,14 +13,25 @@ fn params(w2e: DirParams) -> LinkParams {
         event_log: false,
         seed: 42,
         t0_ns: None,
-        dirs: [w2e, DirParams::simple(RateSpec::Unlimited, 0, Limit::packets(100))],
+        dirs: [
+            w2e,
+            DirParams::simple(RateSpec::Unlimited, 0, Limit::packets(100)),
+        ],
         hosts: vec![],
         delay_line_bytes: None,
     }
 }
 
 fn pkt(size: usize, sport: u16) -> Packet {
-    Packet::from_frame(&build_ipv4_frame(size, [10, 1, 1, 2], [10, 2, 1, 2], 17, sport, 5000, 0))
+    Packet::from_frame(&build_ipv4_frame(
+        size,
+        [10, 1, 1, 2],
+        [10, 2, 1, 2],
+        17,
+        sport,
+        5000,
+        0,
+    ))
 }
 
 /// Drive the link with its own deadlines until `end`, collecting releases.
@@ -37,7 +48,14 @@ fn run_until(link: &mut Link, mut now: u64, end: u64, out: &mut Vec<Released>) -
 #[test]
 fn rate_spaces_departures_by_size_times_8_over_rate() {
     let rate = 10_000_000;
-    let mut link = Link::new(&params(DirParams::simple(RateSpec::Constant(rate), 0, Limit::packets(1000))), 0);
+    let mut link = Link::new(
+        &params(DirParams::simple(
+            RateSpec::Constant(rate),
+            0,
+            Limit::packets(1000),
+        )),
+        0,
+    );
     for _ in 0..100 {
         link.enqueue(0, W2E, pkt(1514, 1));
     }
@@ -53,13 +71,23 @@ fn rate_spaces_departures_by_size_times_8_over_rate() {
 #[test]
 fn delay_is_exact_at_unlimited_rate() {
     let d = 12_345_678;
-    let mut link = Link::new(&params(DirParams::simple(RateSpec::Unlimited, d, Limit::packets(10))), 0);
+    let mut link = Link::new(
+        &params(DirParams::simple(
+            RateSpec::Unlimited,
+            d,
+            Limit::packets(10),
+        )),
+        0,
+    );
     let mut out = Vec::new();
     for i in 0..50u64 {
         let t = i * 1_000_003;
         run_until(&mut link, t, t, &mut out);
         link.enqueue(t, W2E, pkt(100 + i as usize, 1));
-        assert_eq!(link.next_deadline(), Some(out.first().map_or(d, |_| link.next_deadline().unwrap())));
+        assert_eq!(
+            link.next_deadline(),
+            Some(out.first().map_or(d, |_| link.next_deadline().unwrap()))
+        );
     }
     run_until(&mut link, 50 * 1_000_003, u64::MAX / 2, &mut out);
     assert_eq!(out.len(), 50);
@@ -71,7 +99,14 @@ fn delay_is_exact_at_unlimited_rate() {
 
 #[test]
 fn delay_plus_serialisation_at_a_rate() {
-    let mut link = Link::new(&params(DirParams::simple(RateSpec::Constant(100_000_000), 5_000_000, Limit::packets(10))), 0);
+    let mut link = Link::new(
+        &params(DirParams::simple(
+            RateSpec::Constant(100_000_000),
+            5_000_000,
+            Limit::packets(10),
+        )),
+        0,
+    );
     link.enqueue(1_000, W2E, pkt(1000, 1));
     let mut out = Vec::new();
     run_until(&mut link, 1_000, u64::MAX / 2, &mut out);
@@ -80,7 +115,14 @@ fn delay_plus_serialisation_at_a_rate() {
 
 #[test]
 fn queue_never_exceeds_limit_under_overload_and_drops_are_counted() {
-    let mut link = Link::new(&params(DirParams::simple(RateSpec::Constant(10_000_000), 1_000_000, Limit::packets(20))), 0);
+    let mut link = Link::new(
+        &params(DirParams::simple(
+            RateSpec::Constant(10_000_000),
+            1_000_000,
+            Limit::packets(20),
+        )),
+        0,
+    );
     let mut out = Vec::new();
     let mut t = 0;
     for _ in 0..5_000 {
@@ -93,7 +135,11 @@ fn queue_never_exceeds_limit_under_overload_and_drops_are_counted() {
     assert_eq!(tot.arrivals, 5_000);
     assert!(tot.drops_queue > 3_000);
     run_until(&mut link, t, u64::MAX / 2, &mut out);
-    assert_eq!(out.len() as u64 + tot.drops_queue, 5_000, "every packet released or dropped");
+    assert_eq!(
+        out.len() as u64 + tot.drops_queue,
+        5_000,
+        "every packet released or dropped"
+    );
 }
 
 #[test]
@@ -101,7 +147,14 @@ fn bufferbloat_adds_buffer_times_frame_over_rate() {
     // A full drop-tail buffer of B packets delays a newcomer by ≈ B·1514·8/rate.
     let rate = 10_000_000;
     let b = 50;
-    let mut link = Link::new(&params(DirParams::simple(RateSpec::Constant(rate), 0, Limit::packets(b))), 0);
+    let mut link = Link::new(
+        &params(DirParams::simple(
+            RateSpec::Constant(rate),
+            0,
+            Limit::packets(b),
+        )),
+        0,
+    );
     for _ in 0..(b + 1) {
         link.enqueue(0, W2E, pkt(1514, 1)); // one in service, B queued
     }
@@ -113,7 +166,10 @@ fn bufferbloat_adds_buffer_times_frame_over_rate() {
     let probe = out.iter().find(|r| r.pkt.ip.unwrap().sport == 3).unwrap();
     let wait = probe.due_ns - 1_300_000;
     let expect = b * 1514 * 8 * 1_000_000_000 / rate;
-    assert!((wait as f64 / expect as f64 - 1.0).abs() < 0.03, "wait {wait} vs {expect}");
+    assert!(
+        (wait as f64 / expect as f64 - 1.0).abs() < 0.03,
+        "wait {wait} vs {expect}"
+    );
 }
 
 #[test]
@@ -130,7 +186,10 @@ fn link_loss_rate_within_binomial_ci() {
     }
     let lost = link.totals(W2E).drops_loss;
     let se = (0.05 * 0.95 / n as f64).sqrt();
-    assert!((lost as f64 / n as f64 - 0.05).abs() < 4.0 * se, "lost {lost}");
+    assert!(
+        (lost as f64 / n as f64 - 0.05).abs() < 4.0 * se,
+        "lost {lost}"
+    );
     // Seeded: a second run loses exactly the same packets.
     let mut dp2 = DirParams::simple(RateSpec::Unlimited, 0, Limit::packets(100));
     dp2.loss = Some(LossModel::Bernoulli { p: 0.05 });
@@ -144,7 +203,13 @@ fn link_loss_rate_within_binomial_ci() {
 #[test]
 fn trace_replay_timing_follows_mahimahi() {
     // Opportunities at 1, 1, 3 ms; period 3 ms.
-    let dp = DirParams::simple(RateSpec::Trace { opportunities_ms: vec![1, 1, 3] }, 0, Limit::packets(100));
+    let dp = DirParams::simple(
+        RateSpec::Trace {
+            opportunities_ms: vec![1, 1, 3],
+        },
+        0,
+        Limit::packets(100),
+    );
     let mut link = Link::new(&params(dp), 0);
     for _ in 0..7 {
         link.enqueue(0, W2E, pkt(1514, 1)); // 1500 bytes above Ethernet = one opportunity
@@ -154,7 +219,13 @@ fn trace_replay_timing_follows_mahimahi() {
     let ms: Vec<u64> = out.iter().map(|r| r.due_ns / 1_000_000).collect();
     assert_eq!(ms, vec![1, 1, 3, 4, 4, 6, 7]);
     // Small packets share an opportunity: 3 × 500 bytes above Ethernet in one.
-    let dp = DirParams::simple(RateSpec::Trace { opportunities_ms: vec![2] }, 0, Limit::packets(100));
+    let dp = DirParams::simple(
+        RateSpec::Trace {
+            opportunities_ms: vec![2],
+        },
+        0,
+        Limit::packets(100),
+    );
     let mut link = Link::new(&params(dp), 0);
     for _ in 0..4 {
         link.enqueue(0, W2E, pkt(514, 1));
@@ -167,7 +238,13 @@ fn trace_replay_timing_follows_mahimahi() {
 
 #[test]
 fn idle_trace_opportunities_are_wasted() {
-    let dp = DirParams::simple(RateSpec::Trace { opportunities_ms: vec![1, 2, 3, 4] }, 0, Limit::packets(100));
+    let dp = DirParams::simple(
+        RateSpec::Trace {
+            opportunities_ms: vec![1, 2, 3, 4],
+        },
+        0,
+        Limit::packets(100),
+    );
     let mut link = Link::new(&params(dp), 0);
     let mut out = Vec::new();
     link.poll(10_500_000, &mut out);
@@ -178,7 +255,14 @@ fn idle_trace_opportunities_are_wasted() {
 
 #[test]
 fn rate_schedule_changes_spacing() {
-    let dp = DirParams::simple(RateSpec::Schedule { initial: Some(10_000_000), steps: vec![(10_000_000, Some(20_000_000))] }, 0, Limit::packets(1000));
+    let dp = DirParams::simple(
+        RateSpec::Schedule {
+            initial: Some(10_000_000),
+            steps: vec![(10_000_000, Some(20_000_000))],
+        },
+        0,
+        Limit::packets(1000),
+    );
     let mut link = Link::new(&params(dp), 0);
     for _ in 0..20 {
         link.enqueue(0, W2E, pkt(1250, 1)); // 1 ms at 10 Mbit/s, 0.5 ms at 20 Mbit/s
@@ -186,37 +270,77 @@ fn rate_schedule_changes_spacing() {
     let mut out = Vec::new();
     run_until(&mut link, 0, u64::MAX / 2, &mut out);
     let t: Vec<u64> = out.iter().map(|r| r.due_ns / 100_000).collect();
-    assert_eq!(&t[..12], &[10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 105, 110]);
+    assert_eq!(
+        &t[..12],
+        &[10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 105, 110]
+    );
 }
 
 #[test]
 fn per_host_delay_and_loss_match_source_or_destination() {
-    let mut p = params(DirParams::simple(RateSpec::Unlimited, 1_000_000, Limit::packets(100)));
+    let mut p = params(DirParams::simple(
+        RateSpec::Unlimited,
+        1_000_000,
+        Limit::packets(100),
+    ));
     p.dirs[1] = DirParams::simple(RateSpec::Unlimited, 1_000_000, Limit::packets(100));
-    p.hosts = vec![HostRule { ip: u32::from_be_bytes([10, 1, 1, 2]), delay_ns: 5_000_000, loss: Some(LossModel::Bernoulli { p: 0.0 }) }];
+    p.hosts = vec![HostRule {
+        ip: u32::from_be_bytes([10, 1, 1, 2]),
+        delay_ns: 5_000_000,
+        loss: Some(LossModel::Bernoulli { p: 0.0 }),
+    }];
     let mut link = Link::new(&p, 0);
     link.enqueue(0, W2E, pkt(100, 1)); // src 10.1.1.2 matches
-    let other = Packet::from_frame(&build_ipv4_frame(100, [10, 2, 1, 2], [10, 1, 1, 2], 17, 1, 2, 0));
+    let other = Packet::from_frame(&build_ipv4_frame(
+        100,
+        [10, 2, 1, 2],
+        [10, 1, 1, 2],
+        17,
+        1,
+        2,
+        0,
+    ));
     link.enqueue(0, E2W, other); // dst 10.1.1.2 matches
-    let third = Packet::from_frame(&build_ipv4_frame(100, [10, 3, 1, 2], [10, 2, 1, 2], 17, 1, 2, 0));
+    let third = Packet::from_frame(&build_ipv4_frame(
+        100,
+        [10, 3, 1, 2],
+        [10, 2, 1, 2],
+        17,
+        1,
+        2,
+        0,
+    ));
     link.enqueue(0, W2E, third); // no match
     let mut out = Vec::new();
     run_until(&mut link, 0, u64::MAX / 2, &mut out);
     let mut dues: Vec<(usize, u64)> = out.iter().map(|r| (r.dir, r.due_ns)).collect();
     dues.sort();
-    assert_eq!(dues, vec![(W2E, 1_000_000), (W2E, 6_000_000), (E2W, 6_000_000)]);
+    assert_eq!(
+        dues,
+        vec![(W2E, 1_000_000), (W2E, 6_000_000), (E2W, 6_000_000)]
+    );
 }
 
 #[test]
 fn stats_intervals_close_on_time() {
-    let mut link = Link::new(&params(DirParams::simple(RateSpec::Constant(10_000_000), 0, Limit::packets(100))), 0);
+    let mut link = Link::new(
+        &params(DirParams::simple(
+            RateSpec::Constant(10_000_000),
+            0,
+            Limit::packets(100),
+        )),
+        0,
+    );
     link.enqueue(5, W2E, pkt(1514, 1));
     link.enqueue(5, W2E, pkt(1514, 1));
     let mut out = Vec::new();
     link.poll(25_000_000, &mut out);
     let recs: Vec<_> = link.drain_stats().collect();
     assert_eq!(recs.len(), 4); // 2 intervals × 2 directions
-    let first = recs.iter().find(|r| r.dir == 0 && r.t_ns == 10_000_000).unwrap();
+    let first = recs
+        .iter()
+        .find(|r| r.dir == 0 && r.t_ns == 10_000_000)
+        .unwrap();
     assert_eq!((first.arrivals, first.departures), (2, 2));
     assert_eq!(first.bytes_out, 2 * 1514);
 }

@@ -29,7 +29,12 @@ pub struct Classes {
 
 impl Classes {
     pub fn new(spec: Vec<(ClassMatch, Limit)>) -> Classes {
-        Classes { classes: spec.into_iter().map(|(m, l)| (m, DropTail::new(l))).collect() }
+        Classes {
+            classes: spec
+                .into_iter()
+                .map(|(m, l)| (m, DropTail::new(l)))
+                .collect(),
+        }
     }
     pub fn class_len(&self, i: usize) -> usize {
         self.classes[i].1.len_pkts()
@@ -39,7 +44,11 @@ impl Classes {
 impl Qdisc for Classes {
     fn enqueue(&mut self, pkt: Packet, cx: &mut QCtx) {
         let n = self.classes.len();
-        let i = self.classes.iter().position(|(m, _)| m.matches(&pkt)).unwrap_or(n - 1);
+        let i = self
+            .classes
+            .iter()
+            .position(|(m, _)| m.matches(&pkt))
+            .unwrap_or(n - 1);
         self.classes[i].1.enqueue(pkt, cx);
     }
     fn dequeue(&mut self, cx: &mut QCtx) -> Option<Packet> {
@@ -61,15 +70,23 @@ mod tests {
     #[test]
     fn priority_class_is_served_first_and_limits_are_per_class() {
         let mut h = Harness::new(1);
-        let hi = ClassMatch { ips: vec![], ports: vec![7] };
-        let mut q = Classes::new(vec![(hi, Limit::packets(5)), (ClassMatch::default(), Limit::packets(3))]);
+        let hi = ClassMatch {
+            ips: vec![],
+            ports: vec![7],
+        };
+        let mut q = Classes::new(vec![
+            (hi, Limit::packets(5)),
+            (ClassMatch::default(), Limit::packets(3)),
+        ]);
         for i in 0..10 {
             h.enq(&mut q, i, pkt(1000, 1, 0)); // sport 1: default class
             h.enq(&mut q, i, pkt(500, 7, 0)); // sport 7: priority class
         }
         assert_eq!(q.class_len(0), 5);
         assert_eq!(q.class_len(1), 3);
-        let order: Vec<usize> = std::iter::from_fn(|| h.deq(&mut q, 100)).map(|p| p.len()).collect();
+        let order: Vec<usize> = std::iter::from_fn(|| h.deq(&mut q, 100))
+            .map(|p| p.len())
+            .collect();
         assert_eq!(order, vec![500, 500, 500, 500, 500, 1000, 1000, 1000]);
     }
 }

@@ -26,7 +26,12 @@ pub struct CodelParams {
 
 impl Default for CodelParams {
     fn default() -> Self {
-        CodelParams { target_ns: 5_000_000, interval_ns: 100_000_000, mtu_bytes: 1514, ecn: false }
+        CodelParams {
+            target_ns: 5_000_000,
+            interval_ns: 100_000_000,
+            mtu_bytes: 1514,
+            ecn: false,
+        }
     }
 }
 
@@ -127,17 +132,24 @@ pub struct Codel {
 
 impl Codel {
     pub fn new(p: CodelParams, limit: Limit) -> Codel {
-        Codel { p, limit, q: Fifo::default(), st: CodelState::default() }
+        Codel {
+            p,
+            limit,
+            q: Fifo::default(),
+            st: CodelState::default(),
+        }
     }
 }
 
 impl Qdisc for Codel {
     fn enqueue(&mut self, pkt: Packet, cx: &mut QCtx) {
         if self.limit.fits(self.q.len(), self.q.bytes(), pkt.len()) {
-            cx.sink.enqueued(cx.now, pkt.hash, pkt.len(), self.q.len() + 1);
+            cx.sink
+                .enqueued(cx.now, pkt.hash, pkt.len(), self.q.len() + 1);
             self.q.push(pkt);
         } else {
-            cx.sink.dropped(cx.now, EV_DROP_QUEUE, pkt.hash, pkt.len(), self.q.len());
+            cx.sink
+                .dropped(cx.now, EV_DROP_QUEUE, pkt.hash, pkt.len(), self.q.len());
         }
     }
     fn dequeue(&mut self, cx: &mut QCtx) -> Option<Packet> {
@@ -150,7 +162,6 @@ impl Qdisc for Codel {
         self.q.bytes()
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -232,6 +243,9 @@ mod tests {
             t += 1_000_000;
         }
         let fd = first_drop.expect("drops");
-        assert!(fd >= 110_000_000 && fd <= 111_000_000, "first drop at {fd}");
+        assert!(
+            (110_000_000..=111_000_000).contains(&fd),
+            "first drop at {fd}"
+        );
     }
 }

@@ -11,7 +11,10 @@ pub struct DropTail {
 
 impl DropTail {
     pub fn new(limit: Limit) -> DropTail {
-        DropTail { limit, q: Fifo::default() }
+        DropTail {
+            limit,
+            q: Fifo::default(),
+        }
     }
 }
 
@@ -21,7 +24,8 @@ impl Qdisc for DropTail {
             cx.sink.enqueued(cx.now, p.hash, p.len(), self.q.len() + 1);
             self.q.push(p);
         } else {
-            cx.sink.dropped(cx.now, EV_DROP_QUEUE, p.hash, p.len(), self.q.len());
+            cx.sink
+                .dropped(cx.now, EV_DROP_QUEUE, p.hash, p.len(), self.q.len());
         }
     }
     fn dequeue(&mut self, _cx: &mut QCtx) -> Option<Packet> {

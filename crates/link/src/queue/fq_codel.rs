@@ -55,9 +55,22 @@ pub struct FqCodel {
 impl FqCodel {
     pub fn new(p: FqCodelParams, limit: Limit) -> FqCodel {
         let flows = (0..p.flows.max(1))
-            .map(|_| Flow { q: Fifo::default(), deficit: 0, codel: CodelState::default(), list: ListId::None })
+            .map(|_| Flow {
+                q: Fifo::default(),
+                deficit: 0,
+                codel: CodelState::default(),
+                list: ListId::None,
+            })
             .collect();
-        FqCodel { p, limit, flows, new_flows: VecDeque::new(), old_flows: VecDeque::new(), pkts: 0, bytes: 0 }
+        FqCodel {
+            p,
+            limit,
+            flows,
+            new_flows: VecDeque::new(),
+            old_flows: VecDeque::new(),
+            pkts: 0,
+            bytes: 0,
+        }
     }
 
     fn bucket(&self, hash: u32) -> usize {
@@ -68,16 +81,23 @@ impl FqCodel {
     /// Drop from the head of the fattest queue until the limit holds (batch: up to half
     /// of that queue's bytes or 64 packets).
     fn drop_fattest(&mut self, cx: &mut QCtx) {
-        let (idx, _) = self.flows.iter().enumerate().max_by_key(|(_, f)| f.q.bytes()).unwrap();
+        let (idx, _) = self
+            .flows
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, f)| f.q.bytes())
+            .unwrap();
         let f = &mut self.flows[idx];
         let goal = f.q.bytes() / 2;
         let mut dropped = 0;
         while let Some(p) = f.q.pop() {
             self.pkts -= 1;
             self.bytes -= p.len() as u64;
-            cx.sink.dropped(cx.now, EV_DROP_QUEUE, p.hash, p.len(), self.pkts);
+            cx.sink
+                .dropped(cx.now, EV_DROP_QUEUE, p.hash, p.len(), self.pkts);
             dropped += 1;
-            if (f.q.bytes() <= goal || dropped >= 64) && !self.limit.exceeded(self.pkts, self.bytes) {
+            if (f.q.bytes() <= goal || dropped >= 64) && !self.limit.exceeded(self.pkts, self.bytes)
+            {
                 break;
             }
         }
@@ -87,7 +107,8 @@ impl FqCodel {
 impl Qdisc for FqCodel {
     fn enqueue(&mut self, pkt: Packet, cx: &mut QCtx) {
         if pkt.len() as u64 > self.limit.bytes.unwrap_or(u64::MAX) {
-            cx.sink.dropped(cx.now, EV_DROP_QUEUE, pkt.hash, pkt.len(), self.pkts);
+            cx.sink
+                .dropped(cx.now, EV_DROP_QUEUE, pkt.hash, pkt.len(), self.pkts);
             return;
         }
         let idx = self.bucket(pkt.hash);
@@ -169,7 +190,15 @@ mod tests {
     use super::*;
 
     fn fq(limit: Limit) -> FqCodel {
-        FqCodel::new(FqCodelParams { flows: 1024, quantum: 1514, codel: CodelParams::default(), perturb: 7 }, limit)
+        FqCodel::new(
+            FqCodelParams {
+                flows: 1024,
+                quantum: 1514,
+                codel: CodelParams::default(),
+                perturb: 7,
+            },
+            limit,
+        )
     }
 
     #[test]
@@ -202,7 +231,10 @@ mod tests {
             }
             assert!(q.len_pkts() <= 1000);
         }
-        assert!(sparse_max <= 2_400_000, "sparse flow sojourn {sparse_max} ns");
+        assert!(
+            sparse_max <= 2_400_000,
+            "sparse flow sojourn {sparse_max} ns"
+        );
         assert!(bulk_max > 5_000_000, "bulk flow does queue ({bulk_max} ns)");
         assert!(h.sink.totals.drops_aqm > 0, "CoDel acts on the bulk flow");
     }

@@ -28,14 +28,21 @@ pub struct Limit {
 
 impl Limit {
     pub fn packets(n: u64) -> Limit {
-        Limit { packets: Some(n), bytes: None }
+        Limit {
+            packets: Some(n),
+            bytes: None,
+        }
     }
     pub fn bytes(n: u64) -> Limit {
-        Limit { packets: None, bytes: Some(n) }
+        Limit {
+            packets: None,
+            bytes: Some(n),
+        }
     }
     /// Would a packet of `size` bytes fit next to `pkts` / `bytes` already queued?
     pub fn fits(&self, pkts: usize, bytes: u64, size: usize) -> bool {
-        self.packets.is_none_or(|n| (pkts as u64) < n) && self.bytes.is_none_or(|b| bytes + size as u64 <= b)
+        self.packets.is_none_or(|n| (pkts as u64) < n)
+            && self.bytes.is_none_or(|b| bytes + size as u64 <= b)
     }
     pub fn exceeded(&self, pkts: usize, bytes: u64) -> bool {
         self.packets.is_some_and(|n| pkts as u64 > n) || self.bytes.is_some_and(|b| bytes > b)
@@ -106,7 +113,15 @@ pub(crate) mod testutil {
     use crate::packet::build_ipv4_frame;
 
     pub fn pkt(size: usize, flow: u16, ecn: u8) -> Packet {
-        Packet::from_frame(&build_ipv4_frame(size, [10, 1, 1, 2], [10, 2, 1, 2], 17, flow, 5000, ecn))
+        Packet::from_frame(&build_ipv4_frame(
+            size,
+            [10, 1, 1, 2],
+            [10, 2, 1, 2],
+            17,
+            flow,
+            5000,
+            ecn,
+        ))
     }
 
     pub struct Harness {
@@ -116,10 +131,17 @@ pub(crate) mod testutil {
 
     impl Harness {
         pub fn new(seed: u64) -> Harness {
-            Harness { rng: Rng::new(seed), sink: Sink::new(0, false) }
+            Harness {
+                rng: Rng::new(seed),
+                sink: Sink::new(0, false),
+            }
         }
         pub fn cx(&mut self, now: u64) -> QCtx<'_> {
-            QCtx { now, rng: &mut self.rng, sink: &mut self.sink }
+            QCtx {
+                now,
+                rng: &mut self.rng,
+                sink: &mut self.sink,
+            }
         }
         pub fn enq(&mut self, q: &mut dyn Qdisc, now: u64, mut p: Packet) {
             p.arrival_ns = now;

@@ -40,7 +40,14 @@ pub struct Red {
 
 impl Red {
     pub fn new(p: RedParams, limit: Limit) -> Red {
-        Red { p, limit, q: Fifo::default(), avg: 0.0, count: -1, idle_since: Some(0) }
+        Red {
+            p,
+            limit,
+            q: Fifo::default(),
+            avg: 0.0,
+            count: -1,
+            idle_since: Some(0),
+        }
     }
 
     pub fn avg(&self) -> f64 {
@@ -97,10 +104,12 @@ impl Qdisc for Red {
         }
         let Some(pkt) = pkt else { return };
         if self.limit.fits(self.q.len(), self.q.bytes(), pkt.len()) {
-            cx.sink.enqueued(cx.now, pkt.hash, pkt.len(), self.q.len() + 1);
+            cx.sink
+                .enqueued(cx.now, pkt.hash, pkt.len(), self.q.len() + 1);
             self.q.push(pkt);
         } else {
-            cx.sink.dropped(cx.now, EV_DROP_QUEUE, pkt.hash, pkt.len(), self.q.len());
+            cx.sink
+                .dropped(cx.now, EV_DROP_QUEUE, pkt.hash, pkt.len(), self.q.len());
         }
     }
 
@@ -126,7 +135,15 @@ mod tests {
     use super::*;
 
     fn params(ecn: bool) -> RedParams {
-        RedParams { min_th: 5.0, max_th: 15.0, max_p: 0.1, weight: 1.0, bytes: false, ecn, idle_pkt_ns: 1000 }
+        RedParams {
+            min_th: 5.0,
+            max_th: 15.0,
+            max_p: 0.1,
+            weight: 1.0,
+            bytes: false,
+            ecn,
+            idle_pkt_ns: 1000,
+        }
     }
 
     /// Hold the queue at `n` packets (weight 1: avg = instantaneous queue) and count the
@@ -149,7 +166,10 @@ mod tests {
                 h.deq(&mut q, t);
             }
         }
-        ((h.sink.totals.drops_aqm - d0) as f64 / trials as f64, (h.sink.totals.marks - m0) as f64 / trials as f64)
+        (
+            (h.sink.totals.drops_aqm - d0) as f64 / trials as f64,
+            (h.sink.totals.marks - m0) as f64 / trials as f64,
+        )
     }
 
     #[test]
@@ -165,7 +185,10 @@ mod tests {
         let (d, _) = drop_fraction(10, false, 0);
         let pb: f64 = 0.05;
         let expect = 2.0 * pb / (1.0 + pb);
-        assert!((d - expect).abs() < 0.006, "drop fraction {d}, expected ≈ {expect}");
+        assert!(
+            (d - expect).abs() < 0.006,
+            "drop fraction {d}, expected ≈ {expect}"
+        );
         assert!(d > pb && d < 2.0 * pb);
     }
 
@@ -196,12 +219,23 @@ mod tests {
     #[test]
     fn average_decays_while_idle() {
         let mut h = Harness::new(1);
-        let mut q = Red::new(RedParams { weight: 0.01, ..params(false) }, Limit::packets(100));
+        let mut q = Red::new(
+            RedParams {
+                weight: 0.01,
+                ..params(false)
+            },
+            Limit::packets(100),
+        );
         q.avg = 10.0;
         h.enq(&mut q, 0, pkt(1000, 1, 0));
         h.deq(&mut q, 1000);
         h.enq(&mut q, 1000 + 100 * 1000, pkt(1000, 1, 0));
         let expect = 10.0 * 0.99f64.powf(100.0);
-        assert!((q.avg() - expect).abs() < 0.05, "avg {} expect {}", q.avg(), expect);
+        assert!(
+            (q.avg() - expect).abs() < 0.05,
+            "avg {} expect {}",
+            q.avg(),
+            expect
+        );
     }
 }

@@ -22,14 +22,19 @@ pub struct Step {
 
 impl Step {
     pub fn new(k: StepK, limit: Limit) -> Step {
-        Step { k, limit, q: Fifo::default() }
+        Step {
+            k,
+            limit,
+            q: Fifo::default(),
+        }
     }
 }
 
 impl Qdisc for Step {
     fn enqueue(&mut self, pkt: Packet, cx: &mut QCtx) {
         if !self.limit.fits(self.q.len(), self.q.bytes(), pkt.len()) {
-            cx.sink.dropped(cx.now, EV_DROP_QUEUE, pkt.hash, pkt.len(), self.q.len());
+            cx.sink
+                .dropped(cx.now, EV_DROP_QUEUE, pkt.hash, pkt.len(), self.q.len());
             return;
         }
         let above = match self.k {
@@ -44,7 +49,8 @@ impl Qdisc for Step {
         } else {
             pkt
         };
-        cx.sink.enqueued(cx.now, pkt.hash, pkt.len(), self.q.len() + 1);
+        cx.sink
+            .enqueued(cx.now, pkt.hash, pkt.len(), self.q.len() + 1);
         self.q.push(pkt);
     }
     fn dequeue(&mut self, _cx: &mut QCtx) -> Option<Packet> {

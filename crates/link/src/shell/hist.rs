@@ -11,7 +11,11 @@ pub struct Hist {
 
 impl Default for Hist {
     fn default() -> Self {
-        Hist { counts: vec![0; 64 * SUB], n: 0, max: 0 }
+        Hist {
+            counts: vec![0; 64 * SUB],
+            n: 0,
+            max: 0,
+        }
     }
 }
 

@@ -104,7 +104,13 @@ unsafe impl Send for Worker {}
 fn rx_batch(slot: usize) -> RxBatch {
     RxBatch {
         bufs: (0..BATCH).map(|_| vec![0u8; slot]).collect(),
-        iovs: vec![libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; BATCH],
+        iovs: vec![
+            libc::iovec {
+                iov_base: std::ptr::null_mut(),
+                iov_len: 0
+            };
+            BATCH
+        ],
         msgs: vec![unsafe { std::mem::zeroed() }; BATCH],
         ctrl: vec![[0u64; 8]; BATCH],
         last_ns: 0,
@@ -112,7 +118,11 @@ fn rx_batch(slot: usize) -> RxBatch {
 }
 
 fn create(path: &Path) -> Result<File, SysError> {
-    File::create(path).map_err(|e| SysError { attempt: "create".into(), object: path.display().to_string(), cause: e })
+    File::create(path).map_err(|e| SysError {
+        attempt: "create".into(),
+        object: path.display().to_string(),
+        cause: e,
+    })
 }
 
 /// Sockets and output files, opened before READY.
@@ -132,20 +142,34 @@ impl Shell {
     /// Open both sockets and the output files. Nothing is forwarded yet.
     pub fn open(cfg: &Config) -> Result<Shell, SysError> {
         let out_dir = Path::new(&cfg.out_dir);
-        std::fs::create_dir_all(out_dir).map_err(|e| SysError { attempt: "create out_dir".into(), object: cfg.out_dir.clone(), cause: e })?;
+        std::fs::create_dir_all(out_dir).map_err(|e| SysError {
+            attempt: "create out_dir".into(),
+            object: cfg.out_dir.clone(),
+            cause: e,
+        })?;
         let west = PacketSocket::open(&cfg.west)?;
         let east = PacketSocket::open(&cfg.east)?;
         // Room for the vnet header, an Ethernet header with one VLAN tag and the MTU.
         let slot = (VNET_HDR_LEN + 18 + west.mtu.max(east.mtu)).max(2048);
         let w = |name: &str, v: serde_json::Value| -> Result<(), SysError> {
             let p = out_dir.join(name);
-            std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).map_err(|e| SysError { attempt: "write".into(), object: p.display().to_string(), cause: e })
+            std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).map_err(|e| SysError {
+                attempt: "write".into(),
+                object: p.display().to_string(),
+                cause: e,
+            })
         };
         w("link_stats.bin.schema.json", stats_schema())?;
-        let stats_w = Arc::new(Mutex::new(BufWriter::with_capacity(1 << 16, create(&out_dir.join("link_stats.bin"))?)));
+        let stats_w = Arc::new(Mutex::new(BufWriter::with_capacity(
+            1 << 16,
+            create(&out_dir.join("link_stats.bin"))?,
+        )));
         let events_w = if cfg.link.event_log {
             w("link_events.bin.schema.json", events_schema())?;
-            Some(Arc::new(Mutex::new(BufWriter::with_capacity(1 << 20, create(&out_dir.join("link_events.bin"))?))))
+            Some(Arc::new(Mutex::new(BufWriter::with_capacity(
+                1 << 20,
+                create(&out_dir.join("link_events.bin"))?,
+            ))))
         } else {
             None
         };
@@ -158,7 +182,17 @@ impl Shell {
                 rings[i] = Some(RxRing::new(s, frame, RING_FRAMES)?);
             }
         }
-        Ok(Shell { socks: Arc::new([west, east]), slot, stats_w, events_w, start_ns: 0, cfg: cfg.clone(), workers: Vec::new(), threads: cfg.threads, rings })
+        Ok(Shell {
+            socks: Arc::new([west, east]),
+            slot,
+            stats_w,
+            events_w,
+            start_ns: 0,
+            cfg: cfg.clone(),
+            workers: Vec::new(),
+            threads: cfg.threads,
+            rings,
+        })
     }
 
     fn worker(&self, dirs: Vec<usize>, stop: &Arc<AtomicBool>) -> Worker {
@@ -183,7 +217,11 @@ impl Shell {
             use_rx_ts: self.cfg.rx_timestamps,
             rings: [None, None],
             rt: false,
-            rx_poll_ns: if self.cfg.rx_ring { self.cfg.rx_poll_ns } else { 0 },
+            rx_poll_ns: if self.cfg.rx_ring {
+                self.cfg.rx_poll_ns
+            } else {
+                0
+            },
             st: ShellStats::default(),
         }
     }
@@ -193,7 +231,11 @@ impl Shell {
     pub fn run(&mut self, sig: &SignalFd) -> Result<(), SysError> {
         self.start_ns = now_ns();
         let stop = Arc::new(AtomicBool::new(false));
-        let groups: Vec<Vec<usize>> = if self.threads >= 2 { vec![vec![W2E], vec![E2W]] } else { vec![vec![W2E, E2W]] };
+        let groups: Vec<Vec<usize>> = if self.threads >= 2 {
+            vec![vec![W2E], vec![E2W]]
+        } else {
+            vec![vec![W2E, E2W]]
+        };
         let mut handles = Vec::new();
         for g in groups {
             let mut w = self.worker(g.clone(), &stop);
@@ -338,7 +380,9 @@ impl Worker {
             let mut b = None;
             let mut t = 0;
             {
-                let Some(f) = self.rings[s].as_ref().unwrap().peek() else { break };
+                let Some(f) = self.rings[s].as_ref().unwrap().peek() else {
+                    break;
+                };
                 if f.truncated || f.data.len() < VNET_HDR_LEN + 14 {
                     if self.st.rx_truncated == 0 {
                         eprintln!(
@@ -348,7 +392,11 @@ impl Worker {
                     }
                     self.st.rx_truncated += 1;
                 } else {
-                    t = if self.use_rx_ts { f.real_ns.wrapping_sub(offset).min(now) } else { now };
+                    t = if self.use_rx_ts {
+                        f.real_ns.wrapping_sub(offset).min(now)
+                    } else {
+                        now
+                    };
                     let mut buf = self.pool.pop().unwrap_or_else(|| vec![0u8; self.slot]);
                     buf.clear();
                     buf.extend_from_slice(f.data);
@@ -382,7 +430,10 @@ impl Worker {
         }
         let rb = &mut self.rx[s];
         for i in 0..BATCH {
-            rb.iovs[i] = libc::iovec { iov_base: rb.bufs[i].as_mut_ptr() as *mut libc::c_void, iov_len: rb.bufs[i].len() };
+            rb.iovs[i] = libc::iovec {
+                iov_base: rb.bufs[i].as_mut_ptr() as *mut libc::c_void,
+                iov_len: rb.bufs[i].len(),
+            };
             let h = &mut rb.msgs[i].msg_hdr;
             *h = unsafe { std::mem::zeroed() };
             h.msg_iov = &mut rb.iovs[i];
@@ -391,7 +442,15 @@ impl Worker {
             h.msg_controllen = std::mem::size_of::<[u64; 8]>();
             rb.msgs[i].msg_len = 0;
         }
-        let n = unsafe { libc::recvmmsg(fd, rb.msgs.as_mut_ptr(), BATCH as u32, libc::MSG_DONTWAIT, std::ptr::null_mut()) };
+        let n = unsafe {
+            libc::recvmmsg(
+                fd,
+                rb.msgs.as_mut_ptr(),
+                BATCH as u32,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+            )
+        };
         if n <= 0 {
             return 0;
         }
@@ -408,7 +467,9 @@ impl Worker {
                 continue;
             }
             let t = match sys::rx_timestamp(&self.rx[s].msgs[i].msg_hdr) {
-                Some(real) if self.use_rx_ts => real.wrapping_sub(offset).min(now).max(self.rx[s].last_ns),
+                Some(real) if self.use_rx_ts => {
+                    real.wrapping_sub(offset).min(now).max(self.rx[s].last_ns)
+                }
                 _ => now.max(self.rx[s].last_ns),
             };
             self.rx[s].last_ns = t;
@@ -431,7 +492,10 @@ impl Worker {
         self.tx_iovs.clear();
         self.tx_msgs.clear();
         for r in pkts.iter_mut() {
-            self.tx_iovs.push(libc::iovec { iov_base: r.pkt.buf.as_mut_ptr() as *mut libc::c_void, iov_len: r.pkt.buf.len() });
+            self.tx_iovs.push(libc::iovec {
+                iov_base: r.pkt.buf.as_mut_ptr() as *mut libc::c_void,
+                iov_len: r.pkt.buf.len(),
+            });
         }
         for i in 0..pkts.len() {
             let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
@@ -507,7 +571,11 @@ impl Worker {
         // the smallest one-way delay) and at every deadline. Otherwise every arrival
         // wakes it through epoll.
         let lazy = self.rx_poll_ns > 0;
-        let mut fds: Vec<i32> = if lazy { Vec::new() } else { self.dirs.iter().map(|&d| self.socks[d].fd).collect() };
+        let mut fds: Vec<i32> = if lazy {
+            Vec::new()
+        } else {
+            self.dirs.iter().map(|&d| self.socks[d].fd).collect()
+        };
         fds.push(timer.0);
         fds.push(sigfd);
         let ep = Epoll::new(&fds)?;
@@ -566,7 +634,11 @@ impl Worker {
                 self.st.spins += 1;
                 continue; // busy-poll the last stretch before a deadline
             }
-            let mut wake = self.link.next_stats_ns().max(now + 1).min(next_sig_check.max(now + 1));
+            let mut wake = self
+                .link
+                .next_stats_ns()
+                .max(now + 1)
+                .min(next_sig_check.max(now + 1));
             if let Some(d) = dl {
                 wake = wake.min(d - spin);
             }
@@ -584,7 +656,8 @@ impl Worker {
                 wake_dev += ((sample - wake_mean).abs() - wake_dev) / 4.0;
                 wake_mean += (sample - wake_mean) / 8.0;
                 self.st.wake_late.add(now - wake);
-                spin = ((wake_mean + 4.0 * wake_dev) as u64).clamp(MIN_SPIN_NS.min(self.spin_ns), self.spin_ns);
+                spin = ((wake_mean + 4.0 * wake_dev) as u64)
+                    .clamp(MIN_SPIN_NS.min(self.spin_ns), self.spin_ns);
             }
         }
     }

@@ -37,22 +37,35 @@ impl std::fmt::Display for SysError {
 
 fn check(rc: libc::c_int, attempt: &str, object: &str) -> Result<libc::c_int, SysError> {
     if rc < 0 {
-        Err(SysError { attempt: attempt.into(), object: object.into(), cause: io::Error::last_os_error() })
+        Err(SysError {
+            attempt: attempt.into(),
+            object: object.into(),
+            cause: io::Error::last_os_error(),
+        })
     } else {
         Ok(rc)
     }
 }
 
 pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// (CLOCK_MONOTONIC now, CLOCK_REALTIME − CLOCK_MONOTONIC) in ns.
 pub fn mono_and_real_offset() -> (u64, u64) {
-    let mut a = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    let mut b = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut a = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    let mut b = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     unsafe {
         libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut a);
         libc::clock_gettime(libc::CLOCK_REALTIME, &mut b);
@@ -77,8 +90,23 @@ pub fn rx_timestamp(h: &libc::msghdr) -> Option<u64> {
     None
 }
 
-fn setopt<T>(fd: RawFd, level: libc::c_int, opt: libc::c_int, val: &T, what: &str, ifname: &str) -> Result<(), SysError> {
-    let rc = unsafe { libc::setsockopt(fd, level, opt, val as *const T as *const libc::c_void, std::mem::size_of::<T>() as libc::socklen_t) };
+fn setopt<T>(
+    fd: RawFd,
+    level: libc::c_int,
+    opt: libc::c_int,
+    val: &T,
+    what: &str,
+    ifname: &str,
+) -> Result<(), SysError> {
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            opt,
+            val as *const T as *const libc::c_void,
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
+    };
     check(rc, what, ifname).map(|_| ())
 }
 
@@ -92,38 +120,133 @@ pub struct PacketSocket {
 
 impl PacketSocket {
     pub fn open(ifname: &str) -> Result<PacketSocket, SysError> {
-        let cname = CString::new(ifname).map_err(|_| SysError { attempt: "look up interface".into(), object: ifname.into(), cause: io::Error::from(io::ErrorKind::InvalidInput) })?;
+        let cname = CString::new(ifname).map_err(|_| SysError {
+            attempt: "look up interface".into(),
+            object: ifname.into(),
+            cause: io::Error::from(io::ErrorKind::InvalidInput),
+        })?;
         let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) } as i32;
         if ifindex == 0 {
-            return Err(SysError { attempt: "look up interface".into(), object: ifname.into(), cause: io::Error::last_os_error() });
+            return Err(SysError {
+                attempt: "look up interface".into(),
+                object: ifname.into(),
+                cause: io::Error::last_os_error(),
+            });
         }
         // Protocol 0 first: the socket receives nothing until it is bound to the interface.
-        let fd = check(unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) }, "open AF_PACKET socket", ifname)?;
-        let mut s = PacketSocket { fd, ifname: ifname.into(), ifindex, mtu: 1500 };
+        let fd = check(
+            unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) },
+            "open AF_PACKET socket",
+            ifname,
+        )?;
+        let mut s = PacketSocket {
+            fd,
+            ifname: ifname.into(),
+            ifindex,
+            mtu: 1500,
+        };
         let one: libc::c_int = 1;
-        setopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one, "setsockopt PACKET_VNET_HDR", ifname)?;
-        setopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, "setsockopt PACKET_IGNORE_OUTGOING", ifname)?;
-        setopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, "setsockopt PACKET_QDISC_BYPASS", ifname)?;
-        setopt(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, &one, "setsockopt SO_TIMESTAMPNS", ifname)?;
+        setopt(
+            fd,
+            SOL_PACKET,
+            PACKET_VNET_HDR,
+            &one,
+            "setsockopt PACKET_VNET_HDR",
+            ifname,
+        )?;
+        setopt(
+            fd,
+            SOL_PACKET,
+            PACKET_IGNORE_OUTGOING,
+            &one,
+            "setsockopt PACKET_IGNORE_OUTGOING",
+            ifname,
+        )?;
+        setopt(
+            fd,
+            SOL_PACKET,
+            PACKET_QDISC_BYPASS,
+            &one,
+            "setsockopt PACKET_QDISC_BYPASS",
+            ifname,
+        )?;
+        setopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            &one,
+            "setsockopt SO_TIMESTAMPNS",
+            ifname,
+        )?;
         let buf: libc::c_int = 64 << 20;
-        if setopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &buf, "setsockopt SO_RCVBUFFORCE", ifname).is_err() {
-            setopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, &buf, "setsockopt SO_RCVBUF", ifname)?;
+        if setopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            &buf,
+            "setsockopt SO_RCVBUFFORCE",
+            ifname,
+        )
+        .is_err()
+        {
+            setopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                &buf,
+                "setsockopt SO_RCVBUF",
+                ifname,
+            )?;
         }
         let sbuf: libc::c_int = 16 << 20;
-        if setopt(fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, &sbuf, "setsockopt SO_SNDBUFFORCE", ifname).is_err() {
-            setopt(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, &sbuf, "setsockopt SO_SNDBUF", ifname)?;
+        if setopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUFFORCE,
+            &sbuf,
+            "setsockopt SO_SNDBUFFORCE",
+            ifname,
+        )
+        .is_err()
+        {
+            setopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUF,
+                &sbuf,
+                "setsockopt SO_SNDBUF",
+                ifname,
+            )?;
         }
         let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         sll.sll_family = libc::AF_PACKET as u16;
         sll.sll_protocol = ETH_P_ALL.to_be();
         sll.sll_ifindex = ifindex;
         check(
-            unsafe { libc::bind(fd, &sll as *const libc::sockaddr_ll as *const libc::sockaddr, std::mem::size_of::<libc::sockaddr_ll>() as u32) },
+            unsafe {
+                libc::bind(
+                    fd,
+                    &sll as *const libc::sockaddr_ll as *const libc::sockaddr,
+                    std::mem::size_of::<libc::sockaddr_ll>() as u32,
+                )
+            },
             "bind AF_PACKET socket",
             ifname,
         )?;
-        let mreq = libc::packet_mreq { mr_ifindex: ifindex, mr_type: PACKET_MR_PROMISC, mr_alen: 0, mr_address: [0; 8] };
-        setopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mreq, "setsockopt PACKET_ADD_MEMBERSHIP promisc", ifname)?;
+        let mreq = libc::packet_mreq {
+            mr_ifindex: ifindex,
+            mr_type: PACKET_MR_PROMISC,
+            mr_alen: 0,
+            mr_address: [0; 8],
+        };
+        setopt(
+            fd,
+            SOL_PACKET,
+            PACKET_ADD_MEMBERSHIP,
+            &mreq,
+            "setsockopt PACKET_ADD_MEMBERSHIP promisc",
+            ifname,
+        )?;
         s.mtu = s.query_mtu().unwrap_or(1500);
         Ok(s)
     }
@@ -134,7 +257,11 @@ impl PacketSocket {
             ifr.ifr_name[i] = b as libc::c_char;
         }
         let rc = unsafe { libc::ioctl(self.fd, libc::SIOCGIFMTU, &mut ifr) };
-        (rc == 0).then(|| unsafe { ifr.ifr_ifru.ifru_mtu } as usize)
+        if rc == 0 {
+            Some(unsafe { ifr.ifr_ifru.ifru_mtu } as usize)
+        } else {
+            None
+        }
     }
 
     /// Packets dropped by the kernel for this socket since the last call
@@ -142,7 +269,15 @@ impl PacketSocket {
     pub fn take_stats(&self) -> (u64, u64) {
         let mut st = [0u32; 2];
         let mut len = 8 as libc::socklen_t;
-        let rc = unsafe { libc::getsockopt(self.fd, SOL_PACKET, PACKET_STATISTICS, st.as_mut_ptr() as *mut libc::c_void, &mut len) };
+        let rc = unsafe {
+            libc::getsockopt(
+                self.fd,
+                SOL_PACKET,
+                PACKET_STATISTICS,
+                st.as_mut_ptr() as *mut libc::c_void,
+                &mut len,
+            )
+        };
         if rc < 0 {
             (0, 0)
         } else {
@@ -184,7 +319,14 @@ impl RxRing {
     pub fn new(sock: &PacketSocket, frame_size: usize, frames: usize) -> Result<RxRing, SysError> {
         let fd = sock.fd;
         let v: libc::c_int = TPACKET_V2;
-        setopt(fd, SOL_PACKET, PACKET_VERSION, &v, "setsockopt PACKET_VERSION TPACKET_V2", &sock.ifname)?;
+        setopt(
+            fd,
+            SOL_PACKET,
+            PACKET_VERSION,
+            &v,
+            "setsockopt PACKET_VERSION TPACKET_V2",
+            &sock.ifname,
+        )?;
         let block_size = (1usize << 22).max(frame_size);
         let per_block = block_size / frame_size;
         let blocks = frames.div_ceil(per_block);
@@ -194,20 +336,57 @@ impl RxRing {
             tp_frame_size: frame_size as u32,
             tp_frame_nr: (blocks * per_block) as u32,
         };
-        setopt(fd, SOL_PACKET, PACKET_RX_RING, &req, "setsockopt PACKET_RX_RING", &sock.ifname)?;
+        setopt(
+            fd,
+            SOL_PACKET,
+            PACKET_RX_RING,
+            &req,
+            "setsockopt PACKET_RX_RING",
+            &sock.ifname,
+        )?;
         let len = block_size * blocks;
-        let base = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | libc::MAP_LOCKED, fd, 0) };
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_LOCKED,
+                fd,
+                0,
+            )
+        };
         let base = if base == libc::MAP_FAILED {
             // MAP_LOCKED may be refused (RLIMIT_MEMLOCK): retry without it.
-            let b = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0) };
+            let b = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    fd,
+                    0,
+                )
+            };
             if b == libc::MAP_FAILED {
-                return Err(SysError { attempt: "mmap rx ring".into(), object: sock.ifname.clone(), cause: io::Error::last_os_error() });
+                return Err(SysError {
+                    attempt: "mmap rx ring".into(),
+                    object: sock.ifname.clone(),
+                    cause: io::Error::last_os_error(),
+                });
             }
             b
         } else {
             base
         };
-        Ok(RxRing { base: base as *mut u8, len, frame_size, block_size, per_block, frames: blocks * per_block, idx: 0 })
+        Ok(RxRing {
+            base: base as *mut u8,
+            len,
+            frame_size,
+            block_size,
+            per_block,
+            frames: blocks * per_block,
+            idx: 0,
+        })
     }
 
     /// Offset of slot `i`: slots never straddle blocks, so a block may end in padding.
@@ -222,11 +401,15 @@ impl RxRing {
 
     /// The next filled slot, if any. Call `release` after copying it out.
     pub fn peek(&self) -> Option<RingFrame<'_>> {
-        let st = self.status(self.idx).load(std::sync::atomic::Ordering::Acquire);
+        let st = self
+            .status(self.idx)
+            .load(std::sync::atomic::Ordering::Acquire);
         if st & TP_STATUS_USER == 0 {
             return None;
         }
-        let f = unsafe { std::slice::from_raw_parts(self.base.add(self.offset(self.idx)), self.frame_size) };
+        let f = unsafe {
+            std::slice::from_raw_parts(self.base.add(self.offset(self.idx)), self.frame_size)
+        };
         let rd32 = |o: usize| u32::from_ne_bytes([f[o], f[o + 1], f[o + 2], f[o + 3]]);
         let len = rd32(4) as usize;
         let snap = rd32(8) as usize;
@@ -234,11 +417,17 @@ impl RxRing {
         let real_ns = rd32(16) as u64 * 1_000_000_000 + rd32(20) as u64;
         let start = mac.saturating_sub(VNET_HDR_LEN);
         let end = (mac + snap).min(self.frame_size);
-        Some(RingFrame { data: &f[start..end], wire_len: len, truncated: snap < len || mac < VNET_HDR_LEN, real_ns })
+        Some(RingFrame {
+            data: &f[start..end],
+            wire_len: len,
+            truncated: snap < len || mac < VNET_HDR_LEN,
+            real_ns,
+        })
     }
 
     pub fn release(&mut self) {
-        self.status(self.idx).store(0, std::sync::atomic::Ordering::Release);
+        self.status(self.idx)
+            .store(0, std::sync::atomic::Ordering::Release);
         self.idx = (self.idx + 1) % self.frames;
     }
 }
@@ -259,17 +448,34 @@ pub struct TimerFd(pub RawFd);
 
 impl TimerFd {
     pub fn new() -> Result<TimerFd, SysError> {
-        let fd = check(unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) }, "timerfd_create", "CLOCK_MONOTONIC")?;
+        let fd = check(
+            unsafe {
+                libc::timerfd_create(
+                    libc::CLOCK_MONOTONIC,
+                    libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+                )
+            },
+            "timerfd_create",
+            "CLOCK_MONOTONIC",
+        )?;
         Ok(TimerFd(fd))
     }
     /// Arm at absolute CLOCK_MONOTONIC time `t_ns`.
     pub fn arm_at(&self, t_ns: u64) {
         let t = t_ns.max(1);
         let spec = libc::itimerspec {
-            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
-            it_value: libc::timespec { tv_sec: (t / 1_000_000_000) as i64, tv_nsec: (t % 1_000_000_000) as i64 },
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: (t / 1_000_000_000) as i64,
+                tv_nsec: (t % 1_000_000_000) as i64,
+            },
         };
-        unsafe { libc::timerfd_settime(self.0, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) };
+        unsafe {
+            libc::timerfd_settime(self.0, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut())
+        };
     }
     pub fn clear(&self) {
         let mut b = [0u8; 8];
@@ -293,8 +499,16 @@ impl SignalFd {
             libc::sigemptyset(&mut set);
             libc::sigaddset(&mut set, libc::SIGTERM);
             libc::sigaddset(&mut set, libc::SIGINT);
-            check(libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()), "block signals", "SIGTERM/SIGINT")?;
-            let fd = check(libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC), "signalfd", "SIGTERM/SIGINT")?;
+            check(
+                libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()),
+                "block signals",
+                "SIGTERM/SIGINT",
+            )?;
+            let fd = check(
+                libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC),
+                "signalfd",
+                "SIGTERM/SIGINT",
+            )?;
             Ok(SignalFd(fd))
         }
     }
@@ -313,7 +527,9 @@ pub fn signal_pending(fd: RawFd) -> bool {
 
 /// Run the calling thread under SCHED_FIFO at `prio` (best effort: false if refused).
 pub fn set_fifo(prio: i32) -> bool {
-    let p = libc::sched_param { sched_priority: prio };
+    let p = libc::sched_param {
+        sched_priority: prio,
+    };
     unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) == 0 }
 }
 
@@ -327,10 +543,21 @@ pub struct Epoll(pub RawFd);
 
 impl Epoll {
     pub fn new(fds: &[RawFd]) -> Result<Epoll, SysError> {
-        let ep = check(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) }, "epoll_create1", "-")?;
+        let ep = check(
+            unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) },
+            "epoll_create1",
+            "-",
+        )?;
         for (i, &fd) in fds.iter().enumerate() {
-            let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: i as u64 };
-            check(unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev) }, "epoll_ctl", "ADD")?;
+            let mut ev = libc::epoll_event {
+                events: libc::EPOLLIN as u32,
+                u64: i as u64,
+            };
+            check(
+                unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev) },
+                "epoll_ctl",
+                "ADD",
+            )?;
         }
         Ok(Epoll(ep))
     }
@@ -349,7 +576,10 @@ impl Drop for Epoll {
 
 /// Sleep for `ns` (relative, CLOCK_MONOTONIC).
 pub fn nap(ns: u64) {
-    let ts = libc::timespec { tv_sec: (ns / 1_000_000_000) as i64, tv_nsec: (ns % 1_000_000_000) as i64 };
+    let ts = libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as i64,
+        tv_nsec: (ns % 1_000_000_000) as i64,
+    };
     unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, 0, &ts, std::ptr::null_mut()) };
 }
 
