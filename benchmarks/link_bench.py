@@ -118,7 +118,8 @@ def main():
         sys.exit("link_bench: needs root (network namespaces)")
     if not LINK_BIN.exists():
         sys.exit(f"link_bench: {LINK_BIN} missing: cargo build --release -p ccarena-link")
-    print(f"ccarena-link benchmark, kernel {os.uname().release}, {os.cpu_count()} CPUs")
+    print(f"ccarena-link benchmark, kernel {os.uname().release}, {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.2f} at start")
     runs = []
     if "a" in a.only:
         runs += bench_a(a.seconds, a.rounds)
@@ -132,6 +133,7 @@ def main():
         bench_d(a.seconds)
     if a.spin_sweep:
         bench_spin(a.seconds)
+    print(f"load average {os.getloadavg()[0]:.2f} at end (other work on the machine skews everything above)")
 
 
 if __name__ == "__main__":
