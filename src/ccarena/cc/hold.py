@@ -79,8 +79,9 @@ def _unregister_orphan(kernel_name: str) -> None:
         if so["name"] == kernel_name:
             loader.unregister_struct_ops(so["id"])
     if not loader.wait_unregistered(kernel_name, timeout=1.0):
-        raise CCError(f"unregister {kernel_name}: still in {loader.registered.__module__} list "
-                      f"after stopping holders and `bpftool struct_ops unregister`")
+        raise CCError(f"unregister {kernel_name}: still listed in "
+                      f"/proc/sys/net/ipv4/tcp_available_congestion_control after stopping its "
+                      f"holders and `bpftool struct_ops unregister`")
 
 
 @contextlib.contextmanager
