@@ -168,7 +168,7 @@ def test_holder_that_died_is_restarted(fake, tmp_path):
 
 
 def test_context_manager_maps_names_and_releases(fake, monkeypatch):
-    monkeypatch.setattr(acq, "resolve", lambda n, f=None, extra_dirs=None:
+    monkeypatch.setattr(acq, "resolve", lambda n, f=None, extra_dirs=None, strict=False:
                         Algo(n, "kernel", n, "built in") if n == "reno" else algo(n))
     with acq.acquire(["reno", "vegas", "vegas"], "r1") as m:
         assert m == {"reno": "reno", "vegas": "cca_vegas"}
@@ -177,7 +177,7 @@ def test_context_manager_maps_names_and_releases(fake, monkeypatch):
 
 
 def test_context_manager_releases_on_error(fake, monkeypatch):
-    monkeypatch.setattr(acq, "resolve", lambda n, f=None, extra_dirs=None: algo(n))
+    monkeypatch.setattr(acq, "resolve", lambda n, f=None, extra_dirs=None, strict=False: algo(n))
     with pytest.raises(RuntimeError):
         with acq.acquire(["a", "b"], "r1"):
             raise RuntimeError("run failed")
@@ -185,7 +185,7 @@ def test_context_manager_releases_on_error(fake, monkeypatch):
 
 
 def test_partial_acquire_is_rolled_back(fake, monkeypatch):
-    monkeypatch.setattr(acq, "resolve", lambda n, f=None, extra_dirs=None: algo(n))
+    monkeypatch.setattr(acq, "resolve", lambda n, f=None, extra_dirs=None, strict=False: algo(n))
     with pytest.raises(acq.CCError):
         with acq.acquire(["a", "fail"], "r1"):
             pass

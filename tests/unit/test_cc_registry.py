@@ -50,7 +50,7 @@ def test_bpf_used_when_kernel_lacks_it(tree):
 def test_prefixed_name_means_bpf(tree):
     assert resolve("cca_reno").kernel_name == "cca_reno"
     with pytest.raises(UnknownAlgorithm):
-        resolve("cca_reno", "kernel")
+        resolve("cca_reno", "kernel")   # a contradiction is an error even when not strict
 
 
 def test_registered_bpf_names_are_not_kernel_algorithms(tree):
@@ -60,29 +60,30 @@ def test_registered_bpf_names_are_not_kernel_algorithms(tree):
 
 
 def test_source_without_object_says_make_bpf(tree):
-    a = resolve("dctcp", strict=False)
+    a = resolve("dctcp")
     assert a.source == "unavailable"
     assert "make bpf" in a.why
     with pytest.raises(UnknownAlgorithm) as ei:
-        resolve("dctcp")
+        resolve("dctcp", strict=True)
     assert "dctcp" in str(ei.value) and "make bpf" in str(ei.value)
 
 
 def test_force_kernel_for_bpf_only_algorithm(tree):
     with pytest.raises(UnknownAlgorithm) as ei:
-        resolve("vegas", "kernel")
+        resolve("vegas", "kernel", strict=True)
     assert "has no 'vegas'" in str(ei.value)
 
 
 def test_force_bpf_for_kernel_only_algorithm(tree):
     with pytest.raises(UnknownAlgorithm) as ei:
-        resolve("bbr", "bpf")
+        resolve("bbr", "bpf", strict=True)
     assert "no BPF implementation" in str(ei.value)
 
 
 def test_unknown_name_lists_known_ones(tree):
+    assert resolve("nosuch").source == "unavailable"
     with pytest.raises(UnknownAlgorithm) as ei:
-        resolve("nosuch")
+        resolve("nosuch", strict=True)
     assert "known:" in str(ei.value) and "cubic" in str(ei.value)
 
 
@@ -147,7 +148,7 @@ def test_user_file_may_not_shadow_shipped_algorithm(tree, tmp_path, monkeypatch)
 def test_user_name_too_long(tree, tmp_path, monkeypatch):
     d = _user_dir(tmp_path, "averyverylongname")
     monkeypatch.setenv("CCARENA_CC_PATH", str(d))
-    a = resolve("averyverylongname", strict=False)
+    a = resolve("averyverylongname")
     assert a.source == "unavailable" and "at most 11" in a.why
 
 
@@ -159,7 +160,7 @@ def test_user_compile_error_is_reported(tree, tmp_path, monkeypatch):
         raise CompileError(str(src), ["clang"], 1, "broken.bpf.c:1:1: error: expected ';'")
 
     monkeypatch.setattr(registry, "compile_user", fail)
-    a = resolve("broken", strict=False)
+    a = resolve("broken")
     assert a.source == "unavailable" and "expected ';'" in a.why
 
 

@@ -94,7 +94,7 @@ def acquire(names: Iterable[str], run_id: str, force: str | None | Mapping[str, 
     algos: dict[str, Algo] = {}
     for n in names:
         f = force.get(n) if isinstance(force, Mapping) else force
-        algos[n] = resolve(n, f, extra_dirs=extra_dirs)
+        algos[n] = resolve(n, f, extra_dirs=extra_dirs, strict=True)
     held: list[str] = []
     out: dict[str, str] = {}
     try:

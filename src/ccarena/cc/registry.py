@@ -233,9 +233,10 @@ def _resolve_one(name, force, kernel, modules, objs, srcs, users) -> Algo:
     return Algo(name, "unavailable", None, f"{kern.why}; {bpf.why}")
 
 
-def resolve(name: str, force: str | None = None, *, extra_dirs=None, strict: bool = True) -> Algo:
-    """Resolve one algorithm name. Raises UnknownAlgorithm when it cannot be provided
-    (unless ``strict=False``, which returns the ``unavailable`` Algo with its reason)."""
+def resolve(name: str, force: str | None = None, *, extra_dirs=None, strict: bool = False) -> Algo:
+    """Resolve one algorithm name. When it cannot be provided, returns an Algo with
+    source "unavailable" and the reason in ``why``; ``strict=True`` raises
+    UnknownAlgorithm instead (with the names that are known)."""
     if force not in (None, "kernel", "bpf"):
         raise ValueError(f"force={force!r}: expected None, 'kernel' or 'bpf'")
     base = name
