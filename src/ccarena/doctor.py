@@ -42,7 +42,7 @@ def facts() -> dict:
         "kernel": platform.release(), "root": os.geteuid() == 0,
         "netns": c["netns"], "veth": c["veth"], "qdiscs": c["qdiscs"], "netem": c["netem"],
         "probe_error": c.get("error"), "cgroup": _cgroup(), "tracefs": _tracefs(),
-        "binaries": {b: find_binary(b) for b in ("ccarena-flow", "ccarena-link", "iperf3",
+        "binaries": {b: find_binary(b) for b in ("ccarena-flow", "ccarena-link", "ccarena-trace", "ccarena-cc", "iperf3",
                                                   "ping", "curl", "tc", "bpftool")},
         "algorithms": algs,
     }
