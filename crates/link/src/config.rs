@@ -153,6 +153,8 @@ struct RawClass {
     #[serde(default)]
     ports: Vec<u16>,
     #[serde(default)]
+    protocols: Vec<u8>,
+    #[serde(default)]
     buffer: Option<RawBuffer>,
 }
 
@@ -200,6 +202,8 @@ enum RawQueue {
     },
     Classes {
         classes: Vec<RawClass>,
+        #[serde(default)]
+        default: Option<f64>,
     },
 }
 
@@ -519,7 +523,7 @@ fn direction(name: &str, d: &RawDir, base_dir: &std::path::Path) -> Result<DirPa
                 ))
             }
         },
-        Some(RawQueue::Classes { classes }) => {
+        Some(RawQueue::Classes { classes, default }) => {
             if classes.is_empty() {
                 return Err(ConfigError::new(
                     k("queue.classes"),
@@ -543,11 +547,27 @@ fn direction(name: &str, d: &RawDir, base_dir: &std::path::Path) -> Result<DirPa
                     ClassMatch {
                         ips,
                         ports: c.ports.clone(),
+                        protocols: c.protocols.clone(),
                     },
                     lim,
                 ));
             }
-            QueueKind::Classes(v)
+            let default = match default {
+                None => None,
+                Some(d) if *d >= 0.0 && (*d as usize) < v.len() && d.fract() == 0.0 => {
+                    Some(*d as usize)
+                }
+                Some(d) => {
+                    return Err(ConfigError::new(
+                        k("queue.default"),
+                        format!("must be a class index 0..{}, got {d}", v.len() - 1),
+                    ))
+                }
+            };
+            QueueKind::Classes {
+                classes: v,
+                default,
+            }
         }
     };
     Ok(DirParams {
@@ -752,6 +772,47 @@ mod tests {
         assert_eq!(
             err(r#"{"buffer": {"packets": 10}, "delay": 5}"#).object,
             "json"
+        );
+    }
+
+    #[test]
+    fn orchestrator_style_config_parses() {
+        // The shape ccarena.testbed.user_link.make_config writes (nulls included).
+        let text = r#"{"ifaces": {"west": "lw", "east": "le"}, "out_dir": "/tmp/o",
+            "stats_interval_ns": 10000000, "event_log": true, "seed": 7, "t0_ns": null,
+            "rt_priority": 0, "late_tolerance_ns": 400000,
+            "w2e": {"rate_bps": 10000000, "rate_schedule": null, "trace_file": null,
+                    "delay_ns": 10000000, "jitter": null, "loss": null,
+                    "buffer": {"packets": 100}, "ecn": false,
+                    "queue": {"kind": "classes", "default": 1, "classes": [
+                        {"ips": ["10.1.1.2"], "ports": [5001], "protocols": [6, 1],
+                         "buffer": {"packets": 20}},
+                        {"ips": [], "ports": []}]}},
+            "e2w": {"rate_bps": 10000000, "rate_schedule": null, "trace_file": null,
+                    "delay_ns": 10000000, "jitter": {"kind": "uniform", "ns": 1000},
+                    "loss": {"kind": "bernoulli", "p": 0.01}, "buffer": {"bytes": 150000},
+                    "queue": {"kind": "red", "unit": "packets", "min_th": 10, "max_th": 30,
+                              "max_p": 0.1, "weight": 0.002}, "ecn": true},
+            "hosts": [{"ip": "10.1.2.2", "delay_ns": 200000000, "loss": null}]}"#;
+        let c = parse(text, std::path::Path::new("/")).unwrap();
+        assert_eq!(c.rt_priority, 0);
+        assert_eq!(c.link.t0_ns, None);
+        match &c.link.dirs[0].queue {
+            QueueKind::Classes { classes, default } => {
+                assert_eq!(*default, Some(1));
+                assert_eq!(classes[0].0.protocols, vec![6, 1]);
+                assert_eq!(classes[0].1, Some(Limit::packets(20)));
+            }
+            q => panic!("{q:?}"),
+        }
+        assert!(matches!(
+            c.link.dirs[1].queue,
+            QueueKind::Red { ecn: true, .. }
+        ));
+        let bad = text.replace(r#""default": 1"#, r#""default": 2"#);
+        assert_eq!(
+            parse(&bad, std::path::Path::new("/")).unwrap_err().object,
+            "w2e.queue.default"
         );
     }
 }

@@ -231,10 +231,12 @@ impl Direction {
                 p.limit,
             )),
             QueueKind::Step(k) => Box::new(Step::new(*k, p.limit)),
-            QueueKind::Classes(cs) => Box::new(Classes::new(
-                cs.iter()
+            QueueKind::Classes { classes, default } => Box::new(Classes::new(
+                classes
+                    .iter()
                     .map(|(m, l)| (m.clone(), l.unwrap_or(p.limit)))
                     .collect(),
+                *default,
             )),
         };
         let hosts: Vec<HostState> = lp

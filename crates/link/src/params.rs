@@ -44,8 +44,12 @@ pub enum QueueKind {
         codel: CodelParams,
     },
     Step(StepK),
-    /// Strict priority; a class without its own limit uses the direction's buffer.
-    Classes(Vec<(ClassMatch, Option<Limit>)>),
+    /// Strict priority; a class without its own limit uses the direction's buffer;
+    /// unmatched packets go to class `default` (None = the last).
+    Classes {
+        classes: Vec<(ClassMatch, Option<Limit>)>,
+        default: Option<usize>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -1,6 +1,9 @@
-//! Strict-priority classes ("two queues"): each packet goes to the first class whose
-//! address list contains its IPv4 source or destination, or whose port list contains its
-//! TCP/UDP source or destination port; unmatched packets go to the last class. Each class
+//! Strict-priority classes ("two queues"): each packet goes to the first class that
+//! matches it: its address list contains the IPv4 source or destination, or its port
+//! list contains the TCP/UDP source or destination port, and (if the class lists
+//! protocols) the IP protocol is one of them; a class with only protocols matches on the
+//! protocol alone, a class with no criteria matches nothing. Unmatched packets go to the
+//! default class (the last one unless configured). Each class
 //! is a drop-tail FIFO with its own buffer limit; dequeue always serves the
 //! lowest-numbered non-empty class first (strict priority, as in the priority queueing of
 //! RFC 2475's PHB model: higher classes can starve lower ones).
@@ -13,11 +16,19 @@ use crate::packet::Packet;
 pub struct ClassMatch {
     pub ips: Vec<u32>,
     pub ports: Vec<u16>,
+    /// IP protocol numbers (1 ICMP, 6 TCP, 17 UDP); empty = any.
+    pub protocols: Vec<u8>,
 }
 
 impl ClassMatch {
     fn matches(&self, p: &Packet) -> bool {
         let Some(i) = p.ip else { return false };
+        if !self.protocols.is_empty() && !self.protocols.contains(&i.proto) {
+            return false;
+        }
+        if self.ips.is_empty() && self.ports.is_empty() {
+            return !self.protocols.is_empty();
+        }
         self.ips.iter().any(|&a| a == i.src || a == i.dst)
             || (i.sport != 0 && self.ports.iter().any(|&x| x == i.sport || x == i.dport))
     }
@@ -25,15 +36,19 @@ impl ClassMatch {
 
 pub struct Classes {
     classes: Vec<(ClassMatch, DropTail)>,
+    default: usize,
 }
 
 impl Classes {
-    pub fn new(spec: Vec<(ClassMatch, Limit)>) -> Classes {
+    /// `default`: class of unmatched packets (None = the last class).
+    pub fn new(spec: Vec<(ClassMatch, Limit)>, default: Option<usize>) -> Classes {
+        let n = spec.len();
         Classes {
             classes: spec
                 .into_iter()
                 .map(|(m, l)| (m, DropTail::new(l)))
                 .collect(),
+            default: default.unwrap_or(n - 1).min(n - 1),
         }
     }
     pub fn class_len(&self, i: usize) -> usize {
@@ -43,12 +58,11 @@ impl Classes {
 
 impl Qdisc for Classes {
     fn enqueue(&mut self, pkt: Packet, cx: &mut QCtx) {
-        let n = self.classes.len();
         let i = self
             .classes
             .iter()
             .position(|(m, _)| m.matches(&pkt))
-            .unwrap_or(n - 1);
+            .unwrap_or(self.default);
         self.classes[i].1.enqueue(pkt, cx);
     }
     fn dequeue(&mut self, cx: &mut QCtx) -> Option<Packet> {
@@ -71,13 +85,16 @@ mod tests {
     fn priority_class_is_served_first_and_limits_are_per_class() {
         let mut h = Harness::new(1);
         let hi = ClassMatch {
-            ips: vec![],
             ports: vec![7],
+            ..Default::default()
         };
-        let mut q = Classes::new(vec![
-            (hi, Limit::packets(5)),
-            (ClassMatch::default(), Limit::packets(3)),
-        ]);
+        let mut q = Classes::new(
+            vec![
+                (hi, Limit::packets(5)),
+                (ClassMatch::default(), Limit::packets(3)),
+            ],
+            None,
+        );
         for i in 0..10 {
             h.enq(&mut q, i, pkt(1000, 1, 0)); // sport 1: default class
             h.enq(&mut q, i, pkt(500, 7, 0)); // sport 7: priority class
@@ -88,5 +105,35 @@ mod tests {
             .map(|p| p.len())
             .collect();
         assert_eq!(order, vec![500, 500, 500, 500, 500, 1000, 1000, 1000]);
+    }
+
+    #[test]
+    fn protocols_filter_and_default_class() {
+        let mut h = Harness::new(1);
+        // Class 0: UDP only (the test packets are UDP); class 1: TCP only; default: 1.
+        let udp = ClassMatch {
+            protocols: vec![17],
+            ..Default::default()
+        };
+        let tcp_port7 = ClassMatch {
+            ports: vec![7],
+            protocols: vec![6],
+            ..Default::default()
+        };
+        let mut q = Classes::new(
+            vec![
+                (tcp_port7, Limit::packets(10)),
+                (udp, Limit::packets(10)),
+                (ClassMatch::default(), Limit::packets(10)),
+            ],
+            Some(0),
+        );
+        h.enq(&mut q, 0, pkt(500, 7, 0)); // UDP port 7: not class 0 (TCP only) -> class 1
+        assert_eq!((q.class_len(0), q.class_len(1)), (0, 1));
+        let mut arp = vec![0u8; 60];
+        arp[12] = 0x08;
+        arp[13] = 0x06;
+        h.enq(&mut q, 0, Packet::from_frame(&arp)); // non-IP: default class 0
+        assert_eq!(q.class_len(0), 1);
     }
 }
