@@ -22,6 +22,12 @@
  * which both throttles the flow and reads as a 40 ms queue — the flow would never
  * leave cwnd = 1. For the same reason RTT samples taken with fewer than 2
  * segments outstanding are not used. Loss: standard halving.
+ * ECIs are believed only after the first loss: the threshold is a fraction of
+ * d_max - d_min, and d_max means something only once the buffer has been full.
+ * Before that, the range is made of the flow's own few-packet bursts, the
+ * threshold sits below the delay of its own window, and the flow never leaves
+ * cwnd = 2 (seen on a 20 Mbit/s, 20 ms path: 1 Mbit/s alone). So TCP-LP starts with
+ * Reno's slow start until the first loss, as the paper's flows effectively do.
  */
 #include "cca_common.h"
 
@@ -32,6 +38,7 @@
 
 struct lp {
 	u64 itt_end_us;     /* 0: not in an inference time-out */
+	u32 calibrated;     /* a loss was seen: d_max reflects a full buffer */
 	u64 last_eci_us;
 	u32 d_min;
 	u32 d_max;
@@ -45,6 +52,7 @@ void BPF_PROG(cca_lp_init, struct sock *sk)
 	struct lp *ca = inet_csk_ca(sk);
 
 	ca->itt_end_us = 0;
+	ca->calibrated = 0;
 	ca->last_eci_us = 0;
 	ca->d_min = 0;
 	ca->d_max = 0;
@@ -71,7 +79,7 @@ void BPF_PROG(cca_lp_pkts_acked, struct sock *sk, const struct ack_sample *sampl
 	now = cca_now_us();
 	if (ca->itt_end_us && now >= ca->itt_end_us)
 		ca->itt_end_us = 0;
-	if (ca->d_max - ca->d_min < LP_MIN_RANGE_US)
+	if (!ca->calibrated || ca->d_max - ca->d_min < LP_MIN_RANGE_US)
 		return;
 	thresh = ca->d_min + (u32)((u64)(ca->d_max - ca->d_min) * LP_DELTA_1024 >> 10);
 	if (ca->sd <= thresh)
@@ -111,6 +119,9 @@ void BPF_PROG(cca_lp_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 /* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
 static __always_inline u32 lp_ssthresh_for(struct sock *sk, u32 cwnd)
 {
+	struct lp *ca = inet_csk_ca(sk);
+
+	ca->calibrated = 1;
 	return cca_max(cwnd >> 1, 2);
 }
 
