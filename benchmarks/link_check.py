@@ -79,6 +79,7 @@ def main():
         aqm_checks(tb)
         misc_checks(tb)
         overload_check(tb)
+        records_check(tb)
 
     config_checks()
     n_fail = results.count(False)
@@ -194,6 +195,56 @@ def overload_check(tb):
           f"peak RSS {j['max_rss_kib'] / 1024:.0f} MiB, ring drops {j['rx_ring_drops']}",
           alive and w["drops_queue"] > 0.9 * w["arrivals"] and j["max_rss_kib"] < 400 * 1024,
           "drops counted, memory bounded")
+
+
+def read_records(out_dir, name):
+    """Read a binary record file through its sidecar schema (as the Python side does)."""
+    import json as _json
+    import numpy as np
+    sch = _json.loads((out_dir / f"{name}.schema.json").read_text())
+    types = {"u8": "<u1", "u16": "<u2", "u32": "<u4", "u64": "<u8", "i32": "<i4", "i64": "<i8", "f64": "<f8"}
+    fields = []
+    for fname, t in sch["fields"]:
+        if "[" in t:
+            base, n = t.rstrip("]").split("[")
+            fields.append((fname, types[base], (int(n),)))
+        else:
+            fields.append((fname, types[t]))
+    dt = np.dtype(fields)
+    raw = (out_dir / name).read_bytes()
+    return np.frombuffer(raw[: len(raw) // dt.itemsize * dt.itemsize], dtype=dt)
+
+
+def records_check(tb):
+    """link_stats.bin and link_events.bin agree with link.json's totals."""
+    tb.start_link(direction(10_000_000, 5_000_000, {"packets": 30}), event_log=True)
+    tb.iperf(4)
+    j = tb.stop_link()
+    st = read_records(tb.out_dir, "link_stats.bin")
+    ev = read_records(tb.out_dir, "link_events.bin")
+    problems = []
+    for d, name in ((0, "w2e"), (1, "e2w")):
+        s, t = st[st["dir"] == d], j[name]
+        for f in ("arrivals", "departures", "bytes_out", "marks"):
+            if int(s[f].sum()) != t[f]:
+                problems.append(f"{name}.{f}: records {int(s[f].sum())} vs totals {t[f]}")
+        drops = t["drops_queue"] + t["drops_loss"] + t["drops_aqm"] + t["drops_delay_line"]
+        if int(s["drops"].sum()) != drops:
+            problems.append(f"{name}.drops: {int(s['drops'].sum())} vs {drops}")
+        e = ev[ev["dir"] == d]
+        if (e["ev"] == 0).sum() + drops != t["arrivals"]:
+            problems.append(f"{name}: enq {int((e['ev'] == 0).sum())} + drops {drops} != arrivals {t['arrivals']}")
+        if (e["ev"] == 2).sum() != t["drops_queue"] or (e["ev"] == 1).sum() != t["departures"]:
+            problems.append(f"{name}: event counts differ from totals")
+        if (s["qlen_pkts"] > 30).any() or (e["qlen_pkts"] > 30).any():
+            problems.append(f"{name}: queue above its limit")
+    dur = (j["end_ns"] - j["start_ns"]) / 1e9
+    n_int = len(st) / 2
+    if abs(n_int - dur / 0.01) > 2:
+        problems.append(f"{n_int:.0f} intervals for {dur:.2f} s")
+    check("link_stats.bin / link_events.bin vs link.json",
+          f"{len(st)} stats records, {len(ev)} events, w2e drops_queue {j['w2e']['drops_queue']}: "
+          + ("; ".join(problems) if problems else "consistent"), not problems, "sums equal totals")
 
 
 def config_checks():
