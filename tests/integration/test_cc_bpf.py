@@ -75,18 +75,19 @@ SENDER = textwrap.dedent(r'''
 # Receiver: accept one connection (its socket uses the same algorithm: DCTCP needs
 # both ends), read to EOF, print bytes received.
 RECEIVER = textwrap.dedent(r'''
-    import socket, sys
+    import socket, sys, time
     ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if len(sys.argv) > 2:
         ls.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, sys.argv[2].encode())
     ls.bind(("0.0.0.0", int(sys.argv[1]))); ls.listen(1)
     print("READY", flush=True)
-    c, _ = ls.accept(); n = 0
+    c, _ = ls.accept(); n = 0; t0 = None
     while True:
         d = c.recv(1 << 20)
         if not d: break
+        if t0 is None: t0 = time.monotonic()
         n += len(d)
-    print(n, flush=True)
+    print(n, time.monotonic() - t0 if t0 else 0.0, flush=True)
 ''')
 
 
@@ -188,7 +189,8 @@ class NsPair:
             assert tx.returncode == 0, f"sender failed: {err.strip()}"
             res = json.loads(out)
             rx_out, _ = rx.communicate(timeout=10)
-            res["received"] = int(rx_out.split()[-1])
+            res["received"] = int(rx_out.split()[-2])
+            res["rx_secs"] = float(rx_out.split()[-1])  # first byte to EOF
             return res, ss
         finally:
             if rx.poll() is None:
@@ -260,12 +262,15 @@ def test_cc_carries_traffic(name):
         assert res["cc"] == kname
         assert kname in ss, ss
         rate_bps = 50e6
-        goodput = res["received"] * 8 / res["secs"]
         assert res["received"] > 0
-        assert goodput <= rate_bps * 1.15, goodput  # htb never gives more than its rate (+burst)
-        assert max(s[1] for s in res["samples"]) >= 2
-        # no corrupted window survives the guard for more than an ACK or two
-        assert sum(s[1] > 1 << 20 for s in res["samples"]) <= 1
+        # receiver's view, first byte to EOF (the send buffer drains after the sender stops)
+        goodput = res["received"] * 8 / res["rx_secs"]
+        assert goodput <= rate_bps * 1.1, f"goodput {goodput / 1e6:.1f} Mbit/s over a 50 Mbit/s htb"
+        cw = [s[1] for s in res["samples"]]
+        assert max(cw) >= 2
+        # a corrupted window (docs/algorithms.md, "Known issue") is repaired by the guard
+        # at the next ACK: never two 20-ms samples in a row
+        assert not any(a > 1 << 20 and b > 1 << 20 for a, b in zip(cw, cw[1:])), max(cw)
     assert kname not in loader.registered()
     assert all(so["name"] != kname for so in ours_struct_ops())
 
@@ -503,7 +508,7 @@ def trace(name: str, secs: float, rate: str, limit: int, force: str | None, ce: 
     cw = [s[1] for s in smp]
     half = cw[len(cw) // 2:]
     return {
-        "cc": res["cc"], "goodput_mbit": round(res["received"] * 8 / secs / 1e6, 2),
+        "cc": res["cc"], "goodput_mbit": round(res["received"] * 8 / res["rx_secs"] / 1e6, 2),
         "cwnd_max": max(cw), "cwnd_mean_2nd_half": round(sum(half) / len(half), 1),
         "cwnd_min_2nd_half": min(half), "reductions": len(red),
         "md_ratio_median": round(sorted(red)[len(red) // 2], 3) if red else None,
