@@ -86,6 +86,21 @@ def test_lock_is_exclusive_across_processes(tmp_path):
     assert out.strip() == "got"
 
 
+def test_idle_directory_is_removed_and_lock_starts_over(tmp_path):
+    d = AlgoDir("cca_x", tmp_path)
+    with d.lock():
+        d.add("run1")
+        assert not d.remove_if_idle()  # a run holds it
+        d.remove("run1")
+        assert d.remove_if_idle()
+    assert not d.path.exists()
+    # a waiter that got the lock of the removed directory starts over on a new one
+    with d.lock():
+        assert (d.path / ".lock").exists()
+        d.add("run2")
+        assert [h.run_id for h in d.live_holders()] == ["run2"]
+
+
 def test_algo_dirs_lists_bookkeeping(tmp_path):
     for k in ("cca_a", "cca_b"):
         with AlgoDir(k, tmp_path).lock():
@@ -150,6 +165,7 @@ def test_first_acquire_registers_last_release_unregisters(fake, tmp_path):
     assert "cca_x" in fake.names
     assert acq.release_bpf("cca_x", "run2", base=tmp_path) is True
     assert fake.names == set()
+    assert not (tmp_path / "cca_x").exists()  # leave no trace
 
 
 def test_failed_registration_leaves_no_reference(fake, tmp_path):

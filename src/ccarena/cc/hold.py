@@ -64,6 +64,7 @@ def release_bpf(kernel_name: str, run_id: str, base: Path | None = None) -> bool
         d.clear_holder()
         if not loader.wait_unregistered(kernel_name):
             _unregister_orphan(kernel_name)
+        d.remove_if_idle()
         return True
 
 
@@ -144,9 +145,7 @@ def cleanup_stale(base: Path | None = None) -> list[str]:
                 loader.stop_holder(*hp)
                 cleaned.append(d.kernel_name)
             d.clear_holder()
-            for f in ("holder.log", "holder.repairs"):
-                with contextlib.suppress(FileNotFoundError):
-                    (d.path / f).unlink()
+            d.remove_if_idle()
     if base is None or base == run_dir():
         for name in sorted(loader.registered()):
             if name.startswith(PREFIX) and name not in kept:

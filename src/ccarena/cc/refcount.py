@@ -9,8 +9,10 @@ Contract: one directory per registered algorithm, ``<run_dir>/<kernel_name>/``
 - ``holder.pid``: ``<pid> <starttime>`` of the ``ccarena-cc hold`` process that keeps
   the algorithm registered (see crates/cc/src/main.rs); ``holder.*`` files (also
   ``holder.log``, ``holder.repairs``) belong to it and are never run files;
-- ``.lock``: every change is made under ``flock(.lock, LOCK_EX)``; the lock file is
-  never removed (removing it would let two processes hold "the" lock at once).
+- ``.lock``: every change is made under ``flock(.lock, LOCK_EX)``. ``cleanup_stale``
+  removes an idle directory (lock file included) while holding the lock; a process
+  that was waiting for that lock sees its file is gone and starts over, so two
+  processes never hold "the" lock at once.
 
 A run file whose process is gone (or a zombie) counts as released. The holder
 process applies the same rule and exits — unregistering the algorithm — when no
@@ -92,13 +94,41 @@ class AlgoDir:
 
     @contextlib.contextmanager
     def lock(self) -> Iterator["AlgoDir"]:
-        self.path.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
+        """flock(.lock). If the directory was removed while we waited (remove_if_idle
+        by a cleanup), the lock we got is on a deleted file: start over."""
+        while True:
+            self.path.mkdir(parents=True, exist_ok=True)
+            try:
+                fd = os.open(self.path / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+            except FileNotFoundError:
+                continue  # the directory vanished between mkdir and open
             fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.path / ".lock").st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        try:
             yield self
         finally:
             os.close(fd)  # closing drops the flock
+
+    def remove_if_idle(self) -> bool:
+        """Under lock: delete the directory when no run file and no holder remain
+        (leave no trace); waiters on the old lock notice and start over."""
+        if self.holders() or self.holder_alive():
+            return False
+        for p in self.path.iterdir():
+            if p.name != ".lock":
+                with contextlib.suppress(FileNotFoundError):
+                    p.unlink()
+        with contextlib.suppress(FileNotFoundError):
+            (self.path / ".lock").unlink()
+        with contextlib.suppress(OSError):
+            self.path.rmdir()
+        return True
 
     # --- run files (call under lock) ---
     def holders(self) -> list[Holder]:
