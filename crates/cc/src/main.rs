@@ -83,16 +83,39 @@ fn errno_of(err: &libbpf_rs::Error) -> Option<i32> {
     // libbpf-rs sometimes keeps only the message: "... (os error N)"
     let msg = format!("{err:#}");
     let i = msg.rfind("os error ")?;
-    msg[i + 9..].chars().take_while(|c| c.is_ascii_digit()).collect::<String>().parse().ok()
+    msg[i + 9..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect::<String>()
+        .parse()
+        .ok()
 }
 
 #[derive(Debug)]
 enum CcError {
     Usage(String),
-    Load { file: PathBuf, errno: Option<i32>, cause: String, log: Vec<String> },
-    Attach { file: PathBuf, map: String, errno: Option<i32>, cause: String, log: Vec<String> },
-    NotRegistered { file: PathBuf, name: String },
-    Io { attempt: String, object: String, err: io::Error },
+    Load {
+        file: PathBuf,
+        errno: Option<i32>,
+        cause: String,
+        log: Vec<String>,
+    },
+    Attach {
+        file: PathBuf,
+        map: String,
+        errno: Option<i32>,
+        cause: String,
+        log: Vec<String>,
+    },
+    NotRegistered {
+        file: PathBuf,
+        name: String,
+    },
+    Io {
+        attempt: String,
+        object: String,
+        err: io::Error,
+    },
 }
 
 impl CcError {
@@ -104,16 +127,36 @@ impl CcError {
                 let _ = writeln!(err, "ccarena-cc: usage: {msg}");
                 return 2;
             }
-            CcError::Load { file, errno, cause, log } => {
-                let _ = writeln!(err, "ccarena-cc: load: {}: {cause}{}", file.display(), errno_s(errno));
+            CcError::Load {
+                file,
+                errno,
+                cause,
+                log,
+            } => {
+                let _ = writeln!(
+                    err,
+                    "ccarena-cc: load: {}: {cause}{}",
+                    file.display(),
+                    errno_s(errno)
+                );
                 if !log.is_empty() {
-                    let _ = writeln!(err, "--- libbpf/verifier log (last {} lines) ---", log.len());
+                    let _ = writeln!(
+                        err,
+                        "--- libbpf/verifier log (last {} lines) ---",
+                        log.len()
+                    );
                     for l in log {
                         let _ = writeln!(err, "{l}");
                     }
                 }
             }
-            CcError::Attach { file, map, errno, cause, log } => {
+            CcError::Attach {
+                file,
+                map,
+                errno,
+                cause,
+                log,
+            } => {
                 let _ = writeln!(
                     err,
                     "ccarena-cc: attach struct_ops {map}: {}: {cause}{}",
@@ -132,8 +175,16 @@ impl CcError {
                     file.display()
                 );
             }
-            CcError::Io { attempt, object, err: e } => {
-                let _ = writeln!(err, "ccarena-cc: {attempt}: {object}: {e}{}", errno_s(&e.raw_os_error()));
+            CcError::Io {
+                attempt,
+                object,
+                err: e,
+            } => {
+                let _ = writeln!(
+                    err,
+                    "ccarena-cc: {attempt}: {object}: {e}{}",
+                    errno_s(&e.raw_os_error())
+                );
             }
         }
         1
@@ -202,11 +253,17 @@ fn proc_state(pid: i32) -> Option<(char, u64)> {
 }
 
 fn holder_live(path: &Path) -> bool {
-    let Ok(text) = fs::read_to_string(path) else { return false };
+    let Ok(text) = fs::read_to_string(path) else {
+        return false;
+    };
     let mut it = text.split_whitespace();
-    let Some(pid) = it.next().and_then(|p| p.parse::<i32>().ok()) else { return false };
+    let Some(pid) = it.next().and_then(|p| p.parse::<i32>().ok()) else {
+        return false;
+    };
     // run files are "<pid> <starttime> <count>": anything else is not a holder
-    let Some(start) = it.next().and_then(|s| s.parse::<u64>().ok()) else { return false };
+    let Some(start) = it.next().and_then(|s| s.parse::<u64>().ok()) else {
+        return false;
+    };
     match proc_state(pid) {
         Some((state, st)) => state != 'Z' && state != 'X' && (start == 0 || st == start),
         None => false,
@@ -215,7 +272,9 @@ fn holder_live(path: &Path) -> bool {
 
 /// Any live holder file in `dir`? (files starting with '.' or named holder.* are ours)
 fn any_live_holder(dir: &Path) -> bool {
-    let Ok(rd) = fs::read_dir(dir) else { return false };
+    let Ok(rd) = fs::read_dir(dir) else {
+        return false;
+    };
     rd.flatten().any(|e| {
         let n = e.file_name();
         let n = n.to_string_lossy();
@@ -229,13 +288,17 @@ impl DirLock {
     /// flock(LOCK_EX) on <dir>/.lock, polling with LOCK_NB so that a SIGTERM sent
     /// by a releaser who holds the lock (and waits for us to exit) is honoured.
     fn take(dir: &Path) -> io::Result<DirLock> {
-        let f = fs::OpenOptions::new().create(true).append(true).open(dir.join(".lock"))?;
+        let f = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join(".lock"))?;
         loop {
             if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
                 return Ok(DirLock(f));
             }
             let e = io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::EWOULDBLOCK) && e.raw_os_error() != Some(libc::EINTR) {
+            if e.raw_os_error() != Some(libc::EWOULDBLOCK) && e.raw_os_error() != Some(libc::EINTR)
+            {
                 return Err(e);
             }
             if STOP.load(Ordering::SeqCst) {
@@ -265,12 +328,16 @@ fn repairs(obj: &libbpf_rs::Object) -> Option<u64> {
 
 /// Write `<dir>/holder.repairs` (the guard's count) when it changed.
 fn report_repairs(obj: &libbpf_rs::Object, dir: Option<&Path>, last: &mut Option<u64>) {
-    let (Some(dir), Some(n)) = (dir, repairs(obj)) else { return };
+    let (Some(dir), Some(n)) = (dir, repairs(obj)) else {
+        return;
+    };
     if *last == Some(n) {
         return;
     }
     let tmp = dir.join(".holder.repairs.tmp");
-    if fs::write(&tmp, format!("{n}\n")).is_ok() && fs::rename(&tmp, dir.join("holder.repairs")).is_ok() {
+    if fs::write(&tmp, format!("{n}\n")).is_ok()
+        && fs::rename(&tmp, dir.join("holder.repairs")).is_ok()
+    {
         *last = Some(n);
     }
 }
@@ -283,7 +350,10 @@ fn hold(file: &Path, name: &str, watch: Option<&Path>, poll: Duration) -> Result
     let mut obj = load(file)?;
     let links = attach_all(file, &mut obj)?;
     if !registered(name) {
-        return Err(CcError::NotRegistered { file: file.to_path_buf(), name: name.to_string() });
+        return Err(CcError::NotRegistered {
+            file: file.to_path_buf(),
+            name: name.to_string(),
+        });
     }
     install_stop_handlers();
     {
@@ -351,9 +421,18 @@ fn hold(file: &Path, name: &str, watch: Option<&Path>, poll: Duration) -> Result
 
 fn install_stop_handlers() {
     unsafe {
-        libc::signal(libc::SIGTERM, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t);
-        libc::signal(libc::SIGINT, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t);
-        libc::signal(libc::SIGHUP, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t);
+        libc::signal(
+            libc::SIGTERM,
+            on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
+        libc::signal(
+            libc::SIGINT,
+            on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
+        libc::signal(
+            libc::SIGHUP,
+            on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
 }
@@ -394,7 +473,10 @@ fn mark(file: &Path, netns: &str, dev: &str, per_mille: u32) -> Result<(), CcErr
     if ifindex == 0 {
         return Err(io_err("if_nametoindex", dev, io::Error::last_os_error()));
     }
-    let prog = obj.progs().next().ok_or_else(|| CcError::Usage("no program in the object".into()))?;
+    let prog = obj
+        .progs()
+        .next()
+        .ok_or_else(|| CcError::Usage("no program in the object".into()))?;
     let link = unsafe {
         libbpf_rs::libbpf_sys::bpf_program__attach_tcx(
             prog.as_libbpf_object().as_ptr(),
@@ -403,8 +485,11 @@ fn mark(file: &Path, netns: &str, dev: &str, per_mille: u32) -> Result<(), CcErr
         )
     };
     if link.is_null() {
-        return Err(io_err(&format!("attach tcx egress {dev}"), &file.display().to_string(),
-                          io::Error::last_os_error()));
+        return Err(io_err(
+            &format!("attach tcx egress {dev}"),
+            &file.display().to_string(),
+            io::Error::last_os_error(),
+        ));
     }
     install_stop_handlers();
     println!("READY");
@@ -463,11 +548,18 @@ fn run(args: &[String]) -> Result<(), CcError> {
                     _ => return Err(usage()),
                 }
             }
-            let (Some(obj), Some(name)) = (obj, name) else { return Err(usage()) };
+            let (Some(obj), Some(name)) = (obj, name) else {
+                return Err(usage());
+            };
             if CString::new(name.clone()).is_err() || name.len() > 15 {
                 return Err(CcError::Usage(format!("--name {name:?}: at most 15 bytes")));
             }
-            hold(&obj, &name, watch.as_deref(), Duration::from_millis(poll_ms.max(10)))
+            hold(
+                &obj,
+                &name,
+                watch.as_deref(),
+                Duration::from_millis(poll_ms.max(10)),
+            )
         }
         Some("mark") => {
             let (mut obj, mut netns, mut dev, mut pm) = (None, None, None, 100u32);
@@ -482,7 +574,9 @@ fn run(args: &[String]) -> Result<(), CcError> {
                     _ => return Err(usage()),
                 }
             }
-            let (Some(obj), Some(netns), Some(dev)) = (obj, netns, dev) else { return Err(usage()) };
+            let (Some(obj), Some(netns), Some(dev)) = (obj, netns, dev) else {
+                return Err(usage());
+            };
             mark(&obj, &netns, &dev, pm.min(1000))
         }
         _ => Err(usage()),
