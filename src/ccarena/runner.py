@@ -177,6 +177,8 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
     }
     reasons: list[str] = []
     tables: dict[str, pd.DataFrame] = {}
+    bpf_algs = sorted({k for k in kernel_names.values() if k.startswith("cca_")})
+    repairs0 = {k: ccmod.repairs(k) for k in bpf_algs}
     link_proc = sampler = engines = None
     cmds = None
     pings: list[PingProbe] = []
@@ -269,6 +271,14 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
     meta["wall_start"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started))
     meta["wall_s"] = time.time() - started
     _collect(raw, tables, meta, reasons, study)
+    # BPF algorithms on this kernel can meet a corrupted ssthresh that their guard repairs
+    # (docs/algorithms.md, "Known issue"): a run that met it is flagged, never hidden
+    for k in bpf_algs:
+        n0, n1 = repairs0.get(k), ccmod.repairs(k)
+        if n0 is not None and n1 is not None and n1 > n0:
+            meta.setdefault("cc_repairs", {})[k] = n1 - n0
+            reasons.append(f"{k}: {n1 - n0} corrupted ssthresh/cwnd values repaired by its "
+                           "guard during the run")
     meta["valid"] = not reasons
     meta["invalid_reasons"] = reasons
     _store_run(rd, tables, meta)
