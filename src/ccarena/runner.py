@@ -128,7 +128,9 @@ def _sigterm_as_exception():
 
 def run_study(study: Study, *, results_base="results", seed=None, shuffle=None,
               repetitions=None, progress=True, force_cc=None, event_log=False,
-              on_run=None) -> ResultsDir:
+              on_run=None, on_testbed=None) -> ResultsDir:
+    """on_run(planned_run, meta) after each run; on_testbed(topology) once each run's
+    network is built (tests and tools that watch a run from outside use it)."""
     pf = preflight(study, force_cc)
     plan = make_plan(study, seed=seed, shuffle=shuffle, repetitions=repetitions)
     results = ResultsDir.create(study.name, results_base)
@@ -145,7 +147,8 @@ def run_study(study: Study, *, results_base="results", seed=None, shuffle=None,
                 backend = pf["cells"][cell_index[r.cell]]["backend"]
                 if bar:
                     bar.update(r)
-                meta = execute_run(r, results, backend, kernel_names, pf, event_log=event_log)
+                meta = execute_run(r, results, backend, kernel_names, pf, event_log=event_log,
+                                   on_testbed=on_testbed)
                 results.rebuild_aggregates()
                 if on_run:
                     on_run(r, meta)
@@ -160,7 +163,7 @@ def _study_token() -> str:
 
 
 def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: dict,
-                pf: dict, event_log: bool = False) -> dict:
+                pf: dict, event_log: bool = False, on_testbed=None) -> dict:
     study = r.study
     r.run_id = secrets.token_hex(3)
     rd = results.run_dir(r.label)
@@ -188,6 +191,8 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
     try:
         with Testbed(topo, study) as tb:
             tb.flush_tcp_metrics()
+            if on_testbed:
+                on_testbed(topo)
             if backend == "kernel":
                 kernel_link.apply(topo, study)
                 sampler = kernel_link.QdiscSampler(tb).start()

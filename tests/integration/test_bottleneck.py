@@ -35,29 +35,28 @@ def test_cubic_fills_the_bottleneck(tmp_path, no_leaks, rate_bps, rate):
     assert (ti["srtt_us"] > 0).all()
 
 
-def _watch_ss(found: dict, stop: threading.Event):
-    """Poll `ss -tin` in every sender namespace of ccarena runs; record the algorithms."""
+def _watch_ss(found: dict, stop: threading.Event, sender_ns: list):
+    """Poll `ss -tin` in this run's sender namespace; record the algorithms it shows."""
     while not stop.is_set():
-        names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-        for ns in [line.split()[0] for line in names.splitlines() if line.strip()]:
-            if ns.startswith("cca") and ns.endswith("-s1"):
-                out = subprocess.run(["ip", "netns", "exec", ns, "ss", "-tin", "state",
-                                      "established", "dport", "5000"], capture_output=True,
-                                     text=True).stdout
-                for alg in ("reno", "cubic", "bbr"):
-                    if f" {alg} " in out or f"\t{alg} " in out:
-                        found.setdefault(ns, set()).add(alg)
+        for ns in list(sender_ns):
+            out = subprocess.run(["ip", "netns", "exec", ns, "ss", "-tin", "state",
+                                  "established", "dport", "5000"], capture_output=True,
+                                 text=True).stdout
+            for alg in ("reno", "cubic", "bbr"):
+                if f" {alg} " in out or f"\t{alg} " in out:
+                    found.setdefault(ns, set()).add(alg)
         time.sleep(0.2)
 
 
 @pytest.mark.parametrize("cc", ["reno", "bbr"])
 def test_the_kernel_runs_the_requested_algorithm(tmp_path, no_leaks, cc):
-    found, stop = {}, threading.Event()
-    th = threading.Thread(target=_watch_ss, args=(found, stop), daemon=True)
+    found, stop, sender_ns = {}, threading.Event(), []
+    th = threading.Thread(target=_watch_ss, args=(found, stop, sender_ns), daemon=True)
     th.start()
     try:
         res = run_study(bulk_study(rate="50mbit", cc=cc, duration="4s", warmup="1s",
-                                   backend="kernel"), results_base=tmp_path, progress=False)
+                                   backend="kernel"), results_base=tmp_path, progress=False,
+                        on_testbed=lambda topo: sender_ns.append(topo.ns("s1")))
     finally:
         stop.set()
         th.join()
