@@ -34,6 +34,8 @@ const RT_BUSY_NS: u64 = 1_000_000;
 /// Length of that nap (ns): ~5 % of the CPU, the share the kernel reserves for
 /// ordinary tasks (sched_rt_runtime_us = 950000 of 1000000).
 const RT_NAP_NS: u64 = 50_000;
+/// Longest sleep of an idle worker (ns): bounds how stale the statistics files get.
+const IDLE_WAKE_NS: u64 = 100_000_000;
 /// Smallest busy-poll window before a deadline (ns).
 const MIN_SPIN_NS: u64 = 5_000;
 
@@ -570,12 +572,12 @@ impl Worker {
         // not wake the thread; it reads the rings at least every rx_poll_ns (less than
         // the smallest one-way delay) and at every deadline. Otherwise every arrival
         // wakes it through epoll.
+        // While nothing is queued or in flight the sockets are watched even in lazy mode,
+        // so an idle link sleeps until traffic comes instead of polling every rx_poll_ns.
         let lazy = self.rx_poll_ns > 0;
-        let mut fds: Vec<i32> = if lazy {
-            Vec::new()
-        } else {
-            self.dirs.iter().map(|&d| self.socks[d].fd).collect()
-        };
+        let sock_fds: Vec<i32> = self.dirs.iter().map(|&d| self.socks[d].fd).collect();
+        let mut watching = true;
+        let mut fds = sock_fds.clone();
         fds.push(timer.0);
         fds.push(sigfd);
         let ep = Epoll::new(&fds)?;
@@ -634,15 +636,21 @@ impl Worker {
                 self.st.spins += 1;
                 continue; // busy-poll the last stretch before a deadline
             }
-            let mut wake = self
-                .link
-                .next_stats_ns()
-                .max(now + 1)
-                .min(next_sig_check.max(now + 1));
+            // Statistics intervals are closed with their own timestamps whenever the
+            // core is polled, so an idle link need not wake for them: it wakes for
+            // traffic, signals, deadlines, and every IDLE_WAKE_NS to flush the files.
+            let mut wake = now + IDLE_WAKE_NS;
             if let Some(d) = dl {
                 wake = wake.min(d - spin);
             }
-            if lazy {
+            let want_watch = !lazy || dl.is_none();
+            if want_watch != watching {
+                for &fd in &sock_fds {
+                    ep.watch(fd, want_watch);
+                }
+                watching = want_watch;
+            }
+            if !watching {
                 wake = wake.min(now + self.rx_poll_ns);
             }
             timer.arm_at(wake);

@@ -561,6 +561,15 @@ impl Epoll {
         }
         Ok(Epoll(ep))
     }
+    /// Watch `fd` for readability or stop watching it (it stays registered).
+    pub fn watch(&self, fd: RawFd, on: bool) {
+        let mut ev = libc::epoll_event {
+            events: if on { libc::EPOLLIN as u32 } else { 0 },
+            u64: fd as u64,
+        };
+        unsafe { libc::epoll_ctl(self.0, libc::EPOLL_CTL_MOD, fd, &mut ev) };
+    }
+
     /// Block until one of the descriptors is readable (or a signal interrupts).
     pub fn wait(&self) {
         let mut evs: [libc::epoll_event; 8] = unsafe { std::mem::zeroed() };
