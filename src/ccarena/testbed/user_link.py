@@ -49,8 +49,10 @@ def _queue(link: LinkSpec, study: Study, topo: Topology) -> dict:
         from ..workload.engine import port_of
         q["classes"] = []
         for c in a.get("classes", []):
+            present = {f.name for f in study.flows}   # a disabled flow has no port
             cls = {"ips": [topo.host_ip[h] for h in c.get("hosts", [])],
-                   "ports": [port_of(study, f) for f in c.get("flows", [])] + c.get("ports", [])}
+                   "ports": [port_of(study, f) for f in c.get("flows", []) if f in present]
+                   + c.get("ports", [])}
             if c.get("protocols"):
                 cls["protocols"] = [IP_PROTOCOLS[p] for p in c["protocols"]]
             if "buffer" in c:
