@@ -87,6 +87,12 @@ def create(name: str) -> None:
         raise
     with enter(name):
         _write_proc("/proc/sys/net/ipv4/conf/all/forwarding", "0")  # explicit; routers set 1
+        # IPv4 only: IPv6 router solicitations and listener reports would otherwise cross
+        # the emulated link and count as arrivals (and AQM drops)
+        for conf in ("all", "default"):
+            p = f"/proc/sys/net/ipv6/conf/{conf}/disable_ipv6"
+            if os.path.exists(p):
+                _write_proc(p, "1")
         _set_up_lo()
 
 

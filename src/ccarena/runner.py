@@ -229,6 +229,9 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
             meta["t0_ns"] = t0
             cmds.start(t0)
             rcs = engines.wait(study.duration_s + START_LEAD_S + WAIT_MARGIN_S)
+            end = t0 + int(study.duration_s * 1e9)
+            while time.monotonic_ns() < end:    # no engine (probes only) or an early exit
+                time.sleep(min(0.1, (end - time.monotonic_ns()) / 1e9))
             cmds.finish(timeout_s=study.duration_s + START_LEAD_S + WAIT_MARGIN_S)
             meta["cpu"] = cpu.usage(c0, cpu.snapshot())
             reasons += engines.failures(rcs)

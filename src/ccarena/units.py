@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-_NUM = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
+_NUM = r"(-?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
 _RE = re.compile(r"^\s*" + _NUM + r"\s*([A-Za-z%/]*)\s*$")
 
 RATE_UNITS = {

@@ -222,3 +222,21 @@ def test_rtt_is_split_over_both_directions(tmp_path):
     assert s.bottleneck.delay_s == pytest.approx(0.015) and s.base_rtt_s == pytest.approx(0.03)
     expect_error(tmp_path, BASE.replace('delay = "10ms"', 'delay = "10ms"\nrtt = "30ms"'),
                  "bottleneck.rtt", "not both")
+
+
+@pytest.mark.parametrize("aqm,queue,key,needle", [
+    ('{ min = "30p", max = "10p" }', "red", "bottleneck.aqm.max", "out of order"),
+    ('{ mn = "30p" }', "red", "bottleneck.aqm.mn", "not a parameter of any queue"),
+    ('{ max_p = 2 }', "red", "bottleneck.aqm.max_p", "(0, 1]"),
+    ('{ k = "0p" }', "step", "bottleneck.aqm", "at least 1"),
+    ('{ colour = "red" }', "droptail", "bottleneck.aqm.colour", "it takes: none"),
+    ('{ classes = [ { flow = ["bulk"] } ] }', "classes", "classes[0].flow", "unknown key"),
+])
+def test_aqm_parameters_are_checked_per_queue(tmp_path, aqm, queue, key, needle):
+    text = BASE.replace('buffer = "100p"', f'buffer = "100p"\nqueue = "{queue}"\naqm = {aqm}')
+    expect_error(tmp_path, text, key, needle)
+
+
+def test_negative_delay_says_so(tmp_path):
+    expect_error(tmp_path, BASE.replace('"10ms"', '"-10ms"'), "bottleneck.delay",
+                 "must not be negative")

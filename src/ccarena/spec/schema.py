@@ -154,6 +154,90 @@ LINK_KEYS = {
 }
 
 
+AQM_KEYS = {
+    "droptail": set(), "red": {"min", "max", "max_p", "weight"},
+    "codel": {"target", "interval"}, "fq_codel": {"target", "interval", "flows", "quantum"},
+    "step": {"k"}, "classes": {"classes", "default"},
+}
+CLASS_KEYS = {"hosts", "flows", "ports", "protocols", "buffer"}
+
+
+def _threshold(v, mtu: int) -> int:
+    """A queue threshold in packets ('30p', 30) or bytes ('45KB') -> packets."""
+    if isinstance(v, bool):
+        raise ValueError(f"expected packets like \"30p\" or a size, got {v!r}")
+    if isinstance(v, int):
+        n = v
+    else:
+        kind, n = units.parse_buffer(v)
+        if kind == "bytes":
+            n = max(1, n // (mtu + 14))
+    if n <= 0:
+        raise ValueError(f"must be positive, got {v!r}")
+    return n
+
+
+def _check_aqm(ctx: Ctx, link: LinkSpec, mtu: int) -> None:
+    """`bottleneck.aqm` keys depend on the queue; check them here so a bad value is a
+    spec error naming its key, not a link failing at run time."""
+    q, a = link.queue, link.aqm
+    key = lambda k: f"bottleneck.aqm.{k}"  # noqa: E731
+    # a study that sweeps the queue keeps every queue's parameters in one table: a key
+    # must belong to some queue; the active queue's keys are checked
+    known = set().union(*AQM_KEYS.values())
+    for k in a:
+        if k not in known:
+            raise ctx.err(key(k), f"not a parameter of any queue; queue {q!r} takes: "
+                          + (", ".join(sorted(AQM_KEYS[q])) or "none"))
+    try:
+        limit = link.buffer.packets(mtu)
+        if q == "red":
+            lo = _threshold(a.get("min", max(5, limit // 10)), mtu)
+            hi = _threshold(a.get("max", min(3 * lo, limit - 1)), mtu)
+            if not lo < hi:
+                raise ctx.err(key("max"), f"RED thresholds out of order: min {lo} must be "
+                              f"below max {hi} (packets)")
+            if hi > limit:
+                raise ctx.err(key("max"), f"RED max threshold {hi} is above the buffer "
+                              f"({limit} packets)")
+            for k in ("max_p", "weight"):
+                if k in a and not (isinstance(a[k], (int, float)) and 0 < a[k] <= 1):
+                    raise ctx.err(key(k), f"must be in (0, 1], got {a[k]!r}")
+        elif q in ("codel", "fq_codel"):
+            for k in ("target", "interval"):
+                if k in a and units.parse_time(a[k]) <= 0:
+                    raise ctx.err(key(k), f"must be a positive time, got {a[k]!r}")
+            if "flows" in a and not (isinstance(a["flows"], int) and a["flows"] >= 1):
+                raise ctx.err(key("flows"), "must be a positive integer")
+            if "quantum" in a and units.parse_size(a["quantum"]) < 64:
+                raise ctx.err(key("quantum"), "must be at least 64 bytes")
+        elif q == "step":
+            _threshold(a.get("k", "20p"), mtu)
+        elif q == "classes":
+            cls = a.get("classes")
+            if not isinstance(cls, list) or not cls:
+                raise ctx.err(key("classes"), "a list of class tables is needed, e.g. "
+                              "[ { flows = [\"web\"] }, { } ]")
+            for i, c in enumerate(cls):
+                if not isinstance(c, dict):
+                    raise ctx.err(key(f"classes[{i}]"), "expected a table")
+                for k in c:
+                    if k not in CLASS_KEYS:
+                        raise ctx.err(key(f"classes[{i}].{k}"), "unknown key; accepted: "
+                                      + ", ".join(sorted(CLASS_KEYS)))
+                for p in c.get("protocols", []):
+                    if p not in ("icmp", "tcp", "udp"):
+                        raise ctx.err(key(f"classes[{i}].protocols"),
+                                      f"{p!r} is not one of: icmp, tcp, udp")
+                if "buffer" in c:
+                    units.parse_buffer(c["buffer"])
+            d = a.get("default", len(cls) - 1)
+            if not isinstance(d, int) or not 0 <= d < len(cls):
+                raise ctx.err(key("default"), f"must be a class index 0..{len(cls) - 1}")
+    except ValueError as e:
+        raise ctx.err("bottleneck.aqm", str(e)) from None
+
+
 def _schedule(v):
     if not isinstance(v, list) or not v:
         raise ValueError("expected a list of [time, rate] steps, e.g. [[\"0s\", \"10mbit\"], "
@@ -278,6 +362,7 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
         if not os.path.isfile(tp):
             raise ctx.err("bottleneck.trace", f"no such trace file {tp!r}")
         study.bottleneck.trace = tp
+    _check_aqm(ctx, study.bottleneck, study.mtu)
     if study.bottleneck.queue != "droptail" and study.bottleneck.rate_bps is None:
         raise ctx.err("bottleneck.queue", f"{study.bottleneck.queue!r} needs a bottleneck.rate "
                       "(a queue only builds up behind a rate limit)")
