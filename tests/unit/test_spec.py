@@ -229,7 +229,7 @@ def test_rtt_is_split_over_both_directions(tmp_path):
     ('{ mn = "30p" }', "red", "bottleneck.aqm.mn", "not a parameter of any queue"),
     ('{ max_p = 2 }', "red", "bottleneck.aqm.max_p", "(0, 1]"),
     ('{ k = "0p" }', "step", "bottleneck.aqm", "at least 1"),
-    ('{ colour = "red" }', "droptail", "bottleneck.aqm.colour", "it takes: none"),
+    ('{ colour = "red" }', "droptail", "bottleneck.aqm.colour", "takes: none"),
     ('{ classes = [ { flow = ["bulk"] } ] }', "classes", "classes[0].flow", "unknown key"),
 ])
 def test_aqm_parameters_are_checked_per_queue(tmp_path, aqm, queue, key, needle):
