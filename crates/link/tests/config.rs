@@ -1,0 +1,101 @@
+//! Tests of the JSON configuration: the contract's example, the orchestrator's shape,
+//! and one-line errors naming the key.
+
+use ccarena_link::config::{parse, ConfigError};
+use ccarena_link::params::{QueueKind, RateSpec};
+use ccarena_link::queue::Limit;
+
+fn base(dir: &str) -> String {
+    format!(
+        r#"{{"ifaces": {{"west": "lw", "east": "le"}}, "out_dir": "/tmp/x",
+           "w2e": {dir}, "e2w": {{"rate_bps": null, "delay_ns": 0, "buffer": {{"packets": 10}}}}}}"#
+    )
+}
+
+fn err(dir: &str) -> ConfigError {
+    parse(&base(dir), std::path::Path::new("/")).unwrap_err()
+}
+
+#[test]
+fn contract_example_parses() {
+    let c = parse(
+        &base(r#"{"rate_bps": 10000000, "rate_schedule": null, "trace_file": null, "delay_ns": 10000000,
+             "jitter": null, "loss": {"kind": "bernoulli", "p": 0.01}, "buffer": {"packets": 100},
+             "queue": {"kind": "droptail"}, "ecn": false}"#),
+        std::path::Path::new("/"),
+    )
+    .unwrap();
+    assert_eq!(c.link.dirs[0].rate, RateSpec::Constant(10_000_000));
+    assert_eq!(c.link.dirs[0].delay_ns, 10_000_000);
+    assert_eq!(c.link.dirs[1].rate, RateSpec::Unlimited);
+}
+
+#[test]
+fn bad_configs_name_key_and_cause() {
+    let e = err(r#"{"delay_ns": -5, "buffer": {"packets": 10}}"#);
+    assert_eq!(e.object, "w2e.delay_ns");
+    assert!(e.cause.contains("negative"));
+    assert_eq!(
+        err(r#"{"rate_bps": 0, "buffer": {"packets": 10}}"#).object,
+        "w2e.rate_bps"
+    );
+    assert!(err(r#"{"buffer": {}}"#).cause.contains("empty buffer"));
+    assert_eq!(
+        err(r#"{"buffer": {"packets": 0}}"#).object,
+        "w2e.buffer.packets"
+    );
+    let e =
+        err(r#"{"buffer": {"packets": 10}, "queue": {"kind": "red", "min_th": 20, "max_th": 5}}"#);
+    assert!(e.cause.contains("out of order"));
+    let e = err(r#"{"buffer": {"packets": 10}, "trace_file": "/nonexistent/x.trace"}"#);
+    assert!(e.object.starts_with("w2e.trace_file"));
+    assert_eq!(
+        err(r#"{"buffer": {"packets": 10}, "queue": {"kind": "redd"}}"#).object,
+        "json"
+    );
+    assert_eq!(
+        err(r#"{"buffer": {"packets": 10}, "delay": 5}"#).object,
+        "json"
+    );
+}
+
+#[test]
+fn orchestrator_style_config_parses() {
+    // The shape ccarena.testbed.user_link.make_config writes (nulls included).
+    let text = r#"{"ifaces": {"west": "lw", "east": "le"}, "out_dir": "/tmp/o",
+        "stats_interval_ns": 10000000, "event_log": true, "seed": 7, "t0_ns": null,
+        "rt_priority": 0, "late_tolerance_ns": 400000,
+        "w2e": {"rate_bps": 10000000, "rate_schedule": null, "trace_file": null,
+                "delay_ns": 10000000, "jitter": null, "loss": null,
+                "buffer": {"packets": 100}, "ecn": false,
+                "queue": {"kind": "classes", "default": 1, "classes": [
+                    {"ips": ["10.1.1.2"], "ports": [5001], "protocols": [6, 1],
+                     "buffer": {"packets": 20}},
+                    {"ips": [], "ports": []}]}},
+        "e2w": {"rate_bps": 10000000, "rate_schedule": null, "trace_file": null,
+                "delay_ns": 10000000, "jitter": {"kind": "uniform", "ns": 1000},
+                "loss": {"kind": "bernoulli", "p": 0.01}, "buffer": {"bytes": 150000},
+                "queue": {"kind": "red", "unit": "packets", "min_th": 10, "max_th": 30,
+                          "max_p": 0.1, "weight": 0.002}, "ecn": true},
+        "hosts": [{"ip": "10.1.2.2", "delay_ns": 200000000, "loss": null}]}"#;
+    let c = parse(text, std::path::Path::new("/")).unwrap();
+    assert_eq!(c.rt_priority, 0);
+    assert_eq!(c.link.t0_ns, None);
+    match &c.link.dirs[0].queue {
+        QueueKind::Classes { classes, default } => {
+            assert_eq!(*default, Some(1));
+            assert_eq!(classes[0].0.protocols, vec![6, 1]);
+            assert_eq!(classes[0].1, Some(Limit::packets(20)));
+        }
+        q => panic!("{q:?}"),
+    }
+    assert!(matches!(
+        c.link.dirs[1].queue,
+        QueueKind::Red { ecn: true, .. }
+    ));
+    let bad = text.replace(r#""default": 1"#, r#""default": 2"#);
+    assert_eq!(
+        parse(&bad, std::path::Path::new("/")).unwrap_err().object,
+        "w2e.queue.default"
+    );
+}
