@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 import time
@@ -94,6 +95,7 @@ class Testbed:
         self.link = None
         for n in (self.A, self.L, self.B):
             sh("ip", "netns", "del", n, check=False)
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
     # -- the link ------------------------------------------------------------
     def start_link(self, w2e: dict, e2w: dict | None = None, **top) -> None:
