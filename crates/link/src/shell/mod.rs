@@ -394,6 +394,10 @@ impl Worker {
                     }
                     self.st.rx_truncated += 1;
                 } else {
+                    // Clamp to a clock read now, not to the loop's `now`: a frame that
+                    // landed after the loop read its clock would otherwise get an earlier
+                    // arrival time than its real one, and leave early.
+                    let now = now.max(now_ns());
                     t = if self.use_rx_ts {
                         f.real_ns.wrapping_sub(offset).min(now)
                     } else {
@@ -457,6 +461,9 @@ impl Worker {
             return 0;
         }
         let n = n as usize;
+        // Every frame of this batch arrived before recvmmsg returned: clamp to a clock
+        // read after it (the loop's `now` may predate arrivals and make them leave early).
+        let now = now.max(now_ns());
         // Kernel receive timestamps are CLOCK_REALTIME: map them onto CLOCK_MONOTONIC
         // with the offset (refreshed every 10 ms).
         // W2E (0) arrives on the west socket (0); E2W (1) on the east socket (1).

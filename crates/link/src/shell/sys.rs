@@ -57,22 +57,33 @@ pub fn now_ns() -> u64 {
 }
 
 /// (CLOCK_MONOTONIC now, CLOCK_REALTIME − CLOCK_MONOTONIC) in ns.
+///
+/// The REALTIME read is bracketed by two MONOTONIC reads and the pair with the tightest
+/// bracket of a few tries is kept, so a preemption between the reads cannot skew the
+/// offset (which maps kernel receive timestamps onto CLOCK_MONOTONIC).
 pub fn mono_and_real_offset() -> (u64, u64) {
-    let mut a = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
+    let read = |clock| {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        unsafe { libc::clock_gettime(clock, &mut ts) };
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
     };
-    let mut b = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    unsafe {
-        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut a);
-        libc::clock_gettime(libc::CLOCK_REALTIME, &mut b);
+    let mut best = (u64::MAX, 0u64, 0u64); // (bracket width, mono midpoint, real)
+    for _ in 0..5 {
+        let m1 = read(libc::CLOCK_MONOTONIC);
+        let r = read(libc::CLOCK_REALTIME);
+        let m2 = read(libc::CLOCK_MONOTONIC);
+        let w = m2.saturating_sub(m1);
+        if w < best.0 {
+            best = (w, m1 + w / 2, r);
+        }
+        if w < 2_000 {
+            break;
+        }
     }
-    let mono = a.tv_sec as u64 * 1_000_000_000 + a.tv_nsec as u64;
-    let real = b.tv_sec as u64 * 1_000_000_000 + b.tv_nsec as u64;
-    (mono, real.wrapping_sub(mono))
+    (best.1, best.2.wrapping_sub(best.1))
 }
 
 /// The SO_TIMESTAMPNS receive time (CLOCK_REALTIME ns) carried by a received message.
