@@ -65,3 +65,14 @@ def test_the_kernel_runs_the_requested_algorithm(tmp_path, no_leaks, cc):
     # and the engine's own read-back (getsockopt TCP_CONGESTION) agrees
     conns = res.table("conns")
     assert set(conns[conns["side"] == "send"]["cc"]) == {cc}
+
+
+def test_two_cubic_flows_share_fairly(tmp_path, no_leaks):
+    study = bulk_study(rate="20mbit", buffer="100p", cc="cubic", duration="14s", warmup="4s",
+                       backend="kernel", pairs=2,
+                       extra='[[flow]]\nname = "second"\nfrom = "s2"\nto = "r2"\ncc = "cubic"\n')
+    res = run_study(study, results_base=tmp_path, progress=False)
+    run = res.runs.iloc[0]
+    g = res.flows.query("conn == -1")["goodput_bps"]
+    assert len(g) == 2 and g.sum() <= 20e6
+    assert run["jain"] >= 0.9, (run["jain"], list(g))

@@ -10,7 +10,7 @@ import pytest
 
 from ccarena.runner import run_study
 
-from conftest import ccarena_cli, ccarena_namespaces
+from conftest import ccarena_cli, ccarena_namespaces, foreign_runs
 from helpers import bulk_study
 
 pytestmark = pytest.mark.root
@@ -80,7 +80,7 @@ to = "r1"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         done = list((tmp_path / "res").glob("*/runs/*/meta.json"))
-        if done and ccarena_namespaces() - before:
+        if done and ccarena_namespaces() - before - foreign_runs()[0]:
             break
         time.sleep(0.1)
     else:
@@ -91,7 +91,7 @@ to = "r1"
     out, err = p.communicate(timeout=60)
     assert p.returncode == 130, (out, err)
     assert "interrupted" in err
-    assert ccarena_namespaces() - before == set()
+    assert ccarena_namespaces() - before - foreign_runs()[0] == set()
     res_dir = next((tmp_path / "res").glob("sig-*"))
     kept = list(res_dir.glob("runs/*/meta.json"))
     assert len(kept) >= 1
@@ -119,14 +119,15 @@ to = "r1"
                           "--results", str(tmp_path / "res")], stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not (ccarena_namespaces() - before):
+    while time.monotonic() < deadline and not (ccarena_namespaces() - before
+                                               - foreign_runs()[0]):
         time.sleep(0.1)
     time.sleep(1.0)
     p.kill()            # SIGKILL: no teardown possible
     p.wait()
-    left = ccarena_namespaces() - before
+    left = ccarena_namespaces() - before - foreign_runs()[0]
     assert left, "expected the killed run to leave namespaces for cleanup to find"
     r = ccarena_cli("cleanup")
-    assert ccarena_namespaces() - before == set(), r.stdout
+    assert ccarena_namespaces() - before - foreign_runs()[0] == set(), r.stdout
     for n in left:
         assert n in r.stdout

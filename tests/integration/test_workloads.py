@@ -154,3 +154,32 @@ def test_pcap_probe_keeps_a_capture_readable_by_tcpdump(tmp_path, no_leaks):
         assert out.returncode == 0, out.stderr
         lines = [x for x in out.stdout.splitlines() if "10.1.1.2" in x and "10.2.1.2" in x]
         assert len(lines) >= 40   # the flow's packets were captured on both hosts
+
+
+def test_request_response_latency_is_at_least_one_rtt(tmp_path, no_leaks):
+    study = loads_study(textwrap.dedent('''
+        [study]
+        name = "rr"
+        duration = "3s"
+        [bottleneck]
+        rate = "20mbit"
+        rtt = "10ms"
+        backend = "user"
+        [[flow]]
+        name = "rpc"
+        from = "r1"
+        to = "s1"
+        kind = "rr"
+        request = 100
+        response = 2000
+        count = 50
+        gap = "20ms"
+        '''))
+    res = run_study(study, results_base=tmp_path, progress=False)
+    rr = res.table("rr")
+    assert len(rr) == 50
+    lat = rr["latency_ns"] / 1e9
+    # physics: a request/response exchange takes at least one round trip
+    assert (lat >= 0.010).all()
+    # 2 kB response at 20 Mbit/s adds < 1 ms; an idle path answers within a few ms of the RTT
+    assert lat.median() < 0.010 + 0.005

@@ -240,3 +240,9 @@ def test_aqm_parameters_are_checked_per_queue(tmp_path, aqm, queue, key, needle)
 def test_negative_delay_says_so(tmp_path):
     expect_error(tmp_path, BASE.replace('"10ms"', '"-10ms"'), "bottleneck.delay",
                  "must not be negative")
+
+
+def test_probe_to_a_host_that_does_not_exist(tmp_path):
+    expect_error(tmp_path, BASE.replace('kind = "ping"\nfrom = "s1"\nto = "r1"',
+                                        'kind = "ping"\nfrom = "s1"\nto = "r5"'),
+                 "probe[0].to", "no such host 'r5'")
