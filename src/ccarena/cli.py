@@ -95,6 +95,10 @@ def cmd_show(args) -> int:
     res = open_results(p)
     if args.rebuild or not (res.path / "runs.parquet").exists():
         res.rebuild_aggregates()
+    if args.markdown:
+        from .summary import markdown
+        print(markdown(res))
+        return 0
     render(res)
     return 0
 
@@ -172,6 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("results_dir", help="results directory (or a prefix of its name)")
     s.add_argument("--results", default="results")
     s.add_argument("--rebuild", action="store_true", help="recompute the aggregates first")
+    s.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     s.set_defaults(func=cmd_show)
     s = sub.add_parser("cleanup", help="remove what crashed runs left (namespaces, BPF)")
     s.add_argument("--all", action="store_true", help="also remove live runs' namespaces")

@@ -72,3 +72,32 @@ def render(results, console: Console | None = None) -> Table:
 
 def cell_frame(results) -> pd.DataFrame:
     return results.cells
+
+
+def markdown(results) -> str:
+    """The summary as a Markdown table (for docs pages and notebooks)."""
+    cells, runs = results.cells, results.runs
+    plan = results.plan_json()
+    params = list(next(iter(plan.get("cells", {}).values()), {}) or {})
+    params = [p for p in params if not (p.startswith("flow.") and p.endswith(".cc"))]
+    have = set(cells.loc[cells["mean"].notna(), "metric"]) if len(cells) else set()
+    present = [c for c in COLUMNS if c[0] in have]
+    head = [p.rsplit(".", 1)[-1] for p in params] + ["flow", "cc"] + [h for _, h, _, _ in
+                                                                       present] + ["n"]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    if len(cells):
+        keys = [k for k in ["cell", *params, "name", "cc"] if k in cells.columns]
+        for key, g in cells.groupby(keys, sort=True):
+            key = key if isinstance(key, tuple) else (key,)
+            d = dict(zip(keys, key))
+            by = {r["metric"]: r for r in g.to_dict("records")}
+            n = max((int(r.get("n", 0)) for r in by.values()), default=0)
+            bad = max((int(r.get("n_invalid", 0)) for r in by.values()), default=0)
+            row = [str(d.get(p, "")) for p in params] + [str(d.get("name", "")),
+                                                         str(d.get("cc", ""))]
+            row += [_fmt(by.get(m, {}), sc, f) for m, _, sc, f in present]
+            row.append(f"{n}" + (f" (+{bad} invalid)" if bad else ""))
+            lines.append("| " + " | ".join(row) + " |")
+    lines.append("")
+    lines.append(f"{len(runs)} runs; mean ± half-width of the 95 % CI over valid runs.")
+    return "\n".join(lines)
