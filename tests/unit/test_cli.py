@@ -74,3 +74,21 @@ def test_missing_study_file(tmp_path):
 def test_studies_lists_the_builtin_ones():
     r = ccarena_cli("studies")
     assert "quickstart" in r.stdout
+
+
+def test_show_markdown_of_a_stored_study(tmp_path):
+    """`show --markdown` on a results directory made by hand (no network needed)."""
+    import json
+
+    import pandas as pd
+    d = tmp_path / "s-20260101-000000"
+    (d / "runs" / "c000-r1").mkdir(parents=True)
+    (d / "ccarena-results.json").write_text(json.dumps({"format_version": 1}))
+    (d / "plan.json").write_text(json.dumps({"cells": {"c000": {"flow.f.cc": "reno"}}}))
+    pd.DataFrame([{"cell": "c000", "name": "f", "cc": "reno", "metric": "goodput_bps",
+                   "mean": 9.5e6, "ci_half": 1e5, "n": 3, "n_invalid": 1}]
+                 ).to_parquet(d / "cells.parquet")
+    pd.DataFrame([{"run_id": "a", "valid": True}]).to_parquet(d / "runs.parquet")
+    r = ccarena_cli("show", d, "--markdown")
+    assert "| flow | cc | goodput Mbit/s | n |" in r.stdout
+    assert "| f | reno | 9.50 ± 0.10 | 3 (+1 invalid) |" in r.stdout
