@@ -74,6 +74,15 @@ class Testbed:
                 ipr.close()
         self._ipr.clear()
         errors = []
+        # Sockets left after the processes died (orphans still retransmitting, TIME-WAIT)
+        # would keep a dead namespace, and the congestion control they hold, alive for
+        # minutes: destroy them (SOCK_DESTROY) before the namespaces go.
+        import subprocess
+        for ns in self.topo.hosts.values():
+            if netns.exists(ns):
+                netns.kill_all_in(ns)
+                subprocess.run(["ss", "-N", ns, "-K", "-t", "state", "all"],
+                               capture_output=True)
         for ns in reversed(self.topo.namespaces):
             try:
                 netns.remove(ns)
