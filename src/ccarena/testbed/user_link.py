@@ -15,6 +15,15 @@ from .topology import Topology
 IP_PROTOCOLS = {"icmp": 1, "tcp": 6, "udp": 17}
 
 
+def late_tolerance_ns(study: Study) -> int:
+    """How late a release may be before the link counts it: lateness below 1 % of the
+    base RTT, or below a tenth of one frame's service time at the bottleneck, cannot
+    change the dynamics an experiment measures."""
+    frame_s = (study.mtu + 14) * 8 / study.bottleneck.rate_bps if study.bottleneck.rate_bps \
+        else 0.0
+    return int(max(100e-6, 0.01 * study.base_rtt_s, 0.1 * frame_s) * 1e9)
+
+
 def _ns(v) -> int:
     return int(round(units.parse_time(v) * 1e9))
 
@@ -102,9 +111,9 @@ def make_config(topo: Topology, study: Study, out_dir: Path, seed: int,
         # busy machine; the link naps briefly after each busy stretch so the hosts' own
         # processes are not starved. CCARENA_LINK_RT_PRIORITY=0 turns it off.
         "rt_priority": int(os.environ.get("CCARENA_LINK_RT_PRIORITY", "10")),
-        # lateness that matters is relative to the path's own delay: 1 % of the base RTT,
-        # at least 100 us
-        "late_tolerance_ns": max(100_000, int(study.base_rtt_s * 0.01 * 1e9)),
+        # lateness that matters is relative to the path: 1 % of the base RTT or a tenth of
+        # one frame's transmission time at the bottleneck rate, at least 100 us
+        "late_tolerance_ns": late_tolerance_ns(study),
         "w2e": _direction(b, b.rate_bps, b.loss, study, topo),
         "e2w": {**_direction(b, b.reverse_rate_bps or b.rate_bps, 0.0, study, topo),
                 "rate_schedule": None, "trace_file": None},
