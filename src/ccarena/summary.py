@@ -29,38 +29,45 @@ def _fmt(row, scale, fmt) -> str:
     return s
 
 
-def render(results, console: Console | None = None) -> Table:
-    import sys
-    # logs (CI, files) are not 80 columns wide: do not fold the table there
-    console = console or Console(width=None if sys.stdout.isatty() else 160)
+def table_rows(results) -> tuple[list[str], list[list[str]]]:
+    """The summary as (headers, rows): one row per cell and flow. Metric columns appear
+    only when some cell has a value; a swept flow.<name>.cc would repeat the cc column."""
     cells = results.cells
-    runs = results.runs
     plan = results.plan_json()
     params = list(next(iter(plan.get("cells", {}).values()), {}) or {})
-    t = Table(title=f"{results.path.name}  ({len(runs)} runs)", show_lines=False)
-    # a swept flow.<name>.cc duplicates the cc column
     params = [p for p in params if not (p.startswith("flow.") and p.endswith(".cc"))]
-    for p in params:
-        t.add_column(p.rsplit(".", 1)[-1])
-    t.add_column("flow")
-    t.add_column("cc")
     have = set(cells.loc[cells["mean"].notna(), "metric"]) if len(cells) else set()
     present = [c for c in COLUMNS if c[0] in have]
-    for _, head, _, _ in present:
-        t.add_column(head, justify="right")
-    t.add_column("n", justify="right")
+    head = [p.rsplit(".", 1)[-1] for p in params] + ["flow", "cc"] + \
+        [h for _, h, _, _ in present] + ["n"]
+    rows = []
     if len(cells):
         keys = [k for k in ["cell", *params, "name", "cc"] if k in cells.columns]
         for key, g in cells.groupby(keys, sort=True):
             key = key if isinstance(key, tuple) else (key,)
             d = dict(zip(keys, key))
-            by_metric = {r["metric"]: r for r in g.to_dict("records")}
-            n = max((int(r.get("n", 0)) for r in by_metric.values()), default=0)
-            bad = max((int(r.get("n_invalid", 0)) for r in by_metric.values()), default=0)
-            t.add_row(*[str(d.get(p, "")) for p in params], str(d.get("name", "")),
-                      str(d.get("cc", "")),
-                      *[_fmt(by_metric.get(m, {}), s, f) for m, _, s, f in present],
-                      f"{n}" + (f" (+{bad} invalid)" if bad else ""))
+            by = {r["metric"]: r for r in g.to_dict("records")}
+            n = max((int(r.get("n", 0)) for r in by.values()), default=0)
+            bad = max((int(r.get("n_invalid", 0)) for r in by.values()), default=0)
+            rows.append([str(d.get(p, "")) for p in params]
+                        + [str(d.get("name", "")), str(d.get("cc", ""))]
+                        + [_fmt(by.get(m, {}), sc, f) for m, _, sc, f in present]
+                        + [f"{n}" + (f" (+{bad} invalid)" if bad else "")])
+    return head, rows
+
+
+def render(results, console: Console | None = None) -> Table:
+    import sys
+    # logs (CI, files) are not 80 columns wide: do not fold the table there
+    console = console or Console(width=None if sys.stdout.isatty() else 160)
+    runs = results.runs
+    head, rows = table_rows(results)
+    t = Table(title=f"{results.path.name}  ({len(runs)} runs)", show_lines=False)
+    first_number = head.index("cc") + 1    # parameters, flow, cc; then the numbers
+    for i, h in enumerate(head):
+        t.add_column(h, justify="right" if i >= first_number else "left")
+    for r in rows:
+        t.add_row(*r)
     console.print(t)
     if len(runs) and "valid" in runs:
         bad = runs[~runs["valid"].astype(bool)]
@@ -70,34 +77,11 @@ def render(results, console: Console | None = None) -> Table:
     return t
 
 
-def cell_frame(results) -> pd.DataFrame:
-    return results.cells
-
-
 def markdown(results) -> str:
     """The summary as a Markdown table (for docs pages and notebooks)."""
-    cells, runs = results.cells, results.runs
-    plan = results.plan_json()
-    params = list(next(iter(plan.get("cells", {}).values()), {}) or {})
-    params = [p for p in params if not (p.startswith("flow.") and p.endswith(".cc"))]
-    have = set(cells.loc[cells["mean"].notna(), "metric"]) if len(cells) else set()
-    present = [c for c in COLUMNS if c[0] in have]
-    head = [p.rsplit(".", 1)[-1] for p in params] + ["flow", "cc"] + [h for _, h, _, _ in
-                                                                       present] + ["n"]
+    head, rows = table_rows(results)
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-    if len(cells):
-        keys = [k for k in ["cell", *params, "name", "cc"] if k in cells.columns]
-        for key, g in cells.groupby(keys, sort=True):
-            key = key if isinstance(key, tuple) else (key,)
-            d = dict(zip(keys, key))
-            by = {r["metric"]: r for r in g.to_dict("records")}
-            n = max((int(r.get("n", 0)) for r in by.values()), default=0)
-            bad = max((int(r.get("n_invalid", 0)) for r in by.values()), default=0)
-            row = [str(d.get(p, "")) for p in params] + [str(d.get("name", "")),
-                                                         str(d.get("cc", ""))]
-            row += [_fmt(by.get(m, {}), sc, f) for m, _, sc, f in present]
-            row.append(f"{n}" + (f" (+{bad} invalid)" if bad else ""))
-            lines.append("| " + " | ".join(row) + " |")
-    lines.append("")
-    lines.append(f"{len(runs)} runs; mean ± half-width of the 95 % CI over valid runs.")
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    lines += ["", f"{len(results.runs)} runs; mean ± half-width of the 95 % CI over valid "
+              "runs."]
     return "\n".join(lines)
