@@ -16,12 +16,14 @@ IP_PROTOCOLS = {"icmp": 1, "tcp": 6, "udp": 17}
 
 
 def late_tolerance_ns(study: Study) -> int:
-    """How late a release may be before the link counts it: lateness below 1 % of the
-    base RTT, or below a tenth of one frame's service time at the bottleneck, cannot
-    change the dynamics an experiment measures."""
+    """How late a release may be before the link counts it as late: 5 % of the base RTT
+    (the error it adds to that packet's RTT), or one frame's service time at the
+    bottleneck (the spacing the rate imposes anyway), and at least 100 us. Measured here
+    (2 vCPUs, shared): at 100 Mbit/s the median release is < 1 us late, p99 0.04-2.5 ms,
+    with rare stalls of 5-30 ms that these limits still count."""
     frame_s = (study.mtu + 14) * 8 / study.bottleneck.rate_bps if study.bottleneck.rate_bps \
         else 0.0
-    return int(max(100e-6, 0.01 * study.base_rtt_s, 0.1 * frame_s) * 1e9)
+    return int(max(100e-6, 0.05 * study.base_rtt_s, frame_s) * 1e9)
 
 
 def _ns(v) -> int:
