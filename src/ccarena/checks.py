@@ -8,7 +8,7 @@ first failure. `ccarena run` exits 3 when one fails.
                                     # ("run"), or a ratio of two: "goodput_bps / wnd_limit_bps"
     level = "run"
     flow = "bulk"                   # flow level: this flow (also matches bulk.1, bulk.2, ...)
-    where = { "bottleneck.buffer" = "100p" }   # only cells with these parameters
+    where = { "bottleneck.buffer" = "100p" }   # only these cells (a value or a list of values)
     stat = "mean"                   # mean | median | min | max | each (every valid run)
     min = "5*base_rtt"              # number | "<x>%rate" | "<x>*rate" | "<x>*base_rtt" (of that cell)
     max = "100%rate"
@@ -69,10 +69,12 @@ def _select(df: pd.DataFrame, e: dict, level: str) -> pd.DataFrame:
 
 
 def _where(df: pd.DataFrame, where: dict) -> pd.DataFrame:
+    """Keep rows whose parameter equals the value (or one of a list of values)."""
     for k, v in (where or {}).items():
         if k not in df:
             return df.iloc[0:0]
-        df = df[df[k].astype(str) == str(v)]
+        vals = [str(x) for x in v] if isinstance(v, list) else [str(v)]
+        df = df[df[k].astype(str).isin(vals)]
     return df
 
 
