@@ -19,12 +19,12 @@ import pandas as pd
 
 from . import cc as ccmod
 from . import environment, validity
-from .errors import CcarenaError, PreflightError, RunError
+from .errors import CcarenaError, PreflightError
 from .measure import cpu, records
 from .measure.pcap import Pcap
 from .measure.ping import PingProbe
 from .measure.tracer import Tracer
-from .plan import Plan, PlannedRun, make_plan
+from .plan import PlannedRun, make_plan
 from .spec.model import Study
 from .store.results import ResultsDir, write_json
 from .testbed import backend as backend_mod
@@ -137,7 +137,6 @@ def run_study(study: Study, *, results_base="results", seed=None, shuffle=None,
     results.write_study(study, plan, study.path)
     write_json(results.path / "preflight.json", pf)
     write_json(results.path / "environment.json", environment.machine())
-    cells = getattr(study, "cells", [({}, study)])
     cell_index = {r.cell: int(r.cell[1:]) for r in plan.runs}
     bar = _Progress(len(plan.runs), study.name) if progress else None
     with _sigterm_as_exception(), ccmod.acquire(sorted(pf["algorithms"]), _study_token(),

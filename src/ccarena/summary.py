@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-import pandas as pd
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table

@@ -8,7 +8,6 @@ port; {duration} the run's duration in seconds."""
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import shutil
 import signal
