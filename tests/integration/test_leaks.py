@@ -16,6 +16,18 @@ from helpers import bulk_study
 pytestmark = pytest.mark.root
 
 
+def start_cli_study(tmp_path, name: str, study_keys: str, capture: bool):
+    """`ccarena run` of a one-flow kernel-backend study as a separate process."""
+    study = tmp_path / "s.toml"
+    study.write_text(f"[study]\nname = \"{name}\"\n{study_keys}\n[bottleneck]\n"
+                     "rate = \"20mbit\"\nbackend = \"kernel\"\n"
+                     "[[flow]]\nname = \"bulk\"\nfrom = \"s1\"\nto = \"r1\"\n")
+    out = subprocess.PIPE if capture else subprocess.DEVNULL
+    return subprocess.Popen([sys.executable, "-m", "ccarena.cli", "run", str(study), "--quiet",
+                             "--results", str(tmp_path / "res")], stdout=out, stderr=out,
+                            text=True)
+
+
 def root_links() -> str:
     return subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout
 
@@ -57,25 +69,9 @@ def test_run_whose_build_fails_is_cleaned(tmp_path, no_leaks):
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signal_in_mid_run_tears_down_and_keeps_completed_runs(tmp_path, no_leaks, sig):
-    study = tmp_path / "s.toml"
-    study.write_text('''
-[study]
-name = "sig"
-duration = "3s"
-repetitions = 3
-shuffle = false
-[bottleneck]
-rate = "20mbit"
-backend = "kernel"
-[[flow]]
-name = "bulk"
-from = "s1"
-to = "r1"
-''')
     before = ccarena_namespaces()
-    p = subprocess.Popen([sys.executable, "-m", "ccarena.cli", "run", str(study), "--quiet",
-                          "--results", str(tmp_path / "res")], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+    p = start_cli_study(tmp_path, "sig", "duration = \"3s\"\nrepetitions = 3\nshuffle = false",
+                        capture=True)
     # wait until the second run's namespaces exist (the first run is then complete)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -101,23 +97,8 @@ to = "r1"
 
 
 def test_cleanup_removes_what_a_killed_run_left(tmp_path, no_leaks):
-    study = tmp_path / "s.toml"
-    study.write_text('''
-[study]
-name = "crash"
-duration = "20s"
-[bottleneck]
-rate = "20mbit"
-backend = "kernel"
-[[flow]]
-name = "bulk"
-from = "s1"
-to = "r1"
-''')
     before = ccarena_namespaces()
-    p = subprocess.Popen([sys.executable, "-m", "ccarena.cli", "run", str(study), "--quiet",
-                          "--results", str(tmp_path / "res")], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
+    p = start_cli_study(tmp_path, "crash", "duration = \"20s\"", capture=False)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not (ccarena_namespaces() - before
                                                - foreign_runs()[0]):
