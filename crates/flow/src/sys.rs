@@ -100,18 +100,17 @@ pub fn tcp_socket(for_addr: &SocketAddr) -> io::Result<RawFd> {
     cvt(unsafe { libc::socket(af, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) })
 }
 
-fn setsockopt_int(fd: RawFd, level: libc::c_int, opt: libc::c_int, v: libc::c_int) -> io::Result<()> {
+/// setsockopt with the option value `v` passed as its bytes: a `c_int` flag, or a name
+/// (`&[u8]`, without a NUL: the kernel takes the length).
+fn setsockopt<T: ?Sized>(fd: RawFd, level: libc::c_int, opt: libc::c_int, v: &T) -> io::Result<()> {
     cvt(unsafe {
-        libc::setsockopt(fd, level, opt, &v as *const _ as *const libc::c_void, std::mem::size_of::<libc::c_int>() as u32)
+        libc::setsockopt(fd, level, opt, v as *const T as *const libc::c_void, std::mem::size_of_val(v) as libc::socklen_t)
     })
     .map(|_| ())
 }
 
 pub fn set_congestion(fd: RawFd, name: &str) -> io::Result<()> {
-    cvt(unsafe {
-        libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, name.as_ptr() as *const libc::c_void, name.len() as u32)
-    })
-    .map(|_| ())
+    setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, name.as_bytes())
 }
 
 /// The congestion control the kernel says this socket uses.
@@ -127,7 +126,7 @@ pub fn get_congestion(fd: RawFd) -> io::Result<String> {
 }
 
 pub fn set_nodelay(fd: RawFd, on: bool) -> io::Result<()> {
-    setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, on as libc::c_int)
+    setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, &(on as libc::c_int))
 }
 
 /// Non-blocking connect: Ok(()) when started or done; completion shows as EPOLLOUT.
@@ -154,7 +153,7 @@ pub fn so_error(fd: RawFd) -> io::Result<Option<io::Error>> {
 pub fn listen(addr: &SocketAddr, cc: Option<&str>) -> io::Result<RawFd> {
     let fd = tcp_socket(addr)?;
     let r = (|| {
-        setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
+        setsockopt(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, &(1 as libc::c_int))?;
         if let Some(c) = cc {
             set_congestion(fd, c)?;
         }
