@@ -126,7 +126,7 @@ def evaluate(results, study) -> list[dict]:
                 ref_df = _where(_where(ref_df, keep), e["relative_to"])
                 ref = _stat(ref_df[metric], "mean") if len(ref_df) else None
                 if ref in (None, 0) or v is None:
-                    out.append({**r, "ok": False, "why": "no reference values"})
+                    out.append({**r, "ok": False, "why": "no valid reference values (reference runs missing or invalid)"})
                     continue
                 v = [x / ref for x in v] if isinstance(v, list) else v / ref
                 r["relative"] = True

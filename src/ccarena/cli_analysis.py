@@ -1,6 +1,6 @@
-"""The analysis commands of the CLI: report, export, query, compare.
+"""The analysis commands of the CLI: report, export, query, compare, check.
 
-Contract: `register(subparsers)` adds the four subcommands to the main parser's
+Contract: `register(subparsers)` adds the five subcommands to the main parser's
 subparsers; each sets `func=cmd_<name>`, a function `(args) -> int` (0 = success). A
 RESULTS argument is a results directory or a prefix of a directory name under
 `--results` (default `results/`, the newest match wins). Errors are raised as
@@ -162,8 +162,29 @@ def cmd_compare(args) -> int:
 
 # -- parser ---------------------------------------------------------------------------------
 
+def cmd_check(args) -> int:
+    """Re-evaluate a stored study's checks, or another study file's, without re-running."""
+    from .checks import run_checks
+    from .report.load import load_results
+    from .spec.load import load_study, parse_study
+    d = resolve_results(args.results_dir, args.results)
+    res = load_results(d)
+    if args.study:
+        from .cli import resolve_study_path
+        study = load_study(resolve_study_path(args.study))
+    elif res.study:
+        study = parse_study(res.study, str(d / "study.json"))
+    else:
+        raise ResultsError(f"opening results {d}: no study.json; name the checks' study "
+                           "with --study")
+    if not study.expect:
+        print(f"{d}: the study declares no checks")
+        return 0
+    return 0 if run_checks(res, study) else 3
+
+
 def register(subparsers) -> None:
-    """Add report, export, query and compare to the main CLI's subparsers."""
+    """Add report, export, query, compare and check to the main CLI's subparsers."""
     def results_opt(p):
         p.add_argument("--results", default="results",
                        help="base directory to look up a name prefix (default: results)")
@@ -218,3 +239,13 @@ def register(subparsers) -> None:
     p.add_argument("--csv", help="also write the full comparison to this CSV file")
     results_opt(p)
     p.set_defaults(func=cmd_compare)
+
+    p = subparsers.add_parser("check", help="re-evaluate a stored study's checks",
+                              description="Evaluate the checks ([[expect]]) against stored "
+                              "results without re-running: the study's own, or those of "
+                              "--study (a file or built-in name). Writes RESULTS/checks.json; "
+                              "exit status 3 when a check fails.")
+    p.add_argument("results_dir", metavar="RESULTS")
+    p.add_argument("--study", help="take the checks from this study file or built-in name")
+    results_opt(p)
+    p.set_defaults(func=cmd_check)

@@ -1,4 +1,4 @@
-"""The analysis subcommands (report, export, query, compare) on synthetic studies."""
+"""The analysis subcommands (report, export, query, compare, check) on synthetic studies."""
 import argparse
 
 import pandas as pd
@@ -27,12 +27,12 @@ def run(argv):
     return args.func(args)
 
 
-def test_register_adds_the_four_commands():
+def test_register_adds_the_analysis_commands():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers()
     cli_analysis.register(sub)
-    assert {"report", "export", "query", "compare"} <= set(sub.choices)
-    for name in ("report", "export", "query", "compare"):
+    assert {"report", "export", "query", "compare", "check"} <= set(sub.choices)
+    for name in ("report", "export", "query", "compare", "check"):
         assert sub.choices[name].get_default("func") is getattr(cli_analysis, f"cmd_{name}")
 
 
@@ -100,3 +100,38 @@ def test_main_cli_knows_the_commands():
     ap = cli.build_parser()
     args = ap.parse_args(["query", "x", "SELECT 1"])
     assert args.func is cli_analysis.cmd_query
+
+
+def test_check_reevaluates_stored_results_against_a_study_file(studies, tmp_path, capsys):
+    _, a, _ = studies
+    study = tmp_path / "s.toml"
+    body = """
+[study]
+name = "synthetic"
+duration = "4s"
+[bottleneck]
+rate = "10mbit"
+buffer = "100p"
+[[flow]]
+name = "bulk"
+from = "s1"
+to = "r1"
+kind = "bulk"
+[sweep]
+"bottleneck.buffer" = ["20p", "100p"]
+"flow.bulk.cc" = ["cubic", "reno"]
+[[expect]]
+name = "utilisation is a fraction"
+metric = "utilisation"
+level = "run"
+min = 0.0
+max = 1.0
+"""
+    study.write_text(body)
+    assert run(["check", str(a), "--study", str(study)]) == 0
+    assert "pass  utilisation is a fraction" in capsys.readouterr().out
+    assert (a / "checks.json").exists()
+    # a bound the synthetic utilisation (~0.9) cannot meet fails, with exit status 3
+    study.write_text(body.replace("max = 1.0", "max = 0.5"))
+    assert run(["check", str(a), "--study", str(study)]) == 3
+    assert "FAIL  utilisation is a fraction" in capsys.readouterr().out
