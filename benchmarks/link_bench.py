@@ -54,20 +54,24 @@ def bench_a(secs, rounds):
 
 
 def bench_b(secs):
+    """Both placements side by side: the orchestrator's (emulator pinned, endpoints'
+    receive work steered away by RPS) and the scheduler's."""
     rows = []
-    with Testbed("b") as tb:
-        for rate in (100_000_000, 1_000_000_000):
-            bdp = int(rate * 0.040 / 8 / 1514)
-            tb.start_link(direction(rate, 20_000_000, {"packets": max(2 * bdp, 100)}))
-            g = tb.iperf(secs, omit=2)
-            j = tb.stop_link()
-            rows.append((rate, g, j))
+    for steer in (True, False):
+        with Testbed("b" + "ns"[steer], steer=steer) as tb:
+            for rate in (100_000_000, 1_000_000_000):
+                bdp = int(rate * 0.040 / 8 / 1514)
+                tb.start_link(direction(rate, 20_000_000, {"packets": max(2 * bdp, 100)}))
+                g = tb.iperf(secs, omit=2)
+                j = tb.stop_link()
+                rows.append((steer, rate, g, j))
     print("(b) delay error under load (one cubic flow, 20 ms one-way delay, buffer 2 BDP)")
-    for rate, g, j in rows:
-        print(f"    {rate / 1e6:5.0f} Mbit/s: goodput {g / 1e6:7.1f} Mbit/s; lateness p50 {us(j['p50_late_ns'])} us, "
-              f"p99 {us(j['p99_late_ns'])} us, max {us(j['max_late_ns'])} us; "
+    for steer, rate, g, j in rows:
+        how = "pinned+RPS" if steer else "unpinned  "
+        print(f"    {how} {rate / 1e6:5.0f} Mbit/s: goodput {g / 1e6:7.1f} Mbit/s; lateness p50 "
+              f"{us(j['p50_late_ns'])} us, p99 {us(j['p99_late_ns'])} us, max {us(j['max_late_ns'])} us; "
               f"late>100us {j['late_packets']}/{j['forwarded']}; CPU {cpu_per_pkt(j):.0f} ns/pkt")
-    return [j for _, _, j in rows]
+    return [j for *_, j in rows]
 
 
 def bench_d(secs):

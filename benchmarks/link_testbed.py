@@ -6,7 +6,10 @@ or, with ``plain=True``, A's eth0 and B's eth0 are the two ends of one veth pair
 reference path). Every name starts with ``ccalinktest``; ``down()`` (also run by the
 context manager on any error) deletes the namespaces and kills what it started.
 TSO/GSO/GRO are off on every interface; TCP buffers in A and B are raised to 64 MiB
-so one flow can fill a 40 ms × multi-Gbit/s path.
+so one flow can fill a 40 ms × multi-Gbit/s path. Like the orchestrator (see
+ccarena.testbed.user_link.placement), the emulator is pinned to one CPU and A's and B's
+receive work is steered to the others with RPS; ``steer=False`` leaves both to the
+scheduler.
 """
 
 from __future__ import annotations
@@ -18,9 +21,12 @@ import shutil
 import subprocess
 import tempfile
 import time
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+from ccarena.testbed.user_link import cpu_mask, placement  # noqa: E402
 LINK_BIN = ROOT / "target" / "release" / "ccarena-link"
 A_IP, B_IP = "10.9.0.1", "10.9.0.2"
 
@@ -40,10 +46,11 @@ def direction(rate_bps=None, delay_ns=0, buffer=None, queue=None, **extra) -> di
 
 
 class Testbed:
-    def __init__(self, tag: str, plain: bool = False):
+    def __init__(self, tag: str, plain: bool = False, steer: bool = True):
         self.tag = f"ccalinktest{tag}{os.getpid() % 10000}"
         self.A, self.L, self.B = self.tag + "a", self.tag + "l", self.tag + "b"
         self.plain = plain
+        self.link_cpus, self.rps_cpus = placement() if steer and not plain else ([], [])
         self.procs: list[subprocess.Popen] = []
         self.servers: dict[int, subprocess.Popen] = {}
         self.link: subprocess.Popen | None = None
@@ -85,6 +92,9 @@ class Testbed:
             self.nsx(n, "ethtool", "-K", "eth0", "tso", "off", "gso", "off", "gro", "off")
             self.nsx(n, "sysctl", "-qw", "net.ipv4.tcp_rmem=4096 131072 67108864",
                      "net.ipv4.tcp_wmem=4096 16384 67108864")
+            if self.rps_cpus:
+                self.nsx(n, "sh", "-c", f"echo {cpu_mask(self.rps_cpus)} > "
+                         "/sys/class/net/eth0/queues/rx-0/rps_cpus")
 
     def down(self) -> None:
         for p in self.procs + ([self.link] if self.link else []):
@@ -101,7 +111,7 @@ class Testbed:
     def start_link(self, w2e: dict, e2w: dict | None = None, **top) -> None:
         cfg = {"ifaces": {"west": "lw", "east": "le"}, "out_dir": str(self.out_dir),
                "stats_interval_ns": 10_000_000, "late_tolerance_ns": 100_000, "seed": 1,
-               "w2e": w2e, "e2w": e2w or w2e}
+               "w2e": w2e, "e2w": e2w or w2e, "cpus": self.link_cpus}
         cfg.update(top)
         path = self.tmp / "link.json"
         path.write_text(json.dumps(cfg))

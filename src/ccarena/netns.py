@@ -18,6 +18,7 @@ import os
 import signal
 import socket
 import struct
+import subprocess
 import time
 
 from .errors import TestbedError
@@ -257,3 +258,16 @@ def get_offloads(name: str, ifname: str) -> dict[str, bool | None]:
 def exec_argv(name: str, argv: list[str]) -> list[str]:
     """argv that runs a program inside namespace `name` (with /sys of that namespace)."""
     return ["ip", "netns", "exec", name, *argv]
+
+
+def sysfs_write(name: str, rel: str, value: str) -> None:
+    """Write `value` to /sys/<rel> as namespace `name` sees it (e.g. a device's
+    queues/rx-0/rps_cpus). sysfs shows the devices of the namespace that mounted it, so
+    this goes through `ip netns exec`, which mounts a fresh sysfs for the namespace; one
+    short process, so keep it off per-packet or per-flow paths."""
+    import subprocess
+    target = "/sys/" + rel.lstrip("/")
+    r = subprocess.run(["ip", "netns", "exec", name, "sh", "-c", 'printf %s "$1" > "$2"', "sh",
+                        value, target], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise TestbedError(f"write {target} in namespace {name}: {r.stderr.strip() or 'failed'}")

@@ -261,3 +261,48 @@ def test_bad_configuration_is_rejected_before_the_run(tmp_path, no_leaks, key, l
         assert err.key.startswith(key), err.key
     # nothing was started, so nothing was written (no_leaks checks namespaces/processes)
     assert list(tmp_path.iterdir()) == [], list(tmp_path.iterdir())
+
+
+# 10 -----------------------------------------------------------------------------------------
+def test_link_is_pinned_and_the_routers_receive_work_steered_elsewhere(tmp_path, no_leaks):
+    """The orchestrator pins the emulator to one CPU and points RPS on the routers' ports
+    facing it at the other CPUs (user_link.placement): check both where they take effect,
+    in the kernel (sysfs of the router namespace, read while the run is alive) and in the
+    link's own account (link.json `cpus`)."""
+    import json
+    import os
+    import subprocess
+    import threading
+    import time
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        pytest.skip("one usable CPU: nothing to steer to")
+    seen, stop = {}, threading.Event()
+
+    def watch(topo):
+        def loop():
+            while not stop.is_set() and len(seen) < 2:
+                for role, (ns, dev) in topo.bottleneck_ports.items():
+                    r = subprocess.run(["ip", "netns", "exec", ns, "cat",
+                                        f"/sys/class/net/{dev}/queues/rx-0/rps_cpus"],
+                                       capture_output=True, text=True)
+                    m = int(r.stdout.strip().replace(",", "") or "0", 16)
+                    if r.returncode == 0 and m:
+                        seen[role] = m
+                time.sleep(0.1)
+        threading.Thread(target=loop, daemon=True).start()
+
+    try:
+        res = run_study(loads_study(dumbbell('rate = "10mbit"\ndelay = "5ms"\nbuffer = "50p"',
+                                             flows=1, duration="3s", warmup="0s")),
+                        results_base=tmp_path, progress=False, on_testbed=watch)
+    finally:
+        stop.set()
+    (meta, d), = runs(res)
+    link = json.loads((d / "raw" / "link" / "link.json").read_text())
+    cfg = json.loads((d / "raw" / "link" / "link.config.json").read_text())
+    assert len(cfg["cpus"]) == 1 and cfg["cpus"][0] in allowed, cfg["cpus"]
+    assert link["cpus"] == cfg["cpus"], "the link did not end up where it was asked to run"
+    want = sum(1 << c for c in cfg["rps_cpus"])
+    assert cfg["rps_cpus"] and cfg["cpus"][0] not in cfg["rps_cpus"], cfg["rps_cpus"]
+    assert seen == {"w2e": want, "e2w": want}, f"rps_cpus in the routers: {seen}, want {want:x}"

@@ -58,6 +58,8 @@ struct RawConfig {
     rx_poll_ns: Option<f64>,
     #[serde(default)]
     rt_priority: Option<f64>,
+    #[serde(default)]
+    cpus: Option<Vec<f64>>,
     w2e: RawDir,
     e2w: RawDir,
     #[serde(default)]
@@ -239,6 +241,10 @@ pub struct Config {
     pub rx_poll_ns: u64,
     /// SCHED_FIFO priority of the forwarding threads (0 = normal scheduling).
     pub rt_priority: i32,
+    /// CPUs the forwarding threads are pinned to (thread i on cpus[i % len]); empty =
+    /// wherever the scheduler puts them. Pinning lets the orchestrator steer the
+    /// endpoints' receive processing (RPS) to the other CPUs, see docs/link.md.
+    pub cpus: Vec<usize>,
     pub link: LinkParams,
 }
 
@@ -629,6 +635,17 @@ pub fn parse(text: &str, base_dir: &std::path::Path) -> Result<Config, ConfigErr
             format!("must be 0..99, got {rt_priority}"),
         ));
     }
+    let mut cpus = Vec::new();
+    for (i, &c) in raw.cpus.iter().flatten().enumerate() {
+        let c = nonneg_int(&format!("cpus[{i}]"), c)?;
+        if c >= libc::CPU_SETSIZE as u64 {
+            return Err(ConfigError::new(
+                format!("cpus[{i}]"),
+                format!("CPU {c} is beyond the largest CPU number this build supports"),
+            ));
+        }
+        cpus.push(c as usize);
+    }
     let seed = raw
         .seed
         .map(|v| nonneg_int("seed", v))
@@ -697,6 +714,7 @@ pub fn parse(text: &str, base_dir: &std::path::Path) -> Result<Config, ConfigErr
         rx_ring: raw.rx_ring.unwrap_or(true),
         rx_poll_ns,
         rt_priority: rt_priority as i32,
+        cpus,
         link: LinkParams {
             stats_interval_ns,
             event_log: raw.event_log,

@@ -5,7 +5,7 @@ import json
 import os
 from pathlib import Path
 
-from .. import units
+from .. import netns, units
 from ..paths import require_binary
 from ..proc import NsProcess
 from ..spec.model import LinkSpec, Study
@@ -94,8 +94,67 @@ def _direction(link: LinkSpec, rate_bps, loss: float, study: Study, topo: Topolo
     return d
 
 
+def cpu_mask(cpus) -> str:
+    """The kernel's cpumask text: hex, 32-bit groups separated by commas, high first."""
+    m = sum(1 << c for c in cpus)
+    groups = []
+    while True:
+        groups.append(f"{m & 0xffffffff:08x}")
+        m >>= 32
+        if not m:
+            break
+    return ",".join(reversed(groups)).lstrip("0") or "0"
+
+
+def _pinned_links() -> dict[int, int]:
+    """CPU -> number of live ccarena-link threads pinned to it (other runs' emulators)."""
+    counts: dict[int, int] = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() != "ccarena-link":
+                    continue
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                cpus = os.sched_getaffinity(int(tid))
+                if len(cpus) == 1:
+                    c = next(iter(cpus))
+                    counts[c] = counts.get(c, 0) + 1
+        except OSError:      # the process or thread ended meanwhile
+            continue
+    return counts
+
+
+def placement() -> tuple[list[int], list[int]]:
+    """CPUs for the emulator's thread and CPUs for the endpoints' receive work.
+
+    A frame the emulator sends into a veth is received by the peer *in the sender's
+    context*: without steering, the emulator's thread runs the routers' forwarding and
+    the endpoints' TCP input and output for the packets it releases, and its release
+    times suffer. Pinning the emulator to one CPU and enabling Receive Packet Steering
+    on the routers' ports facing it, toward the other CPUs, queues that work to their
+    backlog instead (benchmarks/link_bench.py (b): at 1 Gbit/s p99 lateness ~0.1 ms
+    instead of 1-2 ms here). The emulator takes the allowed CPU with the fewest other
+    runs' emulators pinned to it (the last on a tie), so concurrent runs spread out.
+    Needs >= 2 usable CPUs; CCARENA_LINK_STEER=0 turns it off."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2 or os.environ.get("CCARENA_LINK_STEER", "1") == "0":
+        return [], []
+    busy = _pinned_links()
+    link = min(allowed, key=lambda c: (busy.get(c, 0), -c))
+    return [link], [c for c in allowed if c != link]
+
+
+def steer(topo: Topology, rps_cpus: list[int]) -> None:
+    """RPS on the routers' ports facing the emulator (packets the emulator sends)."""
+    if not rps_cpus:
+        return
+    for ns, dev in topo.bottleneck_ports.values():
+        netns.sysfs_write(ns, f"class/net/{dev}/queues/rx-0/rps_cpus", cpu_mask(rps_cpus))
+
+
 def make_config(topo: Topology, study: Study, out_dir: Path, seed: int,
-                event_log: bool = False, t0_ns: int | None = None) -> dict:
+                event_log: bool = False, t0_ns: int | None = None,
+                cpus: list[int] | None = None) -> dict:
     b = study.bottleneck
     hosts = []
     for h, hs in study.hosts.items():
@@ -113,8 +172,8 @@ def make_config(topo: Topology, study: Study, out_dir: Path, seed: int,
         # busy machine; the link naps briefly after each busy stretch so the hosts' own
         # processes are not starved. CCARENA_LINK_RT_PRIORITY=0 turns it off.
         "rt_priority": int(os.environ.get("CCARENA_LINK_RT_PRIORITY", "10")),
-        # lateness that matters is relative to the path: 1 % of the base RTT or a tenth of
-        # one frame's transmission time at the bottleneck rate, at least 100 us
+        "cpus": cpus or [],
+        # lateness that matters is relative to the path (see late_tolerance_ns)
         "late_tolerance_ns": late_tolerance_ns(study),
         "w2e": _direction(b, b.rate_bps, b.loss, study, topo),
         "e2w": {**_direction(b, b.reverse_rate_bps or b.rate_bps, 0.0, study, topo),
@@ -127,7 +186,10 @@ def start(topo: Topology, study: Study, raw_dir: Path, seed: int,
           event_log: bool = False, t0_ns: int | None = None) -> NsProcess:
     out = raw_dir / "link"
     out.mkdir(parents=True, exist_ok=True)
-    cfg = make_config(topo, study, out, seed, event_log, t0_ns)
+    link_cpus, rps_cpus = placement()
+    steer(topo, rps_cpus)
+    cfg = make_config(topo, study, out, seed, event_log, t0_ns, link_cpus)
+    cfg["rps_cpus"] = rps_cpus   # provenance only: the link ignores unknown top-level keys
     cfg_path = out / "link.config.json"
     cfg_path.write_text(json.dumps(cfg, indent=1))
     binary = require_binary("ccarena-link", "the user-space link emulator")

@@ -94,6 +94,8 @@ pub struct Worker {
     stop: Arc<AtomicBool>,
     use_rx_ts: bool,
     rt: bool,
+    /// CPU the thread is pinned to (None: not pinned, or pinning was refused).
+    cpu: Option<usize>,
     rx_poll_ns: u64,
     rings: [Option<RxRing>; 2],
     pub st: ShellStats,
@@ -138,6 +140,8 @@ pub struct Shell {
     workers: Vec<Worker>,
     threads: usize,
     rings: [Option<RxRing>; 2],
+    /// Bytes per receive-ring slot (0 without rings).
+    ring_frame_bytes: usize,
 }
 
 impl Shell {
@@ -177,14 +181,16 @@ impl Shell {
         };
         sys::set_timer_slack_ns(1);
         let mut rings = [None, None];
+        let mut ring_frame_bytes = 0;
         if cfg.rx_ring {
             // tpacket2_hdr (32) + alignment (16) + vnet header + frame, 16-byte aligned.
-            let frame = (64 + VNET_HDR_LEN + 18 + west.mtu.max(east.mtu) + 15) & !15;
+            ring_frame_bytes = (64 + VNET_HDR_LEN + 18 + west.mtu.max(east.mtu) + 15) & !15;
             for (i, s) in [&west, &east].into_iter().enumerate() {
-                rings[i] = Some(RxRing::new(s, frame, RING_FRAMES)?);
+                rings[i] = Some(RxRing::new(s, ring_frame_bytes, RING_FRAMES)?);
             }
         }
         Ok(Shell {
+            ring_frame_bytes,
             socks: Arc::new([west, east]),
             slot,
             stats_w,
@@ -219,6 +225,7 @@ impl Shell {
             use_rx_ts: self.cfg.rx_timestamps,
             rings: [None, None],
             rt: false,
+            cpu: None,
             rx_poll_ns: if self.cfg.rx_ring {
                 self.cfg.rx_poll_ns
             } else {
@@ -239,14 +246,18 @@ impl Shell {
             vec![vec![W2E, E2W]]
         };
         let mut handles = Vec::new();
-        for g in groups {
+        for (i, g) in groups.into_iter().enumerate() {
             let mut w = self.worker(g.clone(), &stop);
             for d in g {
                 w.rings[d] = self.rings[d].take();
             }
             let sigfd = sig.0;
             let prio = self.cfg.rt_priority;
+            let cpu = (!self.cfg.cpus.is_empty()).then(|| self.cfg.cpus[i % self.cfg.cpus.len()]);
             handles.push(std::thread::spawn(move || {
+                if let Some(c) = cpu {
+                    w.cpu = sys::pin_to_cpu(c).then_some(c);
+                }
                 if prio > 0 {
                     w.rt = sys::set_fifo(prio);
                 }
@@ -323,6 +334,7 @@ impl Shell {
             "spins": st.spins,
             "naps": st.naps,
             "realtime": self.workers.iter().all(|w| w.rt),
+            "cpus": self.workers.iter().map(|w| w.cpu).collect::<Vec<_>>(),
             "timer_wake_late_p50_ns": st.wake_late.quantile(0.5),
             "timer_wake_late_p99_ns": st.wake_late.quantile(0.99),
             "spin_ns": self.cfg.spin_ns,
@@ -330,6 +342,10 @@ impl Shell {
             "rx_timestamps": self.cfg.rx_timestamps,
             "threads": self.workers.len(),
             "rt_priority": self.cfg.rt_priority,
+            // receive rings: slots per port and bytes per slot (memory = 2 x their product,
+            // touched as traffic fills them)
+            "rx_ring_frames": if self.cfg.rx_ring { RING_FRAMES } else { 0 },
+            "rx_ring_frame_bytes": self.ring_frame_bytes,
             "io": if self.cfg.rx_ring { "AF_PACKET TPACKET_V2 rx ring + sendmmsg, PACKET_VNET_HDR, epoll+timerfd" } else { "AF_PACKET recvmmsg/sendmmsg, PACKET_VNET_HDR, epoll+timerfd" },
             "w2e": dir(W2E),
             "e2w": dir(E2W),

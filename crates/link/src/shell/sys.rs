@@ -544,6 +544,16 @@ pub fn set_fifo(prio: i32) -> bool {
     unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) == 0 }
 }
 
+/// Pin the calling thread to `cpu` (false if refused, e.g. the CPU is not in this
+/// process's cpuset).
+pub fn pin_to_cpu(cpu: usize) -> bool {
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
 impl Drop for SignalFd {
     fn drop(&mut self) {
         unsafe { libc::close(self.0) };

@@ -1,0 +1,38 @@
+"""Where the user-space link runs and where the endpoints' receive work goes."""
+import os
+
+from ccarena.testbed import user_link
+
+
+def test_cpu_mask_matches_the_kernels_cpumask_text():
+    assert user_link.cpu_mask([0]) == "1"
+    assert user_link.cpu_mask([1]) == "2"
+    assert user_link.cpu_mask([0, 1, 2, 3]) == "f"
+    # more than 32 CPUs: comma-separated 32-bit groups, most significant first
+    assert user_link.cpu_mask([0, 33]) == "2,00000001"
+
+
+def test_placement_gives_the_link_one_cpu_and_the_rest_to_rps(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    monkeypatch.delenv("CCARENA_LINK_STEER", raising=False)
+    monkeypatch.setattr(user_link, "_pinned_links", lambda: {})
+    link, rps = user_link.placement()
+    assert len(link) == 1 and link[0] not in rps
+    assert sorted(link + rps) == [0, 1, 2]
+
+
+def test_placement_avoids_cpus_other_runs_emulators_are_pinned_to(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.delenv("CCARENA_LINK_STEER", raising=False)
+    monkeypatch.setattr(user_link, "_pinned_links", lambda: {})
+    assert user_link.placement() == ([1], [0])
+    monkeypatch.setattr(user_link, "_pinned_links", lambda: {1: 1})
+    assert user_link.placement() == ([0], [1])
+
+
+def test_placement_off_on_one_cpu_or_when_asked(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3})
+    assert user_link.placement() == ([], [])
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setenv("CCARENA_LINK_STEER", "0")
+    assert user_link.placement() == ([], [])
