@@ -44,13 +44,8 @@ void BPF_PROG(cca_bic_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 	u32 cwnd;
 	u64 inc;
 
-	if (!cca_is_cwnd_limited(sk))
+	if (!cca_grow_prologue(sk, &acked))
 		return;
-	if (cca_in_slow_start(tp)) {
-		acked = cca_slow_start(tp, acked);
-		if (!acked)
-			return;
-	}
 	cwnd = tp->snd_cwnd;
 	if (cwnd < BIC_LOW_WINDOW) {
 		cca_cong_avoid_ai(tp, cwnd, acked);
@@ -76,15 +71,11 @@ static __always_inline u32 bic_ssthresh_for(struct sock *sk, u32 cwnd)
 	else
 		ca->w_max = cwnd;
 	if (cwnd < BIC_LOW_WINDOW)
-		return cca_max(cwnd >> 1, 2);
+		return cca_rfc5681_ssthresh(cwnd);
 	return cca_max(cwnd - (cwnd >> BIC_BETA_SHIFT), 2);
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_bic_ssthresh, struct sock *sk)
-{
-	return bic_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
-}
+CCA_SSTHRESH_OP(cca_bic, bic_ssthresh_for)
 
 SEC("struct_ops")
 void BPF_PROG(cca_bic_set_state, struct sock *sk, u8 new_state)
@@ -97,13 +88,7 @@ void BPF_PROG(cca_bic_set_state, struct sock *sk, u8 new_state)
 	}
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_bic_undo_cwnd, struct sock *sk)
-{
-	const struct tcp_sock *tp = tcp_sk(sk);
-
-	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
-}
+CCA_UNDO_PRIOR_OP(cca_bic)
 
 CCA_GUARD_OP(cca_bic, bic_ssthresh_for)
 

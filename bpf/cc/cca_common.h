@@ -16,7 +16,13 @@
  *     so <name> is at most 11 characters);
  *   - write the loss response as `static u32 <name>_ssthresh_for(sk, cwnd)` and run
  *     CCA_GUARD(sk, <name>_ssthresh_for) on every ACK (CCA_GUARD_OP gives an
- *     in_ack_event op that does only that).
+ *     in_ack_event op that does only that); CCA_SSTHRESH_OP gives the ssthresh op
+ *     that applies it to the current cwnd.
+ *
+ * Optional shorthands for the parts most algorithms share with Reno:
+ * cca_grow_prologue() (the start of cong_avoid: cwnd-limited check and slow
+ * start), cca_rfc5681_ssthresh() (halving) and CCA_UNDO_PRIOR_OP (undo to
+ * tp->prior_cwnd). An algorithm that differs in any of these writes its own.
  *
  * Everything here is integer arithmetic: BPF has no floating point, and clang 14
  * (Debian 12) emits no signed division for BPF, so only unsigned u64/u32 divisions
@@ -193,11 +199,73 @@ static __always_inline void cca_cong_avoid_frac(struct tcp_sock *tp, u64 *acc, u
 	}
 }
 
-/* RFC 5681 eq. (4) on a loss: half the flight (we use cwnd), at least 2 segments. */
+/*
+ * The opening of a Reno-style cong_avoid, shared by most algorithms: no growth
+ * unless the sender uses its window (cca_is_cwnd_limited); in slow start, cwnd
+ * grows by the acked segments up to ssthresh (cca_slow_start). Returns false
+ * when nothing is left to do (not cwnd-limited, or slow start used every acked
+ * segment); otherwise true, with *acked the segments left for congestion
+ * avoidance — unchanged outside slow start, where it may also be 0 (so a bare
+ * "segments left, or 0" return value could not tell the two cases apart).
+ * Use:  if (!cca_grow_prologue(sk, &acked)) return;  then the increase rule.
+ */
+static __always_inline bool cca_grow_prologue(struct sock *sk, u32 *acked)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (!cca_is_cwnd_limited(sk))
+		return false;
+	if (cca_in_slow_start(tp)) {
+		*acked = cca_slow_start(tp, *acked);
+		if (!*acked)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * RFC 5681 eq. (4) on a loss: ssthresh = max(FlightSize / 2, 2 * SMSS), with the
+ * window `cwnd` for FlightSize, in segments. The Reno loss response, and the
+ * fallback of most algorithms (small windows, nothing measured yet).
+ */
+static __always_inline u32 cca_rfc5681_ssthresh(u32 cwnd)
+{
+	return cca_max(cwnd >> 1, 2);
+}
+
+/* The same for the current window. */
 static __always_inline u32 cca_half_cwnd(const struct tcp_sock *tp)
 {
-	return cca_max(tp->snd_cwnd >> 1, 2);
+	return cca_rfc5681_ssthresh(tp->snd_cwnd);
 }
+
+/*
+ * The ssthresh op of an algorithm whose loss response is
+ * `static u32 ssthresh_for(sk, cwnd)` (see the contract above): it applies the
+ * rule to the current cwnd. CCA_SSTHRESH_OP(cca_x, x_ssthresh_for) defines the op
+ * cca_x_ssthresh.
+ */
+#define CCA_SSTHRESH_OP(algo, ssthresh_for)                                            \
+	SEC("struct_ops")                                                              \
+	u32 BPF_PROG(algo##_ssthresh, struct sock *sk)                                 \
+	{                                                                              \
+		return ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);                         \
+	}
+
+/*
+ * The undo_cwnd op that restores the window before a reduction found spurious
+ * (RFC 3522 Eifel detection, RFC 2883 D-SACK): the kernel remembered it in
+ * tp->prior_cwnd; never shrink below the current cwnd. CCA_UNDO_PRIOR_OP(cca_x)
+ * defines the op cca_x_undo_cwnd.
+ */
+#define CCA_UNDO_PRIOR_OP(algo)                                                        \
+	SEC("struct_ops")                                                              \
+	u32 BPF_PROG(algo##_undo_cwnd, struct sock *sk)                                \
+	{                                                                              \
+		const struct tcp_sock *__tp = tcp_sk(sk);                              \
+	                                                                               \
+		return cca_max(__tp->snd_cwnd, __tp->prior_cwnd);                      \
+	}
 
 /*
  * Branch-free helpers. BPF has no conditional move, and a loop whose body

@@ -243,11 +243,7 @@ static __always_inline u32 cubic_ssthresh_for(struct sock *sk, u32 cwnd)
 	return cca_max((u32)((u64)cwnd * BETA_1024 >> 10), 2);
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_cubic_ssthresh, struct sock *sk)
-{
-	return cubic_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
-}
+CCA_SSTHRESH_OP(cca_cubic, cubic_ssthresh_for)
 
 SEC("struct_ops")
 void BPF_PROG(cca_cubic_set_state, struct sock *sk, u8 new_state)
@@ -273,13 +269,7 @@ void BPF_PROG(cca_cubic_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 	}
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_cubic_undo_cwnd, struct sock *sk)
-{
-	const struct tcp_sock *tp = tcp_sk(sk);
-
-	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
-}
+CCA_UNDO_PRIOR_OP(cca_cubic)
 
 CCA_GUARD_OP(cca_cubic, cubic_ssthresh_for)
 

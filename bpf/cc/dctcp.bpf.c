@@ -90,16 +90,12 @@ static __always_inline u32 dctcp_ssthresh_for(struct sock *sk, u32 cwnd)
 	struct dctcp *ca = inet_csk_ca(sk);
 
 	if (!ca->ece_seen)
-		return cca_max(cwnd >> 1, 2);           /* loss: §3.5 */
+		return cca_rfc5681_ssthresh(cwnd);           /* loss: §3.5 */
 	/* §3.4: cwnd * (1 - alpha / 2) */
 	return cca_max(cwnd - (u32)((u64)cwnd * ca->alpha >> 11), 2);
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_dctcp_ssthresh, struct sock *sk)
-{
-	return dctcp_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
-}
+CCA_SSTHRESH_OP(cca_dctcp, dctcp_ssthresh_for)
 
 /* Receiver side: exact ECE echo (§3.2). */
 static __always_inline void dctcp_ce_flip(struct sock *sk, struct dctcp *ca, u8 ce)
@@ -149,23 +145,12 @@ void BPF_PROG(cca_dctcp_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 
-	if (!cca_is_cwnd_limited(sk))
+	if (!cca_grow_prologue(sk, &acked))
 		return;
-	if (cca_in_slow_start(tp)) {
-		acked = cca_slow_start(tp, acked);
-		if (!acked)
-			return;
-	}
 	cca_cong_avoid_ai(tp, tp->snd_cwnd, acked);
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_dctcp_undo_cwnd, struct sock *sk)
-{
-	const struct tcp_sock *tp = tcp_sk(sk);
-
-	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
-}
+CCA_UNDO_PRIOR_OP(cca_dctcp)
 
 CCA_OPS(cca_dctcp) = {
 	.init         = (void *)cca_dctcp_init,

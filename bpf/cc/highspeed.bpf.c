@@ -131,13 +131,8 @@ void BPF_PROG(cca_highspeed_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 	struct highspeed *ca = inet_csk_ca(sk);
 	u32 a;
 
-	if (!cca_is_cwnd_limited(sk))
+	if (!cca_grow_prologue(sk, &acked))
 		return;
-	if (cca_in_slow_start(tp)) {
-		acked = cca_slow_start(tp, acked);
-		if (!acked)
-			return;
-	}
 	if (tp->snd_cwnd <= HS_LOW_WINDOW) {
 		cca_cong_avoid_ai(tp, tp->snd_cwnd, acked);
 		return;
@@ -155,24 +150,14 @@ static __always_inline u32 highspeed_ssthresh_for(struct sock *sk, u32 cwnd)
 
 	ca->acc = 0;
 	if (cwnd <= HS_LOW_WINDOW)
-		return cca_max(cwnd >> 1, 2);
+		return cca_rfc5681_ssthresh(cwnd);
 	b = hs_table[hs_row_of(cwnd)].b;
 	return cca_max(cwnd - (u32)((u64)cwnd * b >> 8), 2);
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_highspeed_ssthresh, struct sock *sk)
-{
-	return highspeed_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
-}
+CCA_SSTHRESH_OP(cca_highspeed, highspeed_ssthresh_for)
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_highspeed_undo_cwnd, struct sock *sk)
-{
-	const struct tcp_sock *tp = tcp_sk(sk);
-
-	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
-}
+CCA_UNDO_PRIOR_OP(cca_highspeed)
 
 CCA_GUARD_OP(cca_highspeed, highspeed_ssthresh_for)
 

@@ -100,13 +100,8 @@ void BPF_PROG(cca_htcp_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct htcp *ca = inet_csk_ca(sk);
 
-	if (!cca_is_cwnd_limited(sk))
+	if (!cca_grow_prologue(sk, &acked))
 		return;
-	if (cca_in_slow_start(tp)) {
-		acked = cca_slow_start(tp, acked);
-		if (!acked)
-			return;
-	}
 	cca_cong_avoid_frac(tp, &ca->acc, htcp_alpha(ca), acked);
 }
 
@@ -136,19 +131,9 @@ static __always_inline u32 htcp_ssthresh_for(struct sock *sk, u32 cwnd)
 	return cca_max((u32)((u64)cwnd * beta >> 10), 2);
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_htcp_ssthresh, struct sock *sk)
-{
-	return htcp_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
-}
+CCA_SSTHRESH_OP(cca_htcp, htcp_ssthresh_for)
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_htcp_undo_cwnd, struct sock *sk)
-{
-	const struct tcp_sock *tp = tcp_sk(sk);
-
-	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
-}
+CCA_UNDO_PRIOR_OP(cca_htcp)
 
 CCA_GUARD_OP(cca_htcp, htcp_ssthresh_for)
 

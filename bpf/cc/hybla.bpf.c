@@ -94,22 +94,12 @@ static __always_inline u32 hybla_ssthresh_for(struct sock *sk, u32 cwnd)
 	struct hybla *ca = inet_csk_ca(sk);
 
 	ca->acc = 0;
-	return cca_max(cwnd >> 1, 2);
+	return cca_rfc5681_ssthresh(cwnd);
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_hybla_ssthresh, struct sock *sk)
-{
-	return hybla_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
-}
+CCA_SSTHRESH_OP(cca_hybla, hybla_ssthresh_for)
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_hybla_undo_cwnd, struct sock *sk)
-{
-	const struct tcp_sock *tp = tcp_sk(sk);
-
-	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
-}
+CCA_UNDO_PRIOR_OP(cca_hybla)
 
 CCA_GUARD_OP(cca_hybla, hybla_ssthresh_for)
 

@@ -124,13 +124,8 @@ void BPF_PROG(cca_illinois_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 		il_update(ca, tp);
 		il_round_reset(ca, tp);
 	}
-	if (!cca_is_cwnd_limited(sk))
+	if (!cca_grow_prologue(sk, &acked))
 		return;
-	if (cca_in_slow_start(tp)) {
-		acked = cca_slow_start(tp, acked);
-		if (!acked)
-			return;
-	}
 	cca_cong_avoid_frac(tp, &ca->acc, ca->alpha, acked);
 }
 
@@ -145,11 +140,7 @@ static __always_inline u32 illinois_ssthresh_for(struct sock *sk, u32 cwnd)
 	return cca_max(cwnd - (u32)((u64)cwnd * beta >> 10), 2);
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_illinois_ssthresh, struct sock *sk)
-{
-	return illinois_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
-}
+CCA_SSTHRESH_OP(cca_illinois, illinois_ssthresh_for)
 
 SEC("struct_ops")
 void BPF_PROG(cca_illinois_set_state, struct sock *sk, u8 new_state)
@@ -165,13 +156,7 @@ void BPF_PROG(cca_illinois_set_state, struct sock *sk, u8 new_state)
 	}
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_illinois_undo_cwnd, struct sock *sk)
-{
-	const struct tcp_sock *tp = tcp_sk(sk);
-
-	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
-}
+CCA_UNDO_PRIOR_OP(cca_illinois)
 
 CCA_GUARD_OP(cca_illinois, illinois_ssthresh_for)
 

@@ -106,13 +106,8 @@ void BPF_PROG(cca_lp_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 
 	if (ca->itt_end_us)
 		return;                       /* no growth during the inference time-out */
-	if (!cca_is_cwnd_limited(sk))
+	if (!cca_grow_prologue(sk, &acked))
 		return;
-	if (cca_in_slow_start(tp)) {
-		acked = cca_slow_start(tp, acked);
-		if (!acked)
-			return;
-	}
 	cca_cong_avoid_ai(tp, tp->snd_cwnd, acked);
 }
 
@@ -122,22 +117,12 @@ static __always_inline u32 lp_ssthresh_for(struct sock *sk, u32 cwnd)
 	struct lp *ca = inet_csk_ca(sk);
 
 	ca->calibrated = 1;
-	return cca_max(cwnd >> 1, 2);
+	return cca_rfc5681_ssthresh(cwnd);
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_lp_ssthresh, struct sock *sk)
-{
-	return lp_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
-}
+CCA_SSTHRESH_OP(cca_lp, lp_ssthresh_for)
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_lp_undo_cwnd, struct sock *sk)
-{
-	const struct tcp_sock *tp = tcp_sk(sk);
-
-	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
-}
+CCA_UNDO_PRIOR_OP(cca_lp)
 
 CCA_GUARD_OP(cca_lp, lp_ssthresh_for)
 

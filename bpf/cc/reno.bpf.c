@@ -18,37 +18,22 @@
 /* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
 static __always_inline u32 reno_ssthresh_for(struct sock *sk, u32 cwnd)
 {
-	return cca_max(cwnd >> 1, 2);
+	return cca_rfc5681_ssthresh(cwnd);
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_reno_ssthresh, struct sock *sk)
-{
-	return reno_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
-}
+CCA_SSTHRESH_OP(cca_reno, reno_ssthresh_for)
 
 SEC("struct_ops")
 void BPF_PROG(cca_reno_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 
-	if (!cca_is_cwnd_limited(sk))
+	if (!cca_grow_prologue(sk, &acked))
 		return;
-	if (cca_in_slow_start(tp)) {
-		acked = cca_slow_start(tp, acked);
-		if (!acked)
-			return;
-	}
 	cca_cong_avoid_ai(tp, tp->snd_cwnd, acked);
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_reno_undo_cwnd, struct sock *sk)
-{
-	const struct tcp_sock *tp = tcp_sk(sk);
-
-	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
-}
+CCA_UNDO_PRIOR_OP(cca_reno)
 
 CCA_GUARD_OP(cca_reno, reno_ssthresh_for)
 

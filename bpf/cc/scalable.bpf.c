@@ -24,13 +24,8 @@ void BPF_PROG(cca_scalable_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 
-	if (!cca_is_cwnd_limited(sk))
+	if (!cca_grow_prologue(sk, &acked))
 		return;
-	if (cca_in_slow_start(tp)) {
-		acked = cca_slow_start(tp, acked);
-		if (!acked)
-			return;
-	}
 	/* one segment per min(cwnd, 1/a) acked segments */
 	cca_cong_avoid_ai(tp, cca_min(tp->snd_cwnd, SCALABLE_INV_A), acked);
 }
@@ -39,24 +34,14 @@ void BPF_PROG(cca_scalable_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 static __always_inline u32 scalable_ssthresh_for(struct sock *sk, u32 cwnd)
 {
 	if (cwnd <= SCALABLE_LWND)
-		return cca_max(cwnd >> 1, 2);
+		return cca_rfc5681_ssthresh(cwnd);
 	/* cwnd - ceil(b * cwnd) */
 	return cca_max(cwnd - ((cwnd + (1u << SCALABLE_B_SHIFT) - 1) >> SCALABLE_B_SHIFT), 2);
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_scalable_ssthresh, struct sock *sk)
-{
-	return scalable_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
-}
+CCA_SSTHRESH_OP(cca_scalable, scalable_ssthresh_for)
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_scalable_undo_cwnd, struct sock *sk)
-{
-	const struct tcp_sock *tp = tcp_sk(sk);
-
-	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
-}
+CCA_UNDO_PRIOR_OP(cca_scalable)
 
 CCA_GUARD_OP(cca_scalable, scalable_ssthresh_for)
 

@@ -82,13 +82,8 @@ void BPF_PROG(cca_vegas_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 	/* a round ended: judge it */
 	if (v->round_cnt < 2 || !v->base_rtt) {
 		vegas_new_round(v, tp);
-		if (!cca_is_cwnd_limited(sk))
+		if (!cca_grow_prologue(sk, &acked))
 			return;
-		if (cca_in_slow_start(tp)) {
-			acked = cca_slow_start(tp, acked);
-			if (!acked)
-				return;
-		}
 		cca_cong_avoid_ai(tp, tp->snd_cwnd, acked);
 		return;
 	}
@@ -129,22 +124,12 @@ void BPF_PROG(cca_vegas_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 /* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
 static __always_inline u32 vegas_ssthresh_for(struct sock *sk, u32 cwnd)
 {
-	return cca_max(cwnd >> 1, 2);
+	return cca_rfc5681_ssthresh(cwnd);
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_vegas_ssthresh, struct sock *sk)
-{
-	return vegas_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
-}
+CCA_SSTHRESH_OP(cca_vegas, vegas_ssthresh_for)
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_vegas_undo_cwnd, struct sock *sk)
-{
-	const struct tcp_sock *tp = tcp_sk(sk);
-
-	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
-}
+CCA_UNDO_PRIOR_OP(cca_vegas)
 
 CCA_GUARD_OP(cca_vegas, vegas_ssthresh_for)
 

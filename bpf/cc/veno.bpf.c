@@ -75,13 +75,8 @@ void BPF_PROG(cca_veno_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct veno *ca = inet_csk_ca(sk);
 
-	if (!cca_is_cwnd_limited(sk))
+	if (!cca_grow_prologue(sk, &acked))
 		return;
-	if (cca_in_slow_start(tp)) {
-		acked = cca_slow_start(tp, acked);
-		if (!acked)
-			return;
-	}
 	/* +1 per RTT, or per two RTTs when the backlog says the link is full */
 	cca_cong_avoid_ai(tp, ca->congested ? 2 * tp->snd_cwnd : tp->snd_cwnd, acked);
 }
@@ -93,22 +88,12 @@ static __always_inline u32 veno_ssthresh_for(struct sock *sk, u32 cwnd)
 
 	if (!ca->congested)
 		return cca_max((u32)((u64)cwnd * 4 / 5), 2);   /* random loss */
-	return cca_max(cwnd >> 1, 2);
+	return cca_rfc5681_ssthresh(cwnd);
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_veno_ssthresh, struct sock *sk)
-{
-	return veno_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
-}
+CCA_SSTHRESH_OP(cca_veno, veno_ssthresh_for)
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_veno_undo_cwnd, struct sock *sk)
-{
-	const struct tcp_sock *tp = tcp_sk(sk);
-
-	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
-}
+CCA_UNDO_PRIOR_OP(cca_veno)
 
 CCA_GUARD_OP(cca_veno, veno_ssthresh_for)
 

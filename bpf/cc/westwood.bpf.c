@@ -82,39 +82,24 @@ static __always_inline u32 westwood_ssthresh_for(struct sock *sk, u32 cwnd)
 	u64 w;
 
 	if (!ca->bwe || !ca->rtt_min_us)
-		return cca_max(cwnd >> 1, 2);   /* nothing measured yet: Reno */
+		return cca_rfc5681_ssthresh(cwnd);   /* nothing measured yet: Reno */
 	w = ca->bwe * ca->rtt_min_us / CCA_USEC_PER_SEC / cca_max(tp->mss_cache, 1);
 	return (u32)cca_max64(w, 2);
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_westwood_ssthresh, struct sock *sk)
-{
-	return westwood_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
-}
+CCA_SSTHRESH_OP(cca_westwood, westwood_ssthresh_for)
 
 SEC("struct_ops")
 void BPF_PROG(cca_westwood_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 
-	if (!cca_is_cwnd_limited(sk))
+	if (!cca_grow_prologue(sk, &acked))
 		return;
-	if (cca_in_slow_start(tp)) {
-		acked = cca_slow_start(tp, acked);
-		if (!acked)
-			return;
-	}
 	cca_cong_avoid_ai(tp, tp->snd_cwnd, acked);
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_westwood_undo_cwnd, struct sock *sk)
-{
-	const struct tcp_sock *tp = tcp_sk(sk);
-
-	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
-}
+CCA_UNDO_PRIOR_OP(cca_westwood)
 
 CCA_OPS(cca_westwood) = {
 	.init         = (void *)cca_westwood_init,

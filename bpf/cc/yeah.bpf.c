@@ -108,13 +108,8 @@ void BPF_PROG(cca_yeah_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 		yeah_round_end(ca, tp);
 		yeah_round_reset(ca, tp);
 	}
-	if (!cca_is_cwnd_limited(sk))
+	if (!cca_grow_prologue(sk, &acked))
 		return;
-	if (cca_in_slow_start(tp)) {
-		acked = cca_slow_start(tp, acked);
-		if (!acked)
-			return;
-	}
 	if (ca->fast)
 		cca_cong_avoid_ai(tp, cca_min(tp->snd_cwnd, YEAH_STCP_INV_A), acked);
 	else
@@ -128,25 +123,15 @@ static __always_inline u32 yeah_ssthresh_for(struct sock *sk, u32 cwnd)
 	u32 red;
 
 	if (ca->reno_peer)
-		return cca_max(cwnd >> 1, 2);
+		return cca_rfc5681_ssthresh(cwnd);
 	red = cca_max(cwnd >> 3, ca->queue);
 	red = cca_min(red, cwnd >> 1);
 	return cca_max(cwnd - red, 2);
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_yeah_ssthresh, struct sock *sk)
-{
-	return yeah_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
-}
+CCA_SSTHRESH_OP(cca_yeah, yeah_ssthresh_for)
 
-SEC("struct_ops")
-u32 BPF_PROG(cca_yeah_undo_cwnd, struct sock *sk)
-{
-	const struct tcp_sock *tp = tcp_sk(sk);
-
-	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
-}
+CCA_UNDO_PRIOR_OP(cca_yeah)
 
 CCA_GUARD_OP(cca_yeah, yeah_ssthresh_for)
 
