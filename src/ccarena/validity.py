@@ -5,7 +5,7 @@ A run is flagged (never silently averaged in) when
   but not judged: a busy machine matters only when it makes the tools late, which the
   sampling-gap and link-lateness checks see directly);
 - a flow engine missed more than SAMPLE_GAP_MAX of its sampling ticks;
-- the user-space link lost packets in its own receive path, or released more than LATE_MAX of
+- the user-space link lost packets in its own receive or send path, or released more than LATE_MAX of
   packets later than its tolerance (testbed/user_link.late_tolerance_ns);
 - a socket ran another congestion control than the one the study asked for;
 - a process failed."""
@@ -45,9 +45,14 @@ def check_link(link: dict) -> list[str]:
             out.append(f"link {d}: {late} of {fwd} packets released late")
     fwd = link.get("forwarded", 0) or 0
     drops = link.get("rx_ring_drops", 0) or 0
+    tx_lost = link.get("tx_errors", 0) or 0
     late = link.get("late_packets", 0) or 0
     if fwd and drops / fwd > LINK_RING_DROP_MAX:
         out.append(f"link: {drops} packets lost in its own receive path")
+    # packets the kernel refused to take from the emulator (e.g. the receiving CPU's
+    # backlog full for longer than the emulator waits): lost, and not by the model
+    if fwd and tx_lost / fwd > LINK_RING_DROP_MAX:
+        out.append(f"link: {tx_lost} packets lost in its own send path")
     if fwd and late / fwd > LATE_MAX:
         out.append(f"link: {late} of {fwd} packets released late")
     return out

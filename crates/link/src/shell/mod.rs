@@ -36,6 +36,10 @@ const RT_BUSY_NS: u64 = 1_000_000;
 const RT_NAP_NS: u64 = 50_000;
 /// Longest sleep of an idle worker (ns): bounds how stale the statistics files get.
 const IDLE_WAKE_NS: u64 = 100_000_000;
+/// Pause before re-sending when the receiving backlog is full (ns), and the longest
+/// total wait for one batch before its packet is dropped and counted in tx_errors.
+const TX_WAIT_NAP_NS: u64 = 20_000;
+const TX_WAIT_MAX_NS: u64 = 5_000_000;
 /// Smallest busy-poll window before a deadline (ns).
 const MIN_SPIN_NS: u64 = 5_000;
 
@@ -59,6 +63,8 @@ pub struct ShellStats {
     pub kernel_rx_packets: u64,
     pub forwarded: u64,
     pub tx_errors: u64,
+    /// Pauses because the receiving side's backlog was full (ENOBUFS).
+    pub tx_waits: u64,
     pub late: Hist,
     pub late_packets: u64,
     pub loops: u64,
@@ -319,6 +325,7 @@ impl Shell {
             "rx_ring_drops": st.rx_ring_drops,
             "rx_truncated": st.rx_truncated,
             "tx_errors": st.tx_errors,
+            "tx_waits": st.tx_waits,
             "late_tolerance_ns": self.cfg.late_tolerance_ns,
             "late_packets": st.late_packets,
             "max_late_ns": st.late.max,
@@ -359,6 +366,7 @@ impl ShellStats {
         self.rx_truncated += o.rx_truncated;
         self.forwarded += o.forwarded;
         self.tx_errors += o.tx_errors;
+        self.tx_waits += o.tx_waits;
         if o.late.max >= self.late.max {
             self.max_late_at_ns = o.max_late_at_ns;
         }
@@ -528,14 +536,27 @@ impl Worker {
             m.msg_hdr.msg_iovlen = 1;
             self.tx_msgs.push(m);
         }
-        let t = now_ns();
+        let mut t = now_ns();
         let mut off = 0;
+        let mut waited = 0;
         while off < pkts.len() {
             let k = (pkts.len() - off).min(1024);
             let r = unsafe { libc::sendmmsg(fd, self.tx_msgs.as_mut_ptr().add(off), k as u32, 0) };
             if r < 0 {
-                if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-                    continue;
+                match std::io::Error::last_os_error().raw_os_error() {
+                    Some(libc::EINTR) => continue,
+                    // The receiving side's backlog is full (with RPS the peer's packets
+                    // queue for another CPU, netdev_max_backlog deep): wait for it to
+                    // drain rather than drop — a late packet is counted as late, a
+                    // dropped one would look like congestion loss.
+                    Some(libc::ENOBUFS) if waited < TX_WAIT_MAX_NS => {
+                        sys::nap(TX_WAIT_NAP_NS);
+                        waited += TX_WAIT_NAP_NS;
+                        self.st.tx_waits += 1;
+                        t = now_ns();
+                        continue;
+                    }
+                    _ => {}
                 }
                 self.st.tx_errors += 1;
                 off += 1;
