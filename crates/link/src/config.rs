@@ -60,6 +60,10 @@ struct RawConfig {
     rt_priority: Option<f64>,
     #[serde(default)]
     cpus: Option<Vec<f64>>,
+    #[serde(default)]
+    rt_busy_ns: Option<f64>,
+    #[serde(default)]
+    rt_nap_ns: Option<f64>,
     w2e: RawDir,
     e2w: RawDir,
     #[serde(default)]
@@ -245,6 +249,10 @@ pub struct Config {
     /// wherever the scheduler puts them. Pinning lets the orchestrator steer the
     /// endpoints' receive processing (RPS) to the other CPUs, see docs/link.md.
     pub cpus: Vec<usize>,
+    /// A SCHED_FIFO thread that has not blocked for `rt_busy_ns` sleeps `rt_nap_ns`, so
+    /// ordinary tasks on its CPU run in small gaps instead of one throttling block.
+    pub rt_busy_ns: u64,
+    pub rt_nap_ns: u64,
     pub link: LinkParams,
 }
 
@@ -646,6 +654,16 @@ pub fn parse(text: &str, base_dir: &std::path::Path) -> Result<Config, ConfigErr
         }
         cpus.push(c as usize);
     }
+    let rt_busy_ns = raw
+        .rt_busy_ns
+        .map(|v| positive_int("rt_busy_ns", v))
+        .transpose()?
+        .unwrap_or(1_000_000);
+    let rt_nap_ns = raw
+        .rt_nap_ns
+        .map(|v| nonneg_int("rt_nap_ns", v))
+        .transpose()?
+        .unwrap_or(50_000);
     let seed = raw
         .seed
         .map(|v| nonneg_int("seed", v))
@@ -715,6 +733,8 @@ pub fn parse(text: &str, base_dir: &std::path::Path) -> Result<Config, ConfigErr
         rx_poll_ns,
         rt_priority: rt_priority as i32,
         cpus,
+        rt_busy_ns,
+        rt_nap_ns,
         link: LinkParams {
             stats_interval_ns,
             event_log: raw.event_log,

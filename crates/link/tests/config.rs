@@ -64,7 +64,7 @@ fn orchestrator_style_config_parses() {
     // The shape ccarena.testbed.user_link.make_config writes (nulls included).
     let text = r#"{"ifaces": {"west": "lw", "east": "le"}, "out_dir": "/tmp/o",
         "stats_interval_ns": 10000000, "event_log": true, "seed": 7, "t0_ns": null,
-        "rt_priority": 0, "late_tolerance_ns": 400000, "cpus": [1],
+        "rt_priority": 0, "late_tolerance_ns": 400000, "cpus": [1], "rt_busy_ns": 400000, "rt_nap_ns": 20000,
         "w2e": {"rate_bps": 10000000, "rate_schedule": null, "trace_file": null,
                 "delay_ns": 10000000, "jitter": null, "loss": null,
                 "buffer": {"packets": 100}, "ecn": false,
@@ -81,6 +81,7 @@ fn orchestrator_style_config_parses() {
     let c = parse(text, std::path::Path::new("/")).unwrap();
     assert_eq!(c.rt_priority, 0);
     assert_eq!(c.cpus, vec![1]);
+    assert_eq!((c.rt_busy_ns, c.rt_nap_ns), (400_000, 20_000));
     assert_eq!(c.link.t0_ns, None);
     let bad = text.replace(r#""cpus": [1]"#, r#""cpus": [-1]"#);
     assert_eq!(

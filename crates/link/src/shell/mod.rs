@@ -29,11 +29,6 @@ const BATCH: usize = 64;
 const POOL_MAX: usize = 8192;
 /// Slots of each receive ring (~100 ms of 1500-byte frames at 2 Gbit/s; ~26 MiB).
 const RING_FRAMES: usize = 16384;
-/// Longest stretch a SCHED_FIFO worker runs without blocking before it naps (ns).
-const RT_BUSY_NS: u64 = 1_000_000;
-/// Length of that nap (ns): ~5 % of the CPU, the share the kernel reserves for
-/// ordinary tasks (sched_rt_runtime_us = 950000 of 1000000).
-const RT_NAP_NS: u64 = 50_000;
 /// Longest sleep of an idle worker (ns): bounds how stale the statistics files get.
 const IDLE_WAKE_NS: u64 = 100_000_000;
 /// Pause before re-sending when the receiving backlog is full (ns), and the longest
@@ -92,6 +87,10 @@ pub struct Worker {
     out: Vec<Released>,
     by_dir: [Vec<Released>; 2],
     spin_ns: u64,
+    /// See Config::rt_busy_ns / rt_nap_ns (the default nap is ~5 % of the CPU, the
+    /// share the kernel reserves for ordinary tasks: sched_rt_runtime_us 950000 of 1e6).
+    rt_busy_ns: u64,
+    rt_nap_ns: u64,
     late_tol: u64,
     stats_w: Arc<Mutex<BufWriter<File>>>,
     events_w: Option<Arc<Mutex<BufWriter<File>>>>,
@@ -222,6 +221,8 @@ impl Shell {
             out: Vec::with_capacity(1024),
             by_dir: [Vec::with_capacity(1024), Vec::with_capacity(1024)],
             spin_ns: self.cfg.spin_ns,
+            rt_busy_ns: self.cfg.rt_busy_ns,
+            rt_nap_ns: self.cfg.rt_nap_ns,
             late_tol: self.cfg.late_tolerance_ns,
             stats_w: self.stats_w.clone(),
             events_w: self.events_w.clone(),
@@ -345,6 +346,8 @@ impl Shell {
             "timer_wake_late_p50_ns": st.wake_late.quantile(0.5),
             "timer_wake_late_p99_ns": st.wake_late.quantile(0.99),
             "spin_ns": self.cfg.spin_ns,
+            "rt_busy_ns": self.cfg.rt_busy_ns,
+            "rt_nap_ns": self.cfg.rt_nap_ns,
             "rx_poll_ns": self.workers.first().map_or(0, |w| w.rx_poll_ns),
             "rx_timestamps": self.cfg.rx_timestamps,
             "threads": self.workers.len(),
@@ -663,11 +666,11 @@ impl Worker {
                 (now, offset) = sys::mono_and_real_offset();
                 next_offset = now + 10_000_000;
             }
-            if self.rt && now.saturating_sub(last_block) > RT_BUSY_NS {
+            if self.rt && self.rt_nap_ns > 0 && now.saturating_sub(last_block) > self.rt_busy_ns {
                 // Give the CPU away briefly so that ordinary tasks on this CPU run in
                 // many small gaps rather than in one 50 ms block forced by the
                 // kernel's RT throttling / fair server (which would stall the link).
-                sys::nap(RT_NAP_NS);
+                sys::nap(self.rt_nap_ns);
                 self.st.naps += 1;
                 last_block = now_ns();
             }
