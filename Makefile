@@ -3,9 +3,18 @@
 #   make test    install everything, run the whole test suite (unit + namespaces + quick studies)
 #   make install system packages (apt), Rust binaries, BPF objects, Python venv
 #   make bench   benchmarks (not tests)
-# Run as root: the testbed uses network namespaces.
+# Root is needed (network namespaces, BPF, apt): run as root, or as a user with sudo —
+# then make re-runs itself under sudo (keeping PATH, so a rustup cargo is still found).
 
 SHELL := /bin/bash
+
+ifneq ($(shell id -u),0)
+.PHONY: $(or $(MAKECMDGOALS),install)
+$(or $(MAKECMDGOALS),install):
+	@command -v sudo >/dev/null || { echo "make: ccarena needs root (network namespaces): run this as root" >&2; exit 1; }
+	sudo env "PATH=$$PATH" $(MAKE) --no-print-directory $@
+else
+
 VENV ?= .venv
 PY := $(VENV)/bin/python
 APT_PACKAGES := iproute2 iputils-ping ethtool iperf3 curl wget tcpdump procps \
@@ -61,3 +70,4 @@ clean:
 
 include mk/bpf.mk
 include mk/trace.mk
+endif
