@@ -197,6 +197,11 @@ def test_scales_override_the_study(tmp_path):
     assert load_study(p, scale="full").scale == "full"
     with pytest.raises(SpecError, match="no scale 'huge'; this study has: quick"):
         load_study(p, scale="huge")
+    # a study extending a scaled one may make "full" (the study as written) its default
+    child = tmp_path / "child.toml"
+    child.write_text(f'[study]\nextends = "{p}"\ndefault_scale = "full"\n')
+    s = load_study(child)
+    assert s.scale == "full" and len(s.cells) == 6 and s.duration_s == 10
 
 
 def test_disabled_flows_vanish_and_can_be_swept(tmp_path):

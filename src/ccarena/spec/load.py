@@ -97,10 +97,10 @@ def apply_scale(raw: dict, scale: str | None, path: str) -> tuple[dict, str | No
     if name is None:
         return out, None
     if name not in scales:
-        if scale is None:
-            raise SpecError(path, "study.default_scale", f"no [scale.{name}] table")
         if name == "full" and scales:
             return out, "full"      # the study as written is the full scale
+        if scale is None:
+            raise SpecError(path, "study.default_scale", f"no [scale.{name}] table")
         raise SpecError(path, "scale", f"no scale {name!r}; this study has: "
                         + (", ".join(sorted(scales)) or "none"))
     over = scales[name]
