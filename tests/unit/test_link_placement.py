@@ -36,3 +36,19 @@ def test_placement_off_on_one_cpu_or_when_asked(monkeypatch):
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     monkeypatch.setenv("CCARENA_LINK_STEER", "0")
     assert user_link.placement() == ([], [])
+
+
+def test_steering_is_best_effort(monkeypatch):
+    from ccarena.errors import TestbedError
+    from ccarena.testbed.topology import plan_dumbbell
+
+    def refuse(ns, rel, value):
+        raise TestbedError(f"write /sys/{rel} in namespace {ns}: Permission denied")
+    monkeypatch.setattr(user_link.netns, "sysfs_write", refuse)
+    topo = plan_dumbbell("abcdef", 1, "user")
+    assert user_link.steer(topo, [0]) == []      # the run goes on, recorded as unsteered
+    writes = []
+    monkeypatch.setattr(user_link.netns, "sysfs_write", lambda *a: writes.append(a))
+    assert user_link.steer(topo, [0, 2]) == [0, 2]
+    assert sorted(w[0] for w in writes) == sorted(ns for ns, _ in topo.bottleneck_ports.values())
+    assert all(w[2] == "5" for w in writes)

@@ -2,15 +2,18 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 
 from .. import netns, units
+from ..errors import TestbedError
 from ..paths import require_binary
 from ..proc import NsProcess
 from ..spec.model import LinkSpec, Study
 from .topology import Topology
 
+log = logging.getLogger(__name__)
 
 IP_PROTOCOLS = {"icmp": 1, "tcp": 6, "udp": 17}
 
@@ -144,12 +147,20 @@ def placement() -> tuple[list[int], list[int]]:
     return [link], [c for c in allowed if c != link]
 
 
-def steer(topo: Topology, rps_cpus: list[int]) -> None:
-    """RPS on the routers' ports facing the emulator (packets the emulator sends)."""
+def steer(topo: Topology, rps_cpus: list[int]) -> list[int]:
+    """RPS on the routers' ports facing the emulator (packets the emulator sends).
+    Best effort: where sysfs cannot be written (e.g. a container without the right to
+    mount it) the run goes on unsteered, and the returned list — recorded with the
+    link's config — is empty."""
     if not rps_cpus:
-        return
-    for ns, dev in topo.bottleneck_ports.values():
-        netns.sysfs_write(ns, f"class/net/{dev}/queues/rx-0/rps_cpus", cpu_mask(rps_cpus))
+        return []
+    try:
+        for ns, dev in topo.bottleneck_ports.values():
+            netns.sysfs_write(ns, f"class/net/{dev}/queues/rx-0/rps_cpus", cpu_mask(rps_cpus))
+    except TestbedError as e:
+        log.warning("link placement: receive steering not applied (%s)", e)
+        return []
+    return rps_cpus
 
 
 def make_config(topo: Topology, study: Study, out_dir: Path, seed: int,
@@ -187,7 +198,7 @@ def start(topo: Topology, study: Study, raw_dir: Path, seed: int,
     out = raw_dir / "link"
     out.mkdir(parents=True, exist_ok=True)
     link_cpus, rps_cpus = placement()
-    steer(topo, rps_cpus)
+    rps_cpus = steer(topo, rps_cpus)
     cfg = make_config(topo, study, out, seed, event_log, t0_ns, link_cpus)
     cfg["rps_cpus"] = rps_cpus   # provenance only: the link ignores unknown top-level keys
     cfg_path = out / "link.config.json"
