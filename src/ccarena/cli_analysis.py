@@ -160,8 +160,6 @@ def cmd_compare(args) -> int:
     return 0
 
 
-# -- parser ---------------------------------------------------------------------------------
-
 def cmd_check(args) -> int:
     """Re-evaluate a stored study's checks, or another study file's, without re-running."""
     from .checks import run_checks
@@ -182,6 +180,8 @@ def cmd_check(args) -> int:
         return 0
     return 0 if run_checks(res, study) else 3
 
+
+# -- parser ---------------------------------------------------------------------------------
 
 def register(subparsers) -> None:
     """Add report, export, query, compare and check to the main CLI's subparsers."""

@@ -265,9 +265,8 @@ def sysfs_write(name: str, rel: str, value: str) -> None:
     queues/rx-0/rps_cpus). sysfs shows the devices of the namespace that mounted it, so
     this goes through `ip netns exec`, which mounts a fresh sysfs for the namespace; one
     short process, so keep it off per-packet or per-flow paths."""
-    import subprocess
     target = "/sys/" + rel.lstrip("/")
-    r = subprocess.run(["ip", "netns", "exec", name, "sh", "-c", 'printf %s "$1" > "$2"', "sh",
-                        value, target], capture_output=True, text=True)
+    r = subprocess.run(exec_argv(name, ["sh", "-c", 'printf %s "$1" > "$2"', "sh", value, target]),
+                       capture_output=True, text=True)
     if r.returncode != 0:
         raise TestbedError(f"write {target} in namespace {name}: {r.stderr.strip() or 'failed'}")
