@@ -266,6 +266,16 @@ fn nonneg_int(key: &str, v: f64) -> Result<u64, ConfigError> {
     Ok(v.round() as u64)
 }
 
+/// An optional integer key: checked by `check` when present, else `default`.
+fn opt_int(
+    key: &str,
+    v: Option<f64>,
+    check: fn(&str, f64) -> Result<u64, ConfigError>,
+    default: u64,
+) -> Result<u64, ConfigError> {
+    Ok(v.map(|v| check(key, v)).transpose()?.unwrap_or(default))
+}
+
 fn positive_int(key: &str, v: f64) -> Result<u64, ConfigError> {
     let x = nonneg_int(key, v)?;
     if x == 0 {
@@ -611,32 +621,21 @@ pub fn parse(text: &str, base_dir: &std::path::Path) -> Result<Config, ConfigErr
     if raw.out_dir.is_empty() {
         return Err(ConfigError::new("out_dir", "empty path"));
     }
-    let stats_interval_ns = raw
-        .stats_interval_ns
-        .map(|v| positive_int("stats_interval_ns", v))
-        .transpose()?
-        .unwrap_or(10_000_000);
-    let late_tolerance_ns = raw
-        .late_tolerance_ns
-        .map(|v| nonneg_int("late_tolerance_ns", v))
-        .transpose()?
-        .unwrap_or(100_000);
-    let spin_ns = raw
-        .spin_ns
-        .map(|v| nonneg_int("spin_ns", v))
-        .transpose()?
-        .unwrap_or(60_000);
-    let threads = raw
-        .threads
-        .map(|v| positive_int("threads", v))
-        .transpose()?
-        .unwrap_or(1)
-        .min(2) as usize;
-    let rt_priority = raw
-        .rt_priority
-        .map(|v| nonneg_int("rt_priority", v))
-        .transpose()?
-        .unwrap_or(10);
+    let stats_interval_ns = opt_int(
+        "stats_interval_ns",
+        raw.stats_interval_ns,
+        positive_int,
+        10_000_000,
+    )?;
+    let late_tolerance_ns = opt_int(
+        "late_tolerance_ns",
+        raw.late_tolerance_ns,
+        nonneg_int,
+        100_000,
+    )?;
+    let spin_ns = opt_int("spin_ns", raw.spin_ns, nonneg_int, 60_000)?;
+    let threads = opt_int("threads", raw.threads, positive_int, 1)?.min(2) as usize;
+    let rt_priority = opt_int("rt_priority", raw.rt_priority, nonneg_int, 10)?;
     if rt_priority > 99 {
         return Err(ConfigError::new(
             "rt_priority",
@@ -654,21 +653,9 @@ pub fn parse(text: &str, base_dir: &std::path::Path) -> Result<Config, ConfigErr
         }
         cpus.push(c as usize);
     }
-    let rt_busy_ns = raw
-        .rt_busy_ns
-        .map(|v| positive_int("rt_busy_ns", v))
-        .transpose()?
-        .unwrap_or(1_000_000);
-    let rt_nap_ns = raw
-        .rt_nap_ns
-        .map(|v| nonneg_int("rt_nap_ns", v))
-        .transpose()?
-        .unwrap_or(50_000);
-    let seed = raw
-        .seed
-        .map(|v| nonneg_int("seed", v))
-        .transpose()?
-        .unwrap_or(1);
+    let rt_busy_ns = opt_int("rt_busy_ns", raw.rt_busy_ns, positive_int, 1_000_000)?;
+    let rt_nap_ns = opt_int("rt_nap_ns", raw.rt_nap_ns, nonneg_int, 50_000)?;
+    let seed = opt_int("seed", raw.seed, nonneg_int, 1)?;
     let t0_ns = raw.t0_ns.map(|v| nonneg_int("t0_ns", v)).transpose()?;
     let w2e = direction("w2e", &raw.w2e, base_dir)?;
     let e2w = direction("e2w", &raw.e2w, base_dir)?;
