@@ -26,6 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+from ccarena.netns import sysfs_write  # noqa: E402
 from ccarena.testbed.user_link import cpu_mask, placement  # noqa: E402
 LINK_BIN = ROOT / "target" / "release" / "ccarena-link"
 A_IP, B_IP = "10.9.0.1", "10.9.0.2"
@@ -93,8 +94,7 @@ class Testbed:
             self.nsx(n, "sysctl", "-qw", "net.ipv4.tcp_rmem=4096 131072 67108864",
                      "net.ipv4.tcp_wmem=4096 16384 67108864")
             if self.rps_cpus:
-                self.nsx(n, "sh", "-c", f"echo {cpu_mask(self.rps_cpus)} > "
-                         "/sys/class/net/eth0/queues/rx-0/rps_cpus")
+                sysfs_write(n, "class/net/eth0/queues/rx-0/rps_cpus", cpu_mask(self.rps_cpus))
 
     def down(self) -> None:
         for p in self.procs + ([self.link] if self.link else []):
