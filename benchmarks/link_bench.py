@@ -53,13 +53,13 @@ def bench_a(secs, rounds):
     return links
 
 
-def bench_b(secs):
+def bench_b(secs, rates=(100, 1000)):
     """Both placements side by side: the orchestrator's (emulator pinned, endpoints'
     receive work steered away by RPS) and the scheduler's."""
     rows = []
     for steer in (True, False):
         with Testbed("b" + "ns"[steer], steer=steer) as tb:
-            for rate in (100_000_000, 1_000_000_000):
+            for rate in (int(r * 1e6) for r in rates):
                 bdp = int(rate * 0.040 / 8 / 1514)
                 tb.start_link(direction(rate, 20_000_000, {"packets": max(2 * bdp, 100)}))
                 g = tb.iperf(secs, omit=2)
@@ -117,6 +117,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--spin-sweep", action="store_true")
     ap.add_argument("--only", default="abd", help="subset of a, b, d")
+    ap.add_argument("--rates", default="100,1000", help="(b): bottleneck rates in Mbit/s")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("link_bench: needs root (network namespaces)")
@@ -128,7 +129,7 @@ def main():
     if "a" in a.only:
         runs += bench_a(a.seconds, a.rounds)
     if "b" in a.only:
-        runs += bench_b(a.seconds)
+        runs += bench_b(a.seconds, [float(r) for r in a.rates.split(",")])
     if runs:
         print("(c) CPU time of ccarena-link per forwarded packet (user+sys / forwarded)")
         print("    " + ", ".join(f"{cpu_per_pkt(j):.0f} ns" for j in runs)

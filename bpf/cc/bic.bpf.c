@@ -80,6 +80,7 @@ CCA_SSTHRESH_OP(cca_bic, bic_ssthresh_for)
 SEC("struct_ops")
 void BPF_PROG(cca_bic_set_state, struct sock *sk, u8 new_state)
 {
+	CCA_STATE_GUARD(sk, new_state, bic_ssthresh_for);
 	if (new_state == TCP_CA_Loss) {   /* RTO: the search starts over */
 		struct bic *ca = inet_csk_ca(sk);
 

@@ -16,8 +16,10 @@
  *     so <name> is at most 11 characters);
  *   - write the loss response as `static u32 <name>_ssthresh_for(sk, cwnd)` and run
  *     CCA_GUARD(sk, <name>_ssthresh_for) on every ACK (CCA_GUARD_OP gives an
- *     in_ack_event op that does only that); CCA_SSTHRESH_OP gives the ssthresh op
- *     that applies it to the current cwnd.
+ *     in_ack_event op that does only that) and CCA_STATE_GUARD(sk, new_state,
+ *     <name>_ssthresh_for) first in set_state (CCA_STATE_GUARD_OP gives a set_state
+ *     op that does only that); CCA_SSTHRESH_OP gives the ssthresh op that applies
+ *     it to the current cwnd.
  *
  * Optional shorthands for the parts most algorithms share with Reno:
  * cca_grow_prologue() (the start of cong_avoid: cwnd-limited check and slow
@@ -336,32 +338,68 @@ static __always_inline u32 cca_ilog2(u64 x)
 /*
  * Guard against a corrupted ssthresh (docs/algorithms.md, "Known issue"): on this
  * kernel a struct_ops ssthresh call occasionally yields a garbage value (seen:
- * 0x81104110) without our program having run; PRR then inflates cwnd to ~1e9.
- * Every algorithm runs CCA_GUARD on each ACK (in_ack_event): a ssthresh or cwnd
- * above CCA_SANE_MAX segments (16 M segments = 24 GB in flight) cannot be real, so
- * ssthresh is recomputed for the window before the reduction (tp->prior_cwnd) by
- * the algorithm's own rule, cwnd is brought back to at most that window, and the
- * repair is counted in cca_repairs (section .data.cca_stats, read by the loader,
- * reported by ccarena.cc.repairs()).
+ * 0x81104110) without our program having run; PRR would then inflate cwnd to ~1e9.
+ * A ssthresh or cwnd above CCA_SANE_MAX segments (16 M segments = 24 GB in flight)
+ * cannot be real. Two checks, both counted in cca_stats (section .data.cca_stats,
+ * read by the loader, reported by ccarena.cc.guard_counts()):
+ *
+ * - at entry (CCA_STATE_GUARD, in set_state): every kernel path that calls the
+ *   ssthresh op (tcp_init_cwnd_reduction for CWR and Recovery, tcp_enter_loss) first
+ *   sets tp->prior_cwnd = cwnd and then calls tcp_set_ca_state(), with nothing in
+ *   between that reads ssthresh. So set_state sees the value before anything uses it,
+ *   and runs the skipped op's rule itself for the window the op would have seen
+ *   (prior_cwnd), side effects included: the connection continues exactly as if the
+ *   op had run. Counted in cca_stats.at_entry; a run is not invalid for it.
+ * - late (CCA_GUARD, in in_ack_event on every ACK): the backstop for anything the
+ *   entry check did not see (a garbage undo_cwnd, or set_state skipped as well). The
+ *   bad value may have been used for one ACK; ssthresh is recomputed for prior_cwnd,
+ *   cwnd brought back to at most that window. Counted in cca_stats.late; ccarena
+ *   marks a run that needed it invalid.
  */
 #define CCA_SANE_MAX (1u << 24)
 
-u64 cca_repairs SEC(".data.cca_stats") = 0;
+struct cca_stats {
+	u64 late;       /* repairs by CCA_GUARD (the bad value may have acted for an ACK) */
+	u64 at_entry;   /* skipped ssthresh ops redone by CCA_STATE_GUARD before any use */
+};
+
+struct cca_stats cca_stats SEC(".data.cca_stats") = {};
+
+static __always_inline bool cca_insane_ssthresh(u32 ss)
+{
+	return ss > CCA_SANE_MAX && ss != CCA_INFINITE_SSTHRESH;
+}
+
+/* tp->prior_cwnd, or 10 segments if that is not a window either */
+static __always_inline u32 cca_sane_prior_cwnd(const struct tcp_sock *tp)
+{
+	u32 prior = tp->prior_cwnd;
+
+	return (prior < 2 || prior > CCA_SANE_MAX) ? 10 : prior;
+}
 
 #define CCA_GUARD(sk, ssthresh_for)                                                   \
 	do {                                                                          \
 		struct tcp_sock *__tp = tcp_sk(sk);                                   \
-		u32 __ss = __tp->snd_ssthresh;                                        \
-		bool __bad_ss = __ss > CCA_SANE_MAX && __ss != CCA_INFINITE_SSTHRESH; \
+		bool __bad_ss = cca_insane_ssthresh(__tp->snd_ssthresh);              \
 		if (__bad_ss || __tp->snd_cwnd > CCA_SANE_MAX) {                      \
-			u32 __prior = __tp->prior_cwnd;                               \
-			if (__prior < 2 || __prior > CCA_SANE_MAX)                    \
-				__prior = 10;                                         \
+			u32 __prior = cca_sane_prior_cwnd(__tp);                      \
 			if (__bad_ss)                                                 \
 				__tp->snd_ssthresh = ssthresh_for(sk, __prior);       \
 			if (__tp->snd_cwnd > __prior)                                 \
 				cca_set_cwnd(__tp, __prior);                          \
-			__sync_fetch_and_add(&cca_repairs, 1);                        \
+			__sync_fetch_and_add(&cca_stats.late, 1);                     \
+		}                                                                     \
+	} while (0)
+
+/* Run first in set_state(sk, new_state); see above. */
+#define CCA_STATE_GUARD(sk, new_state, ssthresh_for)                                  \
+	do {                                                                          \
+		struct tcp_sock *__tp = tcp_sk(sk);                                   \
+		if ((new_state) >= TCP_CA_CWR &&                                      \
+		    cca_insane_ssthresh(__tp->snd_ssthresh)) {                        \
+			__tp->snd_ssthresh = ssthresh_for(sk, cca_sane_prior_cwnd(__tp)); \
+			__sync_fetch_and_add(&cca_stats.at_entry, 1);                 \
 		}                                                                     \
 	} while (0)
 
@@ -371,6 +409,14 @@ u64 cca_repairs SEC(".data.cca_stats") = 0;
 	void BPF_PROG(algo##_guard, struct sock *sk, u32 flags)                        \
 	{                                                                              \
 		CCA_GUARD(sk, ssthresh_for);                                           \
+	}
+
+/* A set_state op that only runs the entry check, for algorithms without their own. */
+#define CCA_STATE_GUARD_OP(algo, ssthresh_for)                                         \
+	SEC("struct_ops")                                                              \
+	void BPF_PROG(algo##_state_guard, struct sock *sk, u8 new_state)               \
+	{                                                                              \
+		CCA_STATE_GUARD(sk, new_state, ssthresh_for);                          \
 	}
 
 #endif /* CCA_COMMON_H */

@@ -248,6 +248,7 @@ CCA_SSTHRESH_OP(cca_cubic, cubic_ssthresh_for)
 SEC("struct_ops")
 void BPF_PROG(cca_cubic_set_state, struct sock *sk, u8 new_state)
 {
+	CCA_STATE_GUARD(sk, new_state, cubic_ssthresh_for);
 	/* RTO (§4.8): forget the epoch; slow start again, HyStart++ off (RFC 9406 §4.2) */
 	if (new_state == TCP_CA_Loss) {
 		struct cubic *ca = inet_csk_ca(sk);

@@ -131,6 +131,7 @@ void BPF_PROG(cca_dctcp_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 SEC("struct_ops")
 void BPF_PROG(cca_dctcp_set_state, struct sock *sk, u8 new_state)
 {
+	CCA_STATE_GUARD(sk, new_state, dctcp_ssthresh_for);
 	/* after an RTO nothing is known about the path: alpha back to 1 (conservative) */
 	if (new_state == TCP_CA_Loss) {
 		struct dctcp *ca = inet_csk_ca(sk);

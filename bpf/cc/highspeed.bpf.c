@@ -161,7 +161,10 @@ CCA_UNDO_PRIOR_OP(cca_highspeed)
 
 CCA_GUARD_OP(cca_highspeed, highspeed_ssthresh_for)
 
+CCA_STATE_GUARD_OP(cca_highspeed, highspeed_ssthresh_for)
+
 CCA_OPS(cca_highspeed) = {
+	.set_state  = (void *)cca_highspeed_state_guard,
 	.in_ack_event = (void *)cca_highspeed_guard,
 	.init       = (void *)cca_highspeed_init,
 	.ssthresh   = (void *)cca_highspeed_ssthresh,

@@ -137,7 +137,10 @@ CCA_UNDO_PRIOR_OP(cca_htcp)
 
 CCA_GUARD_OP(cca_htcp, htcp_ssthresh_for)
 
+CCA_STATE_GUARD_OP(cca_htcp, htcp_ssthresh_for)
+
 CCA_OPS(cca_htcp) = {
+	.set_state  = (void *)cca_htcp_state_guard,
 	.in_ack_event = (void *)cca_htcp_guard,
 	.init       = (void *)cca_htcp_init,
 	.ssthresh   = (void *)cca_htcp_ssthresh,

@@ -103,7 +103,10 @@ CCA_UNDO_PRIOR_OP(cca_hybla)
 
 CCA_GUARD_OP(cca_hybla, hybla_ssthresh_for)
 
+CCA_STATE_GUARD_OP(cca_hybla, hybla_ssthresh_for)
+
 CCA_OPS(cca_hybla) = {
+	.set_state  = (void *)cca_hybla_state_guard,
 	.in_ack_event = (void *)cca_hybla_guard,
 	.init       = (void *)cca_hybla_init,
 	.ssthresh   = (void *)cca_hybla_ssthresh,

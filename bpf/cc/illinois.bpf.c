@@ -145,6 +145,7 @@ CCA_SSTHRESH_OP(cca_illinois, illinois_ssthresh_for)
 SEC("struct_ops")
 void BPF_PROG(cca_illinois_set_state, struct sock *sk, u8 new_state)
 {
+	CCA_STATE_GUARD(sk, new_state, illinois_ssthresh_for);
 	if (new_state == TCP_CA_Loss) {   /* RTO: forget the delay range */
 		struct illinois *ca = inet_csk_ca(sk);
 

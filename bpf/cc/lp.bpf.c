@@ -126,7 +126,10 @@ CCA_UNDO_PRIOR_OP(cca_lp)
 
 CCA_GUARD_OP(cca_lp, lp_ssthresh_for)
 
+CCA_STATE_GUARD_OP(cca_lp, lp_ssthresh_for)
+
 CCA_OPS(cca_lp) = {
+	.set_state  = (void *)cca_lp_state_guard,
 	.in_ack_event = (void *)cca_lp_guard,
 	.init       = (void *)cca_lp_init,
 	.ssthresh   = (void *)cca_lp_ssthresh,

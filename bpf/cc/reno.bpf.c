@@ -37,7 +37,10 @@ CCA_UNDO_PRIOR_OP(cca_reno)
 
 CCA_GUARD_OP(cca_reno, reno_ssthresh_for)
 
+CCA_STATE_GUARD_OP(cca_reno, reno_ssthresh_for)
+
 CCA_OPS(cca_reno) = {
+	.set_state  = (void *)cca_reno_state_guard,
 	.in_ack_event = (void *)cca_reno_guard,
 	.ssthresh   = (void *)cca_reno_ssthresh,
 	.cong_avoid = (void *)cca_reno_cong_avoid,

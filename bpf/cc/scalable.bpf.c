@@ -45,7 +45,10 @@ CCA_UNDO_PRIOR_OP(cca_scalable)
 
 CCA_GUARD_OP(cca_scalable, scalable_ssthresh_for)
 
+CCA_STATE_GUARD_OP(cca_scalable, scalable_ssthresh_for)
+
 CCA_OPS(cca_scalable) = {
+	.set_state  = (void *)cca_scalable_state_guard,
 	.in_ack_event = (void *)cca_scalable_guard,
 	.ssthresh   = (void *)cca_scalable_ssthresh,
 	.cong_avoid = (void *)cca_scalable_cong_avoid,

@@ -133,7 +133,10 @@ CCA_UNDO_PRIOR_OP(cca_vegas)
 
 CCA_GUARD_OP(cca_vegas, vegas_ssthresh_for)
 
+CCA_STATE_GUARD_OP(cca_vegas, vegas_ssthresh_for)
+
 CCA_OPS(cca_vegas) = {
+	.set_state    = (void *)cca_vegas_state_guard,
 	.in_ack_event = (void *)cca_vegas_guard,
 	.init         = (void *)cca_vegas_init,
 	.ssthresh     = (void *)cca_vegas_ssthresh,

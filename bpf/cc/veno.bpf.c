@@ -97,7 +97,10 @@ CCA_UNDO_PRIOR_OP(cca_veno)
 
 CCA_GUARD_OP(cca_veno, veno_ssthresh_for)
 
+CCA_STATE_GUARD_OP(cca_veno, veno_ssthresh_for)
+
 CCA_OPS(cca_veno) = {
+	.set_state  = (void *)cca_veno_state_guard,
 	.in_ack_event = (void *)cca_veno_guard,
 	.init       = (void *)cca_veno_init,
 	.ssthresh   = (void *)cca_veno_ssthresh,

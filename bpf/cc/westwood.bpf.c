@@ -101,7 +101,10 @@ void BPF_PROG(cca_westwood_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 
 CCA_UNDO_PRIOR_OP(cca_westwood)
 
+CCA_STATE_GUARD_OP(cca_westwood, westwood_ssthresh_for)
+
 CCA_OPS(cca_westwood) = {
+	.set_state    = (void *)cca_westwood_state_guard,
 	.init         = (void *)cca_westwood_init,
 	.ssthresh     = (void *)cca_westwood_ssthresh,
 	.cong_avoid   = (void *)cca_westwood_cong_avoid,

@@ -135,7 +135,10 @@ CCA_UNDO_PRIOR_OP(cca_yeah)
 
 CCA_GUARD_OP(cca_yeah, yeah_ssthresh_for)
 
+CCA_STATE_GUARD_OP(cca_yeah, yeah_ssthresh_for)
+
 CCA_OPS(cca_yeah) = {
+	.set_state  = (void *)cca_yeah_state_guard,
 	.in_ack_event = (void *)cca_yeah_guard,
 	.init       = (void *)cca_yeah_init,
 	.ssthresh   = (void *)cca_yeah_ssthresh,

@@ -180,7 +180,7 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
     reasons: list[str] = []
     tables: dict[str, pd.DataFrame] = {}
     bpf_algs = sorted({k for k in kernel_names.values() if k.startswith("cca_")})
-    repairs0 = {k: ccmod.repairs(k) for k in bpf_algs}
+    guard0 = {k: ccmod.guard_counts(k) for k in bpf_algs}
     link_proc = sampler = engines = None
     cmds = None
     pings: list[PingProbe] = []
@@ -279,13 +279,18 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
     meta["wall_s"] = time.time() - started
     _collect(raw, tables, meta, reasons, study)
     # BPF algorithms on this kernel can meet a corrupted ssthresh that their guard repairs
-    # (docs/algorithms.md, "Known issue"): a run that met it is flagged, never hidden
+    # (docs/algorithms.md, "Known issue"): a late repair (the bad value acted for an ACK)
+    # makes the run invalid; one redone at entry, before any use, is recorded only
     for k in bpf_algs:
-        n0, n1 = repairs0.get(k), ccmod.repairs(k)
-        if n0 is not None and n1 is not None and n1 > n0:
-            meta.setdefault("cc_repairs", {})[k] = n1 - n0
-            reasons.append(f"{k}: {n1 - n0} corrupted ssthresh/cwnd values repaired by its "
-                           "guard during the run")
+        g0, g1 = guard0.get(k), ccmod.guard_counts(k)
+        if g0 is None or g1 is None:
+            continue
+        if g1.at_entry > g0.at_entry:
+            meta.setdefault("cc_guard_at_entry", {})[k] = g1.at_entry - g0.at_entry
+        if g1.late > g0.late:
+            meta.setdefault("cc_repairs", {})[k] = g1.late - g0.late
+            reasons.append(f"{k}: {g1.late - g0.late} corrupted ssthresh/cwnd values repaired "
+                           "by its guard during the run")
     meta["valid"] = not reasons
     meta["invalid_reasons"] = reasons
     _store_run(rd, tables, meta)

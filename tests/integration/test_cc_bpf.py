@@ -258,7 +258,7 @@ def test_cc_carries_traffic(name):
             avail = sh("ip", "netns", "exec", ns.s, "cat", registry.AVAILABLE_FILE).stdout.split()
             assert kname in avail
             res, ss = ns.flow(kname, secs=2.0, ss_at=1.0)
-            assert cc.repairs(kname) is not None  # the holder reports its guard count
+            assert cc.guard_counts(kname) is not None  # the holder reports its guard counts
         assert res["cc"] == kname
         assert kname in ss, ss
         rate_bps = 50e6
@@ -440,9 +440,11 @@ USER_CC = textwrap.dedent('''
         return cca_max(tcp_sk(sk)->snd_cwnd, tcp_sk(sk)->prior_cwnd);
     }
     CCA_GUARD_OP(mine, mine_ssthresh_for)
+    CCA_STATE_GUARD_OP(mine, mine_ssthresh_for)
     CCA_OPS(mine) = {
         .ssthresh = (void *)mine_ssthresh, .cong_avoid = (void *)mine_cong_avoid,
         .undo_cwnd = (void *)mine_undo, .in_ack_event = (void *)mine_guard,
+        .set_state = (void *)mine_state_guard,
         .name = "cca_mine",
     };
 ''')

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from ccarena.metrics import goodput_series
-from ccsig import (MSS, PAYLOAD_SHARE, bulk, ca_epochs, cycle_mean_cwnd, flow_metrics,
+from ccsig import (ABSURD, MSS, PAYLOAD_SHARE, bulk, ca_epochs, cycle_mean_cwnd, flow_metrics,
                    note, per_rtt_increase, reductions, run, run_metrics, runs_by_cc,
                    sender_trace, study_text, table)
 
@@ -489,3 +489,91 @@ def test_bpf_reno_and_cubic_match_the_kernels(tmp_path, no_leaks):
         assert nb >= 3 and nk >= 3, f"{cc}: cycles {nb} {nk} {mb} {mk}"
         assert abs(gb - gk) <= 0.05 * gk, f"{cc} goodput {gb / 1e6:.2f} vs {gk / 1e6:.2f} {mb} {mk}"
         assert abs(wb - wk) <= 0.05 * wk, f"{cc} cwnd {wb:.1f} vs {wk:.1f} {mb} {mk}"
+
+
+# -- The guard against the kernel's skipped ssthresh op (docs/algorithms.md, Known issue) ---
+# A Reno whose ssthresh op returns what this kernel's fault leaves (a stale return address,
+# 0x81104110) on every other call, with no side effect: exactly a skipped op. "faulty" has
+# the common header's two guards, "faultlate" only the per-ACK one.
+FAULTY_CC = r'''
+#include "cca_common.h"
+
+struct faulty { u32 calls; };
+CCA_PRIV_CHECK(struct faulty);
+
+static __always_inline u32 NAME_ssthresh_for(struct sock *sk, u32 cwnd)
+{
+	return cca_rfc5681_ssthresh(cwnd);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(NAME_ssthresh, struct sock *sk)
+{
+	struct faulty *ca = inet_csk_ca(sk);
+
+	if (ca->calls++ & 1)
+		return 0x81104110;
+	return NAME_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
+}
+
+SEC("struct_ops")
+void BPF_PROG(NAME_cong_avoid, struct sock *sk, u32 ack, u32 acked)
+{
+	if (!cca_grow_prologue(sk, &acked))
+		return;
+	cca_cong_avoid_ai(tcp_sk(sk), tcp_sk(sk)->snd_cwnd, acked);
+}
+
+CCA_UNDO_PRIOR_OP(NAME)
+CCA_GUARD_OP(NAME, NAME_ssthresh_for)
+STATE_GUARD
+
+CCA_OPS(NAME) = {
+	.ssthresh = (void *)NAME_ssthresh, .cong_avoid = (void *)NAME_cong_avoid,
+	.undo_cwnd = (void *)NAME_undo_cwnd, .in_ack_event = (void *)NAME_guard,
+	SET_STATE
+	.name = "cca_NAME",
+};
+'''
+
+
+def corrupted(tr):
+    """Rows whose ssthresh is impossible (not the "infinite" one of slow start)."""
+    return (tr["ssthresh"] >= ABSURD) & (tr["ssthresh"] != 0x7fffffff)
+
+
+def test_guard_redoes_a_skipped_ssthresh_before_it_is_used(tmp_path, monkeypatch, no_leaks):
+    """With the entry check (CCA_STATE_GUARD in set_state) a corrupted ssthresh is
+    replaced by the algorithm's own rule before anything uses it: every reduction in the
+    per-ACK trace is Reno's halving, no corrupted value is ever visible, the redo is
+    counted and the run stays valid. With only the per-ACK guard the corrupted value is
+    seen for an ACK, the repair is counted as late and the run is marked invalid."""
+    for name, with_state in (("faulty", True), ("faultlate", False)):
+        src = FAULTY_CC.replace("NAME", name)
+        src = src.replace("STATE_GUARD", f"CCA_STATE_GUARD_OP({name}, {name}_ssthresh_for)"
+                          if with_state else "")
+        src = src.replace("SET_STATE", f".set_state = (void *){name}_state_guard,"
+                          if with_state else "")
+        (tmp_path / f"{name}.bpf.c").write_text(src)
+    monkeypatch.setenv("CCARENA_CC_PATH", str(tmp_path))
+    text = study_text(LOSS_PATH, bulk("faulty"), name="sig-guard", duration="10s",
+                      sweep='"flow.bulk.cc" = ["faulty", "faultlate"]')
+    m = runs_by_cc(run(text, tmp_path / "res", force_cc="bpf"))
+
+    tr, red = sender_trace(m["faulty"]), _ratios(m["faulty"], n_min=4)
+    assert red["ratio"].between(0.4, 0.6).all(), f"{red.to_dict('records')} {note(m['faulty'])}"
+    assert not corrupted(tr).any() and (tr["snd_cwnd"] < ABSURD).all(), \
+        f"a corrupted value was visible {note(m['faulty'])}"
+    # every other ssthresh call was corrupted: about half the reductions were redone
+    redone = m["faulty"].get("cc_guard_at_entry", {}).get("cca_faulty", 0)
+    assert redone >= len(red) // 2 - 1 and redone >= 1, f"{redone} {note(m['faulty'])}"
+    assert not m["faulty"].get("cc_repairs"), note(m["faulty"])
+    assert not any("guard" in r for r in m["faulty"]["invalid_reasons"]), note(m["faulty"])
+
+    late = m["faultlate"].get("cc_repairs", {}).get("cca_faultlate", 0)
+    assert late >= 1, note(m["faultlate"])
+    assert not m["faultlate"]["valid"] and any(
+        "repaired by its guard" in r for r in m["faultlate"]["invalid_reasons"]), \
+        note(m["faultlate"])
+    tl = sender_trace(m["faultlate"])
+    assert corrupted(tl).any(), "the late guard's case never showed its value"

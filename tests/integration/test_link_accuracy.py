@@ -264,11 +264,14 @@ def test_bad_configuration_is_rejected_before_the_run(tmp_path, no_leaks, key, l
 
 
 # 10 -----------------------------------------------------------------------------------------
-def test_link_is_pinned_and_the_routers_receive_work_steered_elsewhere(tmp_path, no_leaks):
+def test_link_is_pinned_and_the_routers_receive_work_steered_elsewhere(tmp_path, no_leaks,
+                                                                       monkeypatch):
     """The orchestrator pins the emulator to one CPU and points RPS on the routers' ports
     facing it at the other CPUs (user_link.placement): check both where they take effect,
     in the kernel (sysfs of the router namespace, read while the run is alive) and in the
-    link's own account (link.json `cpus`)."""
+    link's own account (link.json `cpus`). It does so by itself only from 500 Mbit/s;
+    CCARENA_LINK_STEER=1 asks for it at this test's 10 Mbit/s, which the CPU carries."""
+    monkeypatch.setenv("CCARENA_LINK_STEER", "1")
     import json
     import os
     import subprocess

@@ -14,8 +14,8 @@
 //!     unregisters the algorithm) when none does, or on SIGTERM/SIGINT.
 //!     Because the kernel releases a link when its last fd closes, the algorithm
 //!     is also unregistered if this process is killed: crash-safe by construction.
-//!     Every poll it writes <dir>/holder.repairs: the count of the object's CCA_GUARD
-//!     repairs (u64 `cca_repairs`, section .data.cca_stats), when it changed.
+//!     Every poll it writes <dir>/holder.repairs: "<late> <at_entry>", the counts of the
+//!     object's guard (`struct cca_stats`, section .data.cca_stats), when they changed.
 //! ccarena-cc mark --obj <ce_mark.bpf.o> --netns <name> --dev <ifname> --per-mille N
 //!     test aid: attach bpf/test/ce_mark.bpf.c at tcx egress of <ifname> inside network
 //!     namespace <name>, marking CE on N/1000 of the ECN-capable packets; prints
@@ -315,27 +315,30 @@ impl Drop for DirLock {
     }
 }
 
-/// The guard's repair counter (u64 `cca_repairs` in section .data.cca_stats), if any.
-fn repairs(obj: &libbpf_rs::Object) -> Option<u64> {
+/// The guard's counters (section .data.cca_stats: `struct cca_stats { u64 late; u64
+/// at_entry; }` in bpf/cc/cca_common.h), if the object has them. An object built against
+/// an older header has only the first u64; its at_entry count reads 0.
+fn guard_counts(obj: &libbpf_rs::Object) -> Option<(u64, u64)> {
+    let u64_at = |v: &[u8], i: usize| Some(u64::from_ne_bytes(v.get(i..i + 8)?.try_into().ok()?));
     for m in obj.maps() {
         if m.name().to_string_lossy().ends_with("cca_stats") {
             let v = m.lookup(&0u32.to_ne_bytes(), MapFlags::ANY).ok()??;
-            return Some(u64::from_ne_bytes(v.get(..8)?.try_into().ok()?));
+            return Some((u64_at(&v, 0)?, u64_at(&v, 8).unwrap_or(0)));
         }
     }
     None
 }
 
-/// Write `<dir>/holder.repairs` (the guard's count) when it changed.
-fn report_repairs(obj: &libbpf_rs::Object, dir: Option<&Path>, last: &mut Option<u64>) {
-    let (Some(dir), Some(n)) = (dir, repairs(obj)) else {
+/// Write `<dir>/holder.repairs` ("<late> <at_entry>", the guard's counts) when they changed.
+fn report_repairs(obj: &libbpf_rs::Object, dir: Option<&Path>, last: &mut Option<(u64, u64)>) {
+    let (Some(dir), Some(n)) = (dir, guard_counts(obj)) else {
         return;
     };
     if *last == Some(n) {
         return;
     }
     let tmp = dir.join(".holder.repairs.tmp");
-    if fs::write(&tmp, format!("{n}\n")).is_ok()
+    if fs::write(&tmp, format!("{} {}\n", n.0, n.1)).is_ok()
         && fs::rename(&tmp, dir.join("holder.repairs")).is_ok()
     {
         *last = Some(n);

@@ -5,14 +5,14 @@ making them usable for a run (docs/dev/contracts.md §4, docs/algorithms.md).
 - ``resolve(name, force=None)`` → ``Algo`` (``force``: None | "kernel" | "bpf")
 - ``acquire(names, run_id, force=None)`` → context manager yielding ``{name: kernel_name}``
 - ``cleanup_stale()`` → kernel names unregistered because no live run held them
-- ``repairs(kernel_name)`` → corrupted ssthresh/cwnd values repaired by the guard so far
+- ``guard_counts(kernel_name)`` → what the algorithm's guard repaired so far (late, at entry)
 """
 
-from .hold import acquire, cleanup_stale, repairs
+from .hold import GuardCounts, acquire, cleanup_stale, guard_counts
 from .errors import CCError, CompileError, LoadError, UnknownAlgorithm
 from .registry import CATALOG, Algo, available, resolve
 
 __all__ = [
     "Algo", "CATALOG", "CCError", "CompileError", "LoadError", "UnknownAlgorithm",
-    "acquire", "available", "cleanup_stale", "repairs", "resolve",
+    "GuardCounts", "acquire", "available", "cleanup_stale", "guard_counts", "resolve",
 ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping
+from typing import Iterable, Iterator, Mapping, NamedTuple
 
 from . import loader
 from .errors import CCError
@@ -119,13 +119,23 @@ def acquire(names: Iterable[str], run_id: str, force: str | None | Mapping[str, 
             raise errors[0]
 
 
-def repairs(kernel_name: str, base: Path | None = None) -> int | None:
-    """How many corrupted ssthresh/cwnd values the algorithm's guard has repaired
-    since it was registered (CCA_GUARD in bpf/cc/cca_common.h; docs/algorithms.md,
-    "Known issue"). A run reads it at start and end: a difference means the run met
-    the fault (and was repaired within one ACK). None when not registered by ccarena."""
+class GuardCounts(NamedTuple):
+    """What an algorithm's guard did since it was registered (bpf/cc/cca_common.h;
+    docs/algorithms.md, "Known issue"): `late`: corrupted values repaired on the ACK after
+    they appeared (they may have acted for one ACK: a run that met one is invalid);
+    `at_entry`: skipped ssthresh ops redone at the state change, before any use (the
+    connection went on as if the op had run)."""
+    late: int
+    at_entry: int
+
+
+def guard_counts(kernel_name: str, base: Path | None = None) -> GuardCounts | None:
+    """The holder's published guard counts ("<late> <at_entry>" in holder.repairs; an older
+    holder wrote only the first). A run reads them at start and end. None when the
+    algorithm is not registered by ccarena."""
     try:
-        return int((AlgoDir(kernel_name, base).path / "holder.repairs").read_text().split()[0])
+        words = (AlgoDir(kernel_name, base).path / "holder.repairs").read_text().split()
+        return GuardCounts(int(words[0]), int(words[1]) if len(words) > 1 else 0)
     except (OSError, ValueError, IndexError):
         return None
 

@@ -7,7 +7,7 @@
 - loader binary: ``$CCARENA_CC_LOADER``, else ``<root>/target/release/ccarena-cc``,
   else ``ccarena-cc`` on ``PATH``;
 - extra algorithm directories (user ``*.bpf.c``): ``$CCARENA_CC_PATH`` (``:``-separated)
-  plus ``~/.config/ccarena/cc`` plus what the caller passes (a study's ``cc_dir``).
+  plus ``~/.config/ccarena/cc`` plus what the caller passes (``extra_dirs``).
 """
 
 from __future__ import annotations
