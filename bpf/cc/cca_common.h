@@ -340,8 +340,9 @@ static __always_inline u32 cca_ilog2(u64 x)
  * kernel a struct_ops ssthresh call occasionally yields a garbage value (seen:
  * 0x81104110) without our program having run; PRR would then inflate cwnd to ~1e9.
  * A ssthresh or cwnd above CCA_SANE_MAX segments (16 M segments = 24 GB in flight)
- * cannot be real. Two checks, both counted in cca_stats (section .data.cca_stats,
- * read by the loader, reported by ccarena.cc.guard_counts()):
+ * cannot be real. Two checks, both counted per network namespace in the map cca_guard
+ * (the holder publishes it, ccarena.cc.guard_counts() reads it, and a run adds up the
+ * namespaces it built, so concurrent runs never see each other's repairs):
  *
  * - at entry (CCA_STATE_GUARD, in set_state): every kernel path that calls the
  *   ssthresh op (tcp_init_cwnd_reduction for CWR and Recovery, tcp_enter_loss) first
@@ -349,21 +350,44 @@ static __always_inline u32 cca_ilog2(u64 x)
  *   between that reads ssthresh. So set_state sees the value before anything uses it,
  *   and runs the skipped op's rule itself for the window the op would have seen
  *   (prior_cwnd), side effects included: the connection continues exactly as if the
- *   op had run. Counted in cca_stats.at_entry; a run is not invalid for it.
+ *   op had run. Counted in at_entry; a run is not invalid for it.
  * - late (CCA_GUARD, in in_ack_event on every ACK): the backstop for anything the
  *   entry check did not see (a garbage undo_cwnd, or set_state skipped as well). The
  *   bad value may have been used for one ACK; ssthresh is recomputed for prior_cwnd,
- *   cwnd brought back to at most that window. Counted in cca_stats.late; ccarena
+ *   cwnd brought back to at most that window. Counted in late; ccarena
  *   marks a run that needed it invalid.
  */
 #define CCA_SANE_MAX (1u << 24)
 
-struct cca_stats {
+struct cca_guard_count {
 	u64 late;       /* repairs by CCA_GUARD (the bad value may have acted for an ACK) */
 	u64 at_entry;   /* skipped ssthresh ops redone by CCA_STATE_GUARD before any use */
 };
 
-struct cca_stats cca_stats SEC(".data.cca_stats") = {};
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);                        /* the socket's network namespace inode */
+	__type(value, struct cca_guard_count);
+} cca_guard SEC(".maps");
+
+static __always_inline void cca_count_guard(struct sock *sk, bool late)
+{
+	u32 ino = sk->__sk_common.skc_net.net->ns.inum;
+	struct cca_guard_count zero = {}, *c;
+
+	c = bpf_map_lookup_elem(&cca_guard, &ino);
+	if (!c) {
+		bpf_map_update_elem(&cca_guard, &ino, &zero, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&cca_guard, &ino);
+		if (!c)
+			return;
+	}
+	if (late)
+		__sync_fetch_and_add(&c->late, 1);
+	else
+		__sync_fetch_and_add(&c->at_entry, 1);
+}
 
 static __always_inline bool cca_insane_ssthresh(u32 ss)
 {
@@ -388,7 +412,7 @@ static __always_inline u32 cca_sane_prior_cwnd(const struct tcp_sock *tp)
 				__tp->snd_ssthresh = ssthresh_for(sk, __prior);       \
 			if (__tp->snd_cwnd > __prior)                                 \
 				cca_set_cwnd(__tp, __prior);                          \
-			__sync_fetch_and_add(&cca_stats.late, 1);                     \
+			cca_count_guard(sk, true);                                    \
 		}                                                                     \
 	} while (0)
 
@@ -399,7 +423,7 @@ static __always_inline u32 cca_sane_prior_cwnd(const struct tcp_sock *tp)
 		if ((new_state) >= TCP_CA_CWR &&                                      \
 		    cca_insane_ssthresh(__tp->snd_ssthresh)) {                        \
 			__tp->snd_ssthresh = ssthresh_for(sk, cca_sane_prior_cwnd(__tp)); \
-			__sync_fetch_and_add(&cca_stats.at_entry, 1);                 \
+			cca_count_guard(sk, false);                                   \
 		}                                                                     \
 	} while (0)
 

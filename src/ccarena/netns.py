@@ -62,6 +62,12 @@ def path(name: str) -> str:
     return os.path.join(NETNS_DIR, name)
 
 
+def inode(name: str) -> int:
+    """The namespace's inode number (nsfs; the kernel's net->ns.inum), which names it in
+    BPF maps keyed by namespace."""
+    return os.stat(path(name)).st_ino
+
+
 def exists(name: str) -> bool:
     return os.path.exists(path(name))
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import cc as ccmod
-from . import environment, validity
+from . import environment, netns, validity
 from .errors import CcarenaError, PreflightError
 from .measure import cpu, records
 from .measure.pcap import Pcap
@@ -180,7 +180,8 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
     reasons: list[str] = []
     tables: dict[str, pd.DataFrame] = {}
     bpf_algs = sorted({k for k in kernel_names.values() if k.startswith("cca_")})
-    guard0 = {k: ccmod.guard_counts(k) for k in bpf_algs}
+    guard0: dict = {}
+    inodes: list[int] = []
     link_proc = sampler = engines = None
     cmds = None
     pings: list[PingProbe] = []
@@ -190,6 +191,9 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
     try:
         with Testbed(topo, study) as tb:
             tb.flush_tcp_metrics()
+            # the BPF guard counts per network namespace: this run's are these
+            inodes = [netns.inode(ns) for ns in topo.namespaces]
+            guard0 = {k: ccmod.run_guard_counts(k, inodes) for k in bpf_algs}
             if on_testbed:
                 on_testbed(topo)
             if backend == "kernel":
@@ -282,7 +286,7 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
     # (docs/algorithms.md, "Known issue"): a late repair (the bad value acted for an ACK)
     # makes the run invalid; one redone at entry, before any use, is recorded only
     for k in bpf_algs:
-        g0, g1 = guard0.get(k), ccmod.guard_counts(k)
+        g0, g1 = guard0.get(k), ccmod.run_guard_counts(k, inodes)
         if g0 is None or g1 is None:
             continue
         if g1.at_entry > g0.at_entry:

@@ -220,3 +220,20 @@ def test_cleanup_stale_stops_unheld_and_keeps_held(fake, tmp_path):
     assert fake.names == {"cca_a"}
     acq.release_bpf("cca_a", "live", base=tmp_path)
     assert fake.names == set()
+
+
+def test_guard_counts_are_per_network_namespace_and_a_run_sums_its_own(tmp_path, monkeypatch):
+    """holder.repairs: "<netns inode> <late> <at_entry>" per line. A run adds up only the
+    namespaces it built, so a neighbour's repairs never flag it."""
+    from ccarena.cc import hold
+    d = AlgoDir("cca_x", tmp_path)
+    d.path.mkdir(parents=True)
+    assert hold.guard_counts("cca_x", tmp_path) is None          # no holder
+    (d.path / "holder.pid").write_text("1 1\n")
+    assert hold.guard_counts("cca_x", tmp_path) == {}            # nothing published yet
+    (d.path / "holder.repairs").write_text("4026531840 0 2\n4026532999 1 0\n7\n")
+    g = hold.guard_counts("cca_x", tmp_path)
+    assert g == {4026531840: hold.GuardCounts(0, 2), 4026532999: hold.GuardCounts(1, 0)}
+    monkeypatch.setattr(hold, "guard_counts", lambda k: g)
+    assert hold.run_guard_counts("cca_x", [4026531840, 1]) == hold.GuardCounts(0, 2)
+    assert hold.run_guard_counts("cca_x", [4026532999]) == hold.GuardCounts(1, 0)

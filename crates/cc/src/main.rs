@@ -14,8 +14,9 @@
 //!     unregisters the algorithm) when none does, or on SIGTERM/SIGINT.
 //!     Because the kernel releases a link when its last fd closes, the algorithm
 //!     is also unregistered if this process is killed: crash-safe by construction.
-//!     Every poll it writes <dir>/holder.repairs: "<late> <at_entry>", the counts of the
-//!     object's guard (`struct cca_stats`, section .data.cca_stats), when they changed.
+//!     Every 50 ms it writes <dir>/holder.repairs when it changed: the object's guard
+//!     counts per network namespace (map `cca_guard`), "<netns inode> <late> <at_entry>"
+//!     per line.
 //! ccarena-cc mark --obj <ce_mark.bpf.o> --netns <name> --dev <ifname> --per-mille N
 //!     test aid: attach bpf/test/ce_mark.bpf.c at tcx egress of <ifname> inside network
 //!     namespace <name>, marking CE on N/1000 of the ECN-capable packets; prints
@@ -315,32 +316,42 @@ impl Drop for DirLock {
     }
 }
 
-/// The guard's counters (section .data.cca_stats: `struct cca_stats { u64 late; u64
-/// at_entry; }` in bpf/cc/cca_common.h), if the object has them. An object built against
-/// an older header has only the first u64; its at_entry count reads 0.
-fn guard_counts(obj: &libbpf_rs::Object) -> Option<(u64, u64)> {
+/// The guard's counts per network namespace (the map `cca_guard` in bpf/cc/cca_common.h:
+/// key u32 namespace inode, value `{ u64 late; u64 at_entry; }`), sorted; None if the
+/// object has no such map.
+fn guard_counts(obj: &libbpf_rs::Object) -> Option<Vec<(u32, u64, u64)>> {
     let u64_at = |v: &[u8], i: usize| Some(u64::from_ne_bytes(v.get(i..i + 8)?.try_into().ok()?));
-    for m in obj.maps() {
-        if m.name().to_string_lossy().ends_with("cca_stats") {
-            let v = m.lookup(&0u32.to_ne_bytes(), MapFlags::ANY).ok()??;
-            return Some((u64_at(&v, 0)?, u64_at(&v, 8).unwrap_or(0)));
+    let m = obj.maps().find(|m| m.name().to_string_lossy() == "cca_guard")?;
+    let mut out = Vec::new();
+    for k in m.keys() {
+        let Some(ino) = k.get(..4).and_then(|b| b.try_into().ok()).map(u32::from_ne_bytes) else {
+            continue;
+        };
+        // an entry can vanish between keys() and lookup() (LRU eviction): skip it
+        if let Ok(Some(v)) = m.lookup(&k, MapFlags::ANY) {
+            out.push((ino, u64_at(&v, 0)?, u64_at(&v, 8)?));
         }
     }
-    None
+    out.sort_unstable();
+    Some(out)
 }
 
-/// Write `<dir>/holder.repairs` ("<late> <at_entry>", the guard's counts) when they changed.
-fn report_repairs(obj: &libbpf_rs::Object, dir: Option<&Path>, last: &mut Option<(u64, u64)>) {
+/// Write `<dir>/holder.repairs` (one line "<netns inode> <late> <at_entry>" per network
+/// namespace the guard acted in) when it changed.
+fn report_repairs(
+    obj: &libbpf_rs::Object,
+    dir: Option<&Path>,
+    last: &mut Option<Vec<(u32, u64, u64)>>,
+) {
     let (Some(dir), Some(n)) = (dir, guard_counts(obj)) else {
         return;
     };
-    if *last == Some(n) {
+    if last.as_ref() == Some(&n) {
         return;
     }
+    let text: String = n.iter().map(|(i, l, e)| format!("{i} {l} {e}\n")).collect();
     let tmp = dir.join(".holder.repairs.tmp");
-    if fs::write(&tmp, format!("{} {}\n", n.0, n.1)).is_ok()
-        && fs::rename(&tmp, dir.join("holder.repairs")).is_ok()
-    {
+    if fs::write(&tmp, text).is_ok() && fs::rename(&tmp, dir.join("holder.repairs")).is_ok() {
         *last = Some(n);
     }
 }
@@ -376,11 +387,11 @@ fn hold(file: &Path, name: &str, watch: Option<&Path>, poll: Duration) -> Result
         if STOP.load(Ordering::SeqCst) {
             break;
         }
+        report_repairs(&obj, watch, &mut last_repairs);
         if std::time::Instant::now() < next_check {
             continue;
         }
         next_check = std::time::Instant::now() + poll;
-        report_repairs(&obj, watch, &mut last_repairs);
         let Some(dir) = watch else { continue };
         let lock = match DirLock::take(dir) {
             Ok(l) => l,

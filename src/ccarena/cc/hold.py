@@ -120,7 +120,7 @@ def acquire(names: Iterable[str], run_id: str, force: str | None | Mapping[str, 
 
 
 class GuardCounts(NamedTuple):
-    """What an algorithm's guard did since it was registered (bpf/cc/cca_common.h;
+    """What an algorithm's guard did in one network namespace (bpf/cc/cca_common.h;
     docs/algorithms.md, "Known issue"): `late`: corrupted values repaired on the ACK after
     they appeared (they may have acted for one ACK: a run that met one is invalid);
     `at_entry`: skipped ssthresh ops redone at the state change, before any use (the
@@ -129,15 +129,38 @@ class GuardCounts(NamedTuple):
     at_entry: int
 
 
-def guard_counts(kernel_name: str, base: Path | None = None) -> GuardCounts | None:
-    """The holder's published guard counts ("<late> <at_entry>" in holder.repairs; an older
-    holder wrote only the first). A run reads them at start and end. None when the
-    algorithm is not registered by ccarena."""
-    try:
-        words = (AlgoDir(kernel_name, base).path / "holder.repairs").read_text().split()
-        return GuardCounts(int(words[0]), int(words[1]) if len(words) > 1 else 0)
-    except (OSError, ValueError, IndexError):
+def guard_counts(kernel_name: str, base: Path | None = None) -> dict[int, GuardCounts] | None:
+    """The holder's published guard counts, {network namespace inode: GuardCounts} (lines
+    "<inode> <late> <at_entry>" in holder.repairs; no file yet = nothing repaired). A run
+    reads them at start and end and adds up its own namespaces. None when the algorithm
+    is not registered by ccarena."""
+    d = AlgoDir(kernel_name, base).path
+    if not (d / "holder.pid").exists():
         return None
+    try:
+        text = (d / "holder.repairs").read_text()
+    except FileNotFoundError:
+        return {}
+    except OSError:
+        return None
+    out: dict[int, GuardCounts] = {}
+    for line in text.splitlines():
+        try:
+            ino, late, entry = (int(w) for w in line.split())
+        except ValueError:
+            continue        # a line from an older holder, or torn: not a count
+        out[ino] = GuardCounts(late, entry)
+    return out
+
+
+def run_guard_counts(kernel_name: str, inodes) -> GuardCounts | None:
+    """The guard's counts summed over the network namespaces `inodes` (a run's)."""
+    g = guard_counts(kernel_name)
+    if g is None:
+        return None
+    zero = GuardCounts(0, 0)
+    return GuardCounts(sum(g.get(i, zero).late for i in inodes),
+                       sum(g.get(i, zero).at_entry for i in inodes))
 
 
 def cleanup_stale(base: Path | None = None) -> list[str]:
