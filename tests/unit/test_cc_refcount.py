@@ -229,8 +229,8 @@ def test_guard_counts_are_per_network_namespace_and_a_run_sums_its_own(tmp_path,
     d = AlgoDir("cca_x", tmp_path)
     d.path.mkdir(parents=True)
     assert hold.guard_counts("cca_x", tmp_path) is None          # no holder
-    (d.path / "holder.pid").write_text("1 1\n")
-    assert hold.guard_counts("cca_x", tmp_path) == {}            # nothing published yet
+    (d.path / "holder.repairs").write_text("")
+    assert hold.guard_counts("cca_x", tmp_path) == {}            # held, nothing repaired
     (d.path / "holder.repairs").write_text("4026531840 0 2\n4026532999 1 0\n7\n")
     g = hold.guard_counts("cca_x", tmp_path)
     assert g == {4026531840: hold.GuardCounts(0, 2), 4026532999: hold.GuardCounts(1, 0)}

@@ -131,16 +131,11 @@ class GuardCounts(NamedTuple):
 
 def guard_counts(kernel_name: str, base: Path | None = None) -> dict[int, GuardCounts] | None:
     """The holder's published guard counts, {network namespace inode: GuardCounts} (lines
-    "<inode> <late> <at_entry>" in holder.repairs; no file yet = nothing repaired). A run
-    reads them at start and end and adds up its own namespaces. None when the algorithm
-    is not registered by ccarena."""
-    d = AlgoDir(kernel_name, base).path
-    if not (d / "holder.pid").exists():
-        return None
+    "<inode> <late> <at_entry>" in holder.repairs, which the holder writes as soon as it
+    has registered the algorithm). A run reads them at start and end and adds up its own
+    namespaces. None when the algorithm is not registered by ccarena."""
     try:
-        text = (d / "holder.repairs").read_text()
-    except FileNotFoundError:
-        return {}
+        text = (AlgoDir(kernel_name, base).path / "holder.repairs").read_text()
     except OSError:
         return None
     out: dict[int, GuardCounts] = {}
