@@ -29,12 +29,7 @@ class Ctx:
 
     def __init__(self, path: str, extra_algorithms=()):
         self.path = path
-        # plus the user's own BPF algorithms (docs/algorithms.md: a <name>.bpf.c in
-        # CCARENA_CC_PATH or ~/.config/ccarena/cc is used by name); whether one compiles
-        # and loads is the run's preflight, as for the shipped ones
-        from ..cc.paths import extra_dirs
-        users = {p.name[: -len(".bpf.c")] for d in extra_dirs() for p in d.glob("*.bpf.c")}
-        self.algorithms = set(KNOWN_ALGORITHMS) | set(extra_algorithms) | users
+        self.algorithms = set(KNOWN_ALGORITHMS) | set(extra_algorithms)
 
     def err(self, key: str, reason: str) -> SpecError:
         return SpecError(self.path, key, reason)
