@@ -38,30 +38,16 @@ def test_placement_off_on_one_cpu_or_when_asked(monkeypatch):
     assert user_link.placement() == ([], [])
 
 
-def test_placement_only_for_rates_that_would_saturate_the_links_cpu(monkeypatch):
+def test_placement_only_for_studies_that_send_traffic(monkeypatch):
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     monkeypatch.setattr(user_link, "_pinned_links", lambda: {})
     monkeypatch.delenv("CCARENA_LINK_STEER", raising=False)
-    assert user_link.placement(100e6) == ([], [])           # steering would only add delay
-    assert user_link.placement(user_link.STEER_MIN_BPS) == ([1], [0])
-    assert user_link.placement(float("inf")) == ([1], [0])  # unlimited rate
-    monkeypatch.setenv("CCARENA_LINK_STEER", "1")           # forced, at any rate
-    assert user_link.placement(10e6) == ([1], [0])
-
-
-def test_peak_rate_covers_both_directions_schedules_and_traces(tmp_path):
-    from ccarena.spec.model import LinkSpec
-    assert user_link.peak_rate_bps(LinkSpec(rate_bps=10_000_000)) == 10e6
-    assert user_link.peak_rate_bps(LinkSpec(rate_bps=10_000_000, reverse_rate_bps=900_000_000)) \
-        == 900e6
-    sched = LinkSpec(rate_bps=10_000_000, rate_schedule=[(0.0, 10_000_000), (5.0, 1_000_000_000)])
-    assert user_link.peak_rate_bps(sched) == 1e9
-    assert user_link.peak_rate_bps(LinkSpec(rate_bps=None)) == float("inf")
-    trace = tmp_path / "t.trace"
-    trace.write_text("\n".join(str(ms) for ms in range(1, 1001)) + "\n")  # 1 pkt/ms
-    assert user_link.peak_rate_bps(LinkSpec(rate_bps=None, trace=str(trace))) == 12e6
-    assert user_link.peak_rate_bps(LinkSpec(rate_bps=None, reverse_rate_bps=50_000_000,
-                                            trace=str(trace))) == 50e6
+    assert user_link.placement(has_traffic=False) == ([], [])  # probes only: just delay
+    assert user_link.placement(has_traffic=True) == ([1], [0])
+    monkeypatch.setenv("CCARENA_LINK_STEER", "1")              # forced
+    assert user_link.placement(has_traffic=False) == ([1], [0])
+    monkeypatch.setenv("CCARENA_LINK_STEER", "pin")            # pinned, no RPS
+    assert user_link.placement(has_traffic=True) == ([1], [])
 
 
 def test_steering_is_best_effort(monkeypatch):

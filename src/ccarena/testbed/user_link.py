@@ -127,55 +127,39 @@ def _pinned_links() -> dict[int, int]:
     return counts
 
 
-# Placement pays only when the emulator's CPU would otherwise be saturated: each steered
-# packet is handed to another CPU (an inter-processor interrupt, a VM exit here), which
-# adds delay to every packet. Measured side by side here (benchmarks/link_bench.py (b),
-# one cubic flow, 20 ms one-way): p99 release lateness pinned+RPS vs unpinned was 10 vs
-# 17 us at 100 Mbit/s, 76 vs 87 at 300, 79 vs 111 at 600, 91 vs 4653 at 1000; and an
-# unloaded 20 ms ping through a 100 Mbit/s link had a median RTT 0.1-0.2 ms higher with
-# steering than without (4 hand-offs per round trip), which is the emulator's whole
-# delay-accuracy budget at that RTT.
-STEER_MIN_BPS = 500e6
+# Placement pays whenever the study sends traffic, and only then. Measured side by side
+# here (2026-11-22, the quickstart study: one flow, 100 Mbit/s, 20 ms, six 10 s runs per
+# mode, two rounds): runs flagged for link lateness, unsteered 1/6 and 6/6, pinned without
+# RPS 1/6 and 6/6, pinned+RPS 0/6 and 0/6; p99 lateness 0.2-13 ms unsteered against
+# 18-420 us pinned+RPS. On this shared VM the emulator's thread loses whole milliseconds
+# when it also runs the endpoints' TCP (pinning alone makes that worse: the work can no
+# longer move). The price is a hand-off per packet to another CPU (an IPI, a VM exit
+# here): an unloaded 20 ms ping through 100 Mbit/s read 20.3 ms steered against 20.2 ms
+# unsteered (ping's 0.1 ms steps, 3 runs each). A study without flows has no endpoint work
+# to move, so it is not steered and its probes keep the smaller delay.
 
 
-def peak_rate_bps(link: LinkSpec) -> float:
-    """The highest rate the bottleneck takes in either direction (inf when unlimited).
-    A trace counts at its mean rate (mahimahi: one 1500-byte opportunity per line), and
-    a trace study without a rate sends its ACKs back at that rate too (no reverse rate
-    means "the same", as everywhere)."""
-    def top(*rates):
-        return float("inf") if any(r is None for r in rates) else float(max(rates))
-    if link.trace:
-        try:
-            ms = [int(x) for x in Path(link.trace).read_text().split()]
-            fwd = len(ms) * 1500 * 8 / (max(ms[-1], 1) / 1e3) if ms else 0.0
-        except (OSError, ValueError):
-            fwd = float("inf")  # the link itself rejects an unreadable trace, clearly
-    else:
-        fwd = top(link.rate_bps, *(r for _, r in link.rate_schedule))
-    rev = link.reverse_rate_bps or link.rate_bps
-    return max(fwd, fwd if rev is None and link.trace else top(rev))
-
-
-def placement(peak_bps: float = float("inf")) -> tuple[list[int], list[int]]:
-    """CPUs for the emulator's thread and CPUs for the endpoints' receive work, for a
-    bottleneck whose rate reaches `peak_bps`.
+def placement(has_traffic: bool = True) -> tuple[list[int], list[int]]:
+    """CPUs for the emulator's thread and CPUs for the endpoints' receive work.
 
     A frame the emulator sends into a veth is received by the peer *in the sender's
     context*: without steering, the emulator's thread runs the routers' forwarding and
-    the endpoints' TCP input and output for the packets it releases, and at high rates
-    its release times suffer. Pinning the emulator to one CPU and enabling Receive Packet
-    Steering on the routers' ports facing it, toward the other CPUs, queues that work to
-    their backlog instead. The emulator takes the allowed CPU with the fewest other runs'
+    the endpoints' TCP input and output for the packets it releases, and its release
+    times suffer. Pinning the emulator to one CPU and enabling Receive Packet Steering on
+    the routers' ports facing it, toward the other CPUs, queues that work to their
+    backlog instead. The emulator takes the allowed CPU with the fewest other runs'
     emulators pinned to it (the last on a tie), so concurrent runs spread out.
-    Applied from STEER_MIN_BPS up (see there), with >= 2 usable CPUs;
-    CCARENA_LINK_STEER=1 applies it at any rate, =0 never."""
+    Applied when the study has traffic (see above), with >= 2 usable CPUs;
+    CCARENA_LINK_STEER=1 applies it always, =0 never, =pin pins without RPS (for
+    measuring the difference)."""
     allowed = sorted(os.sched_getaffinity(0))
     want = os.environ.get("CCARENA_LINK_STEER", "auto")
-    if len(allowed) < 2 or want == "0" or (want != "1" and peak_bps < STEER_MIN_BPS):
+    if len(allowed) < 2 or want == "0" or (want == "auto" and not has_traffic):
         return [], []
     busy = _pinned_links()
     link = min(allowed, key=lambda c: (busy.get(c, 0), -c))
+    if want == "pin":
+        return [link], []
     return [link], [c for c in allowed if c != link]
 
 
@@ -229,7 +213,7 @@ def start(topo: Topology, study: Study, raw_dir: Path, seed: int,
           event_log: bool = False, t0_ns: int | None = None) -> NsProcess:
     out = raw_dir / "link"
     out.mkdir(parents=True, exist_ok=True)
-    link_cpus, rps_cpus = placement(peak_rate_bps(study.bottleneck))
+    link_cpus, rps_cpus = placement(has_traffic=bool(study.flows))
     rps_cpus = steer(topo, rps_cpus)
     cfg = make_config(topo, study, out, seed, event_log, t0_ns, link_cpus)
     cfg["rps_cpus"] = rps_cpus   # provenance only: the link ignores unknown top-level keys
