@@ -54,8 +54,9 @@ def test_unloaded_ping_sees_the_configured_rtt(tmp_path, no_leaks, rtt_ms):
     tol = max(50e-6, 0.01 * base)
     assert abs(rtt.median() - base) <= tol, (
         f"median {rtt.median() * 1e3:.3f} ms vs {rtt_ms} ms ± {tol * 1e6:.0f} us {noise(meta)}")
-    # the emulated delay is a floor: nothing arrives early (ping truncates to 0.1 ms, so a
-    # sample exactly at the base RTT is possible, one below it is not)
+    # the emulated delay is a floor: nothing arrives early. ping (iputils 20221126) rounds
+    # RTTs of 10-100 ms to 0.1 ms (a run here printed 232 of 330 replies as 20.2 ms with a
+    # mean of 20.169 ms), so this holds every reply to no more than 50 us early.
     assert rtt.min() >= base, (f"a ping took {rtt.min() * 1e3:.3f} ms < {rtt_ms} ms: the link "
                                f"released a packet early {noise(meta)}")
 

@@ -222,6 +222,18 @@ def test_each_pair_replicates_a_flow_per_pair(tmp_path):
                            ("bulk.3", "s3", "r3")]
 
 
+def test_first_pair_leaves_the_lower_pairs_to_other_flows(tmp_path):
+    text = BASE.replace('from = "s1"\nto = "r1"\ncc = "reno"',
+                        'from = "s"\nto = "r"\ncc = "reno"\neach_pair = true\nfirst_pair = 2')
+    s = load_study(write(tmp_path, text + '\n[sweep]\n"topology.pairs" = [2, 4]\n'))
+    by_pairs = {c.pairs: [f.name for f in c.flows if f.kind == "bulk"] for _, c in s.cells}
+    assert by_pairs == {2: ["bulk.2"], 4: ["bulk.2", "bulk.3", "bulk.4"]}
+    expect_error(tmp_path, text.replace("first_pair = 2", "first_pair = 3"),
+                 "flow.bulk.first_pair", "from 1 to topology.pairs = 2, got 3")
+    expect_error(tmp_path, BASE.replace('cc = "reno"', 'cc = "reno"\nfirst_pair = 2', 1),
+                 "first_pair", "only with each_pair")
+
+
 def test_rtt_is_split_over_both_directions(tmp_path):
     s = load_study(write(tmp_path, BASE.replace('delay = "10ms"', 'rtt = "30ms"')))
     assert s.bottleneck.delay_s == pytest.approx(0.015) and s.base_rtt_s == pytest.approx(0.03)

@@ -290,7 +290,7 @@ FLOW_KEYS = {
     "gap": _time_pos, "gap_dist": _choice(("const", "uniform", "exp")),
     "request": _size_pos, "response": _size_pos,
     "host": lambda v: _str(v), "run": lambda v: _str(v), "check": _bool,
-    "enabled": _bool, "each_pair": _bool,
+    "enabled": _bool, "each_pair": _bool, "first_pair": _int(1),
 }
 PROBE_KINDS = ("ping", "udp", "tcp_probe", "pcap")
 PROBE_KEYS = {"name": lambda v: _str(v), "kind": _choice(PROBE_KINDS),
@@ -455,7 +455,9 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
 
 def _expand_flows(ctx: Ctx, flows: list, pairs: int) -> list:
     """Drop flows with enabled = false; replicate each_pair = true flows once per pair
-    (s<i> -> r<i>, named <name>.<i>; from/to say which side sends: "s" or "r")."""
+    from first_pair (default 1) up (s<i> -> r<i>, named <name>.<i>; from/to say which side
+    sends: "s" or "r"). first_pair leaves the lower pairs to other flows, e.g. one flow
+    on pair 1 against N-1 of another algorithm on the rest."""
     out = []
     for i, f in enumerate(flows):
         if not isinstance(f, dict):
@@ -466,7 +468,9 @@ def _expand_flows(ctx: Ctx, flows: list, pairs: int) -> list:
                 raise ctx.err(f"{label}.{k}", f"expected true or false, got {f[k]!r}")
         if not f.get("enabled", True):
             continue
-        g = {k: v for k, v in f.items() if k not in ("enabled", "each_pair")}
+        g = {k: v for k, v in f.items() if k not in ("enabled", "each_pair", "first_pair")}
+        if "first_pair" in f and not f.get("each_pair"):
+            raise ctx.err(f"{label}.first_pair", "applies only with each_pair = true")
         if not f.get("each_pair"):
             out.append(g)
             continue
@@ -476,7 +480,11 @@ def _expand_flows(ctx: Ctx, flows: list, pairs: int) -> list:
         if sorted(sides) != ["r", "s"]:
             raise ctx.err(f"{label}.from", "with each_pair = true, write from = \"s\" and "
                           "to = \"r\" (or the reverse): the side, not a host")
-        for p in range(1, pairs + 1):
+        first = f.get("first_pair", 1)
+        if isinstance(first, bool) or not isinstance(first, int) or not 1 <= first <= pairs:
+            raise ctx.err(f"{label}.first_pair", f"expected a pair number from 1 to "
+                          f"topology.pairs = {pairs}, got {first!r}")
+        for p in range(first, pairs + 1):
             out.append({**g, "name": f"{g['name']}.{p}", "from": f"{sides[0]}{p}",
                         "to": f"{sides[1]}{p}"})
     return out
