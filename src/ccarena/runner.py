@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import cc as ccmod
-from . import environment, netns, validity
+from . import environment, netns, validity, watchdog
 from .errors import CcarenaError, PreflightError
 from .measure import cpu, records
 from .measure.pcap import Pcap
@@ -188,8 +188,11 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
     caps_: list[Pcap] = []
     tracer = None
     started = time.time()
+    tb = None
     try:
-        with Testbed(topo, study) as tb:
+        with watchdog.bounded(watchdog.limit_s(study.duration_s),
+                              raw / "logs" / "watchdog-stacks.txt"), \
+                Testbed(topo, study) as tb:
             tb.flush_tcp_metrics()
             # the BPF guard counts per network namespace: this run's are these
             inodes = [netns.inode(ns) for ns in topo.namespaces]
@@ -255,6 +258,9 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
                 tables["ping"] = pd.concat(pt, ignore_index=True)
             if sampler is not None:
                 tables["link_stats"] = pd.DataFrame(sampler.stop())
+                if sampler.error or tables["link_stats"].empty:
+                    reasons.append(sampler.error or "qdisc sampler recorded nothing")
+                sampler = None
             if link_proc is not None:
                 rc = link_proc.terminate(timeout_s=10)
                 if rc != 0:
@@ -265,6 +271,10 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
     except CcarenaError as e:
         reasons.append(str(e))
         meta["error"] = str(e)
+        if isinstance(e, watchdog.RunOverrun) and tb is not None:
+            # it may have struck during the teardown: finish it (idempotent)
+            with contextlib.suppress(Exception):
+                tb.teardown()
     finally:
         for p in pings:
             with contextlib.suppress(Exception):
@@ -275,6 +285,9 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
         if tracer is not None:
             with contextlib.suppress(Exception):
                 tracer.stop()
+        if sampler is not None:
+            with contextlib.suppress(Exception):
+                sampler.stop()
         if engines:
             engines.stop()
         if cmds:

@@ -96,6 +96,37 @@ def test_signal_in_mid_run_tears_down_and_keeps_completed_runs(tmp_path, no_leak
     assert "bulk" in r.stdout
 
 
+def test_a_run_stuck_in_a_step_is_stopped_recorded_and_cleaned(tmp_path, no_leaks,
+                                                             monkeypatch):
+    """A step that blocks forever (here the qdisc sampler's stop, standing for a hung
+    netlink call) must not hang the study: the watchdog stops the run at its bound, the
+    run is stored invalid with where it was stuck, its network is gone, and the next run
+    goes on."""
+    from ccarena import watchdog
+    from ccarena.testbed import kernel_link
+    monkeypatch.setattr(watchdog, "SLACK_S", 20.0)
+    real_stop, calls = kernel_link.QdiscSampler.stop, []
+
+    def stuck_once(self):
+        calls.append(1)
+        if len(calls) == 1:
+            time.sleep(3600)
+        return real_stop(self)
+    monkeypatch.setattr(kernel_link.QdiscSampler, "stop", stuck_once)
+    study = bulk_study(rate="20mbit", duration="2s", warmup="0.5s", backend="kernel")
+    t = time.monotonic()
+    res = run_study(study, results_base=tmp_path, progress=False, shuffle=False,
+                    repetitions=2)
+    assert time.monotonic() - t < 120
+    runs = res.runs.sort_values("index")
+    assert len(runs) == 2
+    first, second = runs.iloc[0], runs.iloc[1]
+    assert not bool(first["valid"]) and "did not finish within 22 s" in first["invalid_reasons"]
+    stacks = next(res.path.glob("runs/*/raw/logs/watchdog-stacks.txt")).read_text()
+    assert "stuck_once" in stacks, stacks
+    assert "did not finish" not in second["invalid_reasons"]
+
+
 def test_cleanup_removes_what_a_killed_run_left(tmp_path, no_leaks):
     before = ccarena_namespaces()
     p = start_cli_study(tmp_path, "crash", "duration = \"20s\"", capture=False)

@@ -11,7 +11,9 @@ import threading
 import time
 
 import numpy as np
+from pyroute2 import IPRoute
 
+from .. import netns
 from ..errors import CommandError
 from ..spec.model import LinkSpec, Study
 from .topology import Topology
@@ -95,15 +97,13 @@ class QdiscSampler:
     per poll). Produces records in the link_stats layout of the user-space link."""
 
     def __init__(self, testbed, interval_s: float = 0.01):
-        self.tb = testbed
         self.interval = interval_s
         self.rows: list[tuple] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="qdisc-sampler", daemon=True)
-        self.ports = []
-        for d, (ns, dev) in sorted(testbed.topo.bottleneck_ports.items()):
-            ipr = testbed.ipr(ns)
-            self.ports.append((0 if d == "w2e" else 1, ipr, ipr.link_lookup(ifname=dev)[0]))
+        self.error: str | None = None
+        self.where = [(0 if d == "w2e" else 1, ns, dev)
+                      for d, (ns, dev) in sorted(testbed.topo.bottleneck_ports.items())]
 
     def start(self):
         self._thread.start()
@@ -113,6 +113,19 @@ class QdiscSampler:
         self._stop.set()
         self._thread.join(timeout=2)
         return np.array(self.rows, dtype=STATS_DTYPE)
+
+    def _open(self) -> list[tuple]:
+        """Netlink sockets opened *in this thread*, inside each router's namespace.
+        pyroute2 (0.9) gives every thread its own socket, created in the namespace the
+        thread is in at its first request: an IPRoute made in the main thread inside the
+        router's namespace and used from here reads the root namespace instead (it did,
+        until 2026-11-22: every kernel-backend run recorded another device's counters)."""
+        ports = []
+        for d, ns, dev in self.where:
+            with netns.enter(ns):
+                ipr = IPRoute()
+                ports.append((d, ipr, ipr.link_lookup(ifname=dev)[0]))
+        return ports
 
     def _read(self, ipr, idx):
         # The root qdisc accounts for the whole tree (htb sums its leaves' backlog and
@@ -130,10 +143,25 @@ class QdiscSampler:
         return None
 
     def _loop(self):
+        try:
+            ports = self._open()
+        except Exception as e:   # reported with the run; the run itself goes on
+            self.error = f"qdisc sampler: {e}"
+            return
+        try:
+            self._sample(ports)
+        finally:
+            for _, ipr, _ in ports:
+                try:
+                    ipr.close()
+                except Exception:
+                    pass
+
+    def _sample(self, ports):
         prev = {}
         while not self._stop.is_set():
             t = time.monotonic_ns()
-            for d, ipr, idx in self.ports:
+            for d, ipr, idx in ports:
                 try:
                     r = self._read(ipr, idx)
                 except Exception:
