@@ -260,6 +260,10 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
                 tables["link_stats"] = pd.DataFrame(sampler.stop())
                 if sampler.error or tables["link_stats"].empty:
                     reasons.append(sampler.error or "qdisc sampler recorded nothing")
+                b = study.bottleneck
+                meta["shaper"] = validity.shaper_delivery(tables["link_stats"], {
+                    0: b.rate_bps, 1: b.reverse_rate_bps or b.rate_bps})
+                reasons += validity.check_shaper(meta["shaper"])
                 sampler = None
             if link_proc is not None:
                 rc = link_proc.terminate(timeout_s=10)

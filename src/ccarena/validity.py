@@ -7,6 +7,8 @@ A run is flagged (never silently averaged in) when
 - a flow engine missed more than SAMPLE_GAP_MAX of its sampling ticks;
 - the user-space link lost packets in its own receive or send path, or released more than LATE_MAX of
   packets later than its tolerance (testbed/user_link.late_tolerance_ns);
+- the kernel backend's shaper sent below SHAPER_MIN of its rate while its queue was
+  backlogged (check_shaper);
 - a socket ran another congestion control than the one the study asked for;
 - a process failed."""
 from __future__ import annotations
@@ -15,6 +17,8 @@ STEAL_MAX = 0.25
 SAMPLE_GAP_MAX = 0.10
 LINK_RING_DROP_MAX = 0.001
 LATE_MAX = 0.02
+SHAPER_MIN = 0.95
+SHAPER_JUDGE_S = 1.0
 
 
 def check_cpu(cpu: dict) -> list[str]:
@@ -56,3 +60,42 @@ def check_link(link: dict) -> list[str]:
     if fwd and late / fwd > LATE_MAX:
         out.append(f"link: {late} of {fwd} packets released late")
     return out
+
+
+def shaper_delivery(stats, rates: dict) -> dict:
+    """Kernel backend: how much of its rate each rate-limited qdisc sent while its queue
+    could not run dry -> {"w2e"|"e2w": {"frac": sent / (rate x time), "busy_s": time}}.
+
+    `stats` is the qdisc sampler's table (t_ns, dir, qlen_bytes, bytes_out per ~10 ms);
+    `rates` maps a direction (0 = w2e, 1 = e2w) to its rate in bit/s (None: unlimited).
+    An interval counts when the backlog at its start alone would keep the link busy for
+    all of it, so the link cannot have idled for want of packets."""
+    out = {}
+    if stats is None or len(stats) == 0:
+        return out
+    for d, rate in sorted(rates.items()):
+        if not rate:
+            continue
+        s = stats[stats["dir"] == d].sort_values("t_ns")
+        t = s["t_ns"].to_numpy(dtype="int64")
+        backlog = s["qlen_bytes"].to_numpy(dtype="float64")
+        sent = s["bytes_out"].to_numpy(dtype="float64")[1:]
+        dt = (t[1:] - t[:-1]) / 1e9
+        full = backlog[:-1] * 8 >= rate * dt
+        busy_s = float(dt[full].sum())
+        if busy_s > 0:
+            out["w2e" if d == 0 else "e2w"] = {
+                "frac": float(sent[full].sum() * 8 / (rate * busy_s)), "busy_s": busy_s}
+    return out
+
+
+def check_shaper(delivery: dict) -> list[str]:
+    """A shaper that sent below SHAPER_MIN of its rate with a standing queue fell behind
+    itself — htb's timer delayed on a busy or stolen CPU — and the run's bottleneck was
+    slower than the study says (seen here: a 100 Mbit/s htb delivering 83 Mbit/s for a
+    whole minute at 14 % CPU steal, with a standing queue and no losses). Judged only
+    with SHAPER_JUDGE_S of such time or more."""
+    return [f"kernel shaper {d}: sent {v['frac']:.0%} of its rate over {v['busy_s']:.1f} s "
+            f"with a standing queue (limit {SHAPER_MIN:.0%})"
+            for d, v in sorted(delivery.items())
+            if v["busy_s"] >= SHAPER_JUDGE_S and v["frac"] < SHAPER_MIN]

@@ -24,3 +24,31 @@ def test_late_releases_above_the_limit_flag_the_run():
 def test_cpu_steal_above_the_limit_flags_the_run():
     assert validity.check_cpu({"steal_frac": validity.STEAL_MAX / 2}) == []
     assert validity.check_cpu({"steal_frac": validity.STEAL_MAX * 2})
+
+
+def _qdisc_stats(send_frac, backlog_bytes, rate=100e6, n=300, dt=0.01):
+    """A sampler table: every dt the queue holds backlog_bytes and sent send_frac of rate."""
+    import pandas as pd
+    t = [int(i * dt * 1e9) for i in range(n)]
+    return pd.DataFrame({"t_ns": t, "dir": [0] * n, "qlen_bytes": [backlog_bytes] * n,
+                         "bytes_out": [0] + [int(send_frac * rate * dt / 8)] * (n - 1)})
+
+
+def _judge(stats, rates):
+    return validity.check_shaper(validity.shaper_delivery(stats, rates))
+
+
+def test_a_shaper_at_its_rate_passes_and_one_behind_it_is_flagged():
+    short = 50 * 1514          # 6 ms at 100 Mbit/s: less than one 10 ms interval
+    deep = 1000 * 1514         # 121 ms: the link cannot idle within an interval
+    assert _judge(_qdisc_stats(1.0, deep), {0: 100e6}) == []
+    d = validity.shaper_delivery(_qdisc_stats(0.83, deep), {0: 100e6})["w2e"]
+    assert abs(d["frac"] - 0.83) < 0.005 and abs(d["busy_s"] - 2.99) < 0.01
+    msg = _judge(_qdisc_stats(0.83, deep), {0: 100e6})
+    assert len(msg) == 1 and "w2e: sent 83% of its rate" in msg[0]
+    # a queue that could have run dry within an interval is not judged (the sender, not
+    # the shaper, may have left the link idle)
+    assert _judge(_qdisc_stats(0.5, short), {0: 100e6}) == []
+    # an unlimited direction and too short a backlogged time are not judged
+    assert _judge(_qdisc_stats(0.5, deep), {0: None}) == []
+    assert _judge(_qdisc_stats(0.5, deep, n=50), {0: 100e6}) == []
