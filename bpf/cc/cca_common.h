@@ -362,6 +362,12 @@ static __always_inline u32 cca_ilog2(u64 x)
 struct cca_guard_count {
 	u64 late;       /* repairs by CCA_GUARD (the bad value may have acted for an ACK) */
 	u64 at_entry;   /* skipped ssthresh ops redone by CCA_STATE_GUARD before any use */
+	/* what the late repairs found, to tell where the fault enters (a corrupted
+	 * ssthresh points at the ssthresh op, a corrupted cwnd with a sane ssthresh at
+	 * undo_cwnd or PRR), and the CA states they were made in (bit s: state s) */
+	u64 late_ssthresh;
+	u64 late_cwnd;
+	u64 late_states;
 };
 
 struct {
@@ -371,7 +377,10 @@ struct {
 	__type(value, struct cca_guard_count);
 } cca_guard SEC(".maps");
 
-static __always_inline void cca_count_guard(struct sock *sk, bool late)
+/* late: a CCA_GUARD repair that found ssthresh (bad_ss) and/or cwnd (bad_cwnd) corrupted;
+ * otherwise a CCA_STATE_GUARD redo */
+static __always_inline void cca_count_guard(struct sock *sk, bool late, bool bad_ss,
+					    bool bad_cwnd)
 {
 	u32 ino = sk->__sk_common.skc_net.net->ns.inum;
 	struct cca_guard_count zero = {}, *c;
@@ -383,10 +392,17 @@ static __always_inline void cca_count_guard(struct sock *sk, bool late)
 		if (!c)
 			return;
 	}
-	if (late)
-		__sync_fetch_and_add(&c->late, 1);
-	else
+	if (!late) {
 		__sync_fetch_and_add(&c->at_entry, 1);
+		return;
+	}
+	__sync_fetch_and_add(&c->late, 1);
+	if (bad_ss)
+		__sync_fetch_and_add(&c->late_ssthresh, 1);
+	if (bad_cwnd)
+		__sync_fetch_and_add(&c->late_cwnd, 1);
+	/* not atomic (an OR needs BPF v3): a lost bit between two CPUs is acceptable here */
+	c->late_states |= 1ULL << (cca_ca_state(sk) & 7);
 }
 
 static __always_inline bool cca_insane_ssthresh(u32 ss)
@@ -406,13 +422,14 @@ static __always_inline u32 cca_sane_prior_cwnd(const struct tcp_sock *tp)
 	do {                                                                          \
 		struct tcp_sock *__tp = tcp_sk(sk);                                   \
 		bool __bad_ss = cca_insane_ssthresh(__tp->snd_ssthresh);              \
-		if (__bad_ss || __tp->snd_cwnd > CCA_SANE_MAX) {                      \
+		bool __bad_cwnd = __tp->snd_cwnd > CCA_SANE_MAX;                      \
+		if (__bad_ss || __bad_cwnd) {                                         \
 			u32 __prior = cca_sane_prior_cwnd(__tp);                      \
 			if (__bad_ss)                                                 \
 				__tp->snd_ssthresh = ssthresh_for(sk, __prior);       \
 			if (__tp->snd_cwnd > __prior)                                 \
 				cca_set_cwnd(__tp, __prior);                          \
-			cca_count_guard(sk, true);                                    \
+			cca_count_guard(sk, true, __bad_ss, __bad_cwnd);              \
 		}                                                                     \
 	} while (0)
 
@@ -423,7 +440,7 @@ static __always_inline u32 cca_sane_prior_cwnd(const struct tcp_sock *tp)
 		if ((new_state) >= TCP_CA_CWR &&                                      \
 		    cca_insane_ssthresh(__tp->snd_ssthresh)) {                        \
 			__tp->snd_ssthresh = ssthresh_for(sk, cca_sane_prior_cwnd(__tp)); \
-			cca_count_guard(sk, false);                                   \
+			cca_count_guard(sk, false, true, false);                      \
 		}                                                                     \
 	} while (0)
 

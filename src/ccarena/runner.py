@@ -310,6 +310,13 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
             meta.setdefault("cc_guard_at_entry", {})[k] = g1.at_entry - g0.at_entry
         if g1.late > g0.late:
             meta.setdefault("cc_repairs", {})[k] = g1.late - g0.late
+            # where the fault entered (docs/algorithms.md, "Known issue"): what the late
+            # repairs found corrupted, and the CA states they were made in (the
+            # namespaces are this run's own, so every repair in them is this run's)
+            meta.setdefault("cc_repairs_found", {})[k] = {
+                "ssthresh": g1.late_ssthresh - g0.late_ssthresh,
+                "cwnd": g1.late_cwnd - g0.late_cwnd,
+                "ca_states": [s for s in range(8) if g1.late_states >> s & 1]}
             reasons.append(f"{k}: {g1.late - g0.late} corrupted ssthresh/cwnd values repaired "
                            "by its guard during the run")
     meta["valid"] = not reasons

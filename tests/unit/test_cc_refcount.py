@@ -237,3 +237,11 @@ def test_guard_counts_are_per_network_namespace_and_a_run_sums_its_own(tmp_path,
     monkeypatch.setattr(hold, "guard_counts", lambda k: g)
     assert hold.run_guard_counts("cca_x", [4026531840, 1]) == hold.GuardCounts(0, 2)
     assert hold.run_guard_counts("cca_x", [4026532999]) == hold.GuardCounts(1, 0)
+    # the holder's current lines also say what the late repairs found and in which CA
+    # states; a run sums the counts and merges the states
+    monkeypatch.undo()
+    (d.path / "holder.repairs").write_text("11 2 0 0 2 16\n12 1 3 1 0 8\n13 9 9 9 9 9\n")
+    g = hold.guard_counts("cca_x", tmp_path)
+    monkeypatch.setattr(hold, "guard_counts", lambda k: g)
+    assert g[11] == hold.GuardCounts(2, 0, late_ssthresh=0, late_cwnd=2, late_states=16)
+    assert hold.run_guard_counts("cca_x", [11, 12]) == hold.GuardCounts(3, 3, 1, 2, 24)

@@ -15,7 +15,8 @@
 //!     Because the kernel releases a link when its last fd closes, the algorithm
 //!     is also unregistered if this process is killed: crash-safe by construction.
 //!     Every 50 ms it writes <dir>/holder.repairs when it changed: the object's guard
-//!     counts per network namespace (map `cca_guard`), "<netns inode> <late> <at_entry>"
+//!     counts per network namespace (map `cca_guard`), "<netns inode> <late> <at_entry>
+//!     <late_ssthresh> <late_cwnd> <late_states>"
 //!     per line.
 //! ccarena-cc mark --obj <ce_mark.bpf.o> --netns <name> --dev <ifname> --per-mille N
 //!     test aid: attach bpf/test/ce_mark.bpf.c at tcx egress of <ifname> inside network
@@ -316,11 +317,18 @@ impl Drop for DirLock {
     }
 }
 
+/// One namespace's guard counts: inode, then the map value's fields in order.
+type GuardLine = (u32, [u64; GUARD_FIELDS]);
+/// late, at_entry, late_ssthresh, late_cwnd, late_states (bpf/cc/cca_common.h)
+const GUARD_FIELDS: usize = 5;
+
 /// The guard's counts per network namespace (the map `cca_guard` in bpf/cc/cca_common.h:
-/// key u32 namespace inode, value `{ u64 late; u64 at_entry; }`), sorted; None if the
-/// object has no such map.
-fn guard_counts(obj: &libbpf_rs::Object) -> Option<Vec<(u32, u64, u64)>> {
-    let u64_at = |v: &[u8], i: usize| Some(u64::from_ne_bytes(v.get(i..i + 8)?.try_into().ok()?));
+/// key u32 namespace inode, value `struct cca_guard_count`, u64 fields; an object built
+/// before a field existed reads it as 0), sorted; None if the object has no such map.
+fn guard_counts(obj: &libbpf_rs::Object) -> Option<Vec<GuardLine>> {
+    let u64_at = |v: &[u8], i: usize| {
+        v.get(i * 8..i * 8 + 8).and_then(|b| b.try_into().ok()).map(u64::from_ne_bytes)
+    };
     let m = obj.maps().find(|m| m.name().to_string_lossy() == "cca_guard")?;
     let mut out = Vec::new();
     for k in m.keys() {
@@ -329,19 +337,23 @@ fn guard_counts(obj: &libbpf_rs::Object) -> Option<Vec<(u32, u64, u64)>> {
         };
         // an entry can vanish between keys() and lookup() (LRU eviction): skip it
         if let Ok(Some(v)) = m.lookup(&k, MapFlags::ANY) {
-            out.push((ino, u64_at(&v, 0)?, u64_at(&v, 8)?));
+            let mut f = [0u64; GUARD_FIELDS];
+            for (i, x) in f.iter_mut().enumerate() {
+                *x = u64_at(&v, i).unwrap_or(0);
+            }
+            out.push((ino, f));
         }
     }
     out.sort_unstable();
     Some(out)
 }
 
-/// Write `<dir>/holder.repairs` (one line "<netns inode> <late> <at_entry>" per network
-/// namespace the guard acted in) when it changed.
+/// Write `<dir>/holder.repairs` (one line "<netns inode> <late> <at_entry> <late_ssthresh>
+/// <late_cwnd> <late_states>" per network namespace the guard acted in) when it changed.
 fn report_repairs(
     obj: &libbpf_rs::Object,
     dir: Option<&Path>,
-    last: &mut Option<Vec<(u32, u64, u64)>>,
+    last: &mut Option<Vec<GuardLine>>,
 ) {
     let (Some(dir), Some(n)) = (dir, guard_counts(obj)) else {
         return;
@@ -349,7 +361,13 @@ fn report_repairs(
     if last.as_ref() == Some(&n) {
         return;
     }
-    let text: String = n.iter().map(|(i, l, e)| format!("{i} {l} {e}\n")).collect();
+    let text: String = n
+        .iter()
+        .map(|(i, f)| {
+            let fields: Vec<String> = f.iter().map(u64::to_string).collect();
+            format!("{i} {}\n", fields.join(" "))
+        })
+        .collect();
     let tmp = dir.join(".holder.repairs.tmp");
     if fs::write(&tmp, text).is_ok() && fs::rename(&tmp, dir.join("holder.repairs")).is_ok() {
         *last = Some(n);

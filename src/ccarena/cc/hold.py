@@ -127,13 +127,19 @@ class GuardCounts(NamedTuple):
     connection went on as if the op had run)."""
     late: int
     at_entry: int
+    # what the late repairs found, and the CA states they were made in (bit s: state s;
+    # 0 Open, 1 Disorder, 2 CWR, 3 Recovery, 4 Loss); 0 from a holder older than these
+    late_ssthresh: int = 0
+    late_cwnd: int = 0
+    late_states: int = 0
 
 
 def guard_counts(kernel_name: str, base: Path | None = None) -> dict[int, GuardCounts] | None:
     """The holder's published guard counts, {network namespace inode: GuardCounts} (lines
-    "<inode> <late> <at_entry>" in holder.repairs, which the holder writes as soon as it
-    has registered the algorithm). A run reads them at start and end and adds up its own
-    namespaces. None when the algorithm is not registered by ccarena."""
+    "<inode> <late> <at_entry> [<late_ssthresh> <late_cwnd> <late_states>]" in
+    holder.repairs, which the holder writes as soon as it has registered the algorithm).
+    A run reads them at start and end and adds up its own namespaces. None when the
+    algorithm is not registered by ccarena."""
     try:
         text = (AlgoDir(kernel_name, base).path / "holder.repairs").read_text()
     except OSError:
@@ -141,10 +147,12 @@ def guard_counts(kernel_name: str, base: Path | None = None) -> dict[int, GuardC
     out: dict[int, GuardCounts] = {}
     for line in text.splitlines():
         try:
-            ino, late, entry = (int(w) for w in line.split())
+            ino, *counts = (int(w) for w in line.split())
         except ValueError:
-            continue        # a line from an older holder, or torn: not a count
-        out[ino] = GuardCounts(late, entry)
+            continue        # torn: not a count
+        if not 2 <= len(counts) <= len(GuardCounts._fields):
+            continue        # a line of another format: not a count
+        out[ino] = GuardCounts(*counts)
     return out
 
 
@@ -153,9 +161,12 @@ def run_guard_counts(kernel_name: str, inodes) -> GuardCounts | None:
     g = guard_counts(kernel_name)
     if g is None:
         return None
-    zero = GuardCounts(0, 0)
-    return GuardCounts(sum(g.get(i, zero).late for i in inodes),
-                       sum(g.get(i, zero).at_entry for i in inodes))
+    mine = [g[i] for i in inodes if i in g]
+    states = 0
+    for c in mine:
+        states |= c.late_states
+    return GuardCounts(*(sum(getattr(c, f) for c in mine) for f in GuardCounts._fields[:-1]),
+                       states)
 
 
 def cleanup_stale(base: Path | None = None) -> list[str]:
