@@ -36,8 +36,8 @@ void BPF_PROG(cca_bic_init, struct sock *sk)
 	ca->w_max = 0;
 }
 
-SEC("struct_ops")
-void BPF_PROG(cca_bic_cong_avoid, struct sock *sk, u32 ack, u32 acked)
+/* growth rule, run by cca_bic_cong_control (cca_common.h) */
+static __always_inline void bic_cong_avoid(struct sock *sk, u32 ack, u32 acked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct bic *ca = inet_csk_ca(sk);
@@ -91,13 +91,12 @@ void BPF_PROG(cca_bic_set_state, struct sock *sk, u8 new_state)
 
 CCA_UNDO_PRIOR_OP(cca_bic)
 
-CCA_GUARD_OP(cca_bic, bic_ssthresh_for)
+CCA_CONG_CONTROL_OP(cca_bic, bic_ssthresh_for, bic_cong_avoid)
 
 CCA_OPS(cca_bic) = {
-	.in_ack_event = (void *)cca_bic_guard,
 	.init       = (void *)cca_bic_init,
 	.ssthresh   = (void *)cca_bic_ssthresh,
-	.cong_avoid = (void *)cca_bic_cong_avoid,
+	.cong_control = (void *)cca_bic_cong_control,
 	.set_state  = (void *)cca_bic_set_state,
 	.undo_cwnd  = (void *)cca_bic_undo_cwnd,
 	.name       = "cca_bic",

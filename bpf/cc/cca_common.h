@@ -14,12 +14,15 @@
  *     (also when the holding process dies) unregisters the algorithm;
  *   - register as "cca_<name>" (TCP_CA_NAME_MAX is 16 bytes including the NUL,
  *     so <name> is at most 11 characters);
- *   - write the loss response as `static u32 <name>_ssthresh_for(sk, cwnd)` and run
- *     CCA_GUARD(sk, <name>_ssthresh_for) on every ACK (CCA_GUARD_OP gives an
- *     in_ack_event op that does only that) and CCA_STATE_GUARD(sk, new_state,
- *     <name>_ssthresh_for) first in set_state (CCA_STATE_GUARD_OP gives a set_state
- *     op that does only that); CCA_SSTHRESH_OP gives the ssthresh op that applies
- *     it to the current cwnd.
+ *   - write the loss response as `static u32 <name>_ssthresh_for(sk, cwnd)` and the
+ *     growth rule as `static void <name>_cong_avoid(sk, ack, acked)`, and register
+ *     CCA_CONG_CONTROL_OP(cca_<name>, <name>_ssthresh_for, <name>_cong_avoid) as the
+ *     cong_control op (not cong_avoid: see "The per-ACK window update" below for why);
+ *     run CCA_STATE_GUARD(sk, new_state, <name>_ssthresh_for) first in set_state
+ *     (CCA_STATE_GUARD_OP gives a set_state op that does only that);
+ *     CCA_SSTHRESH_OP gives the ssthresh op that applies the rule to the current cwnd.
+ *     (The older contract, cong_avoid plus CCA_GUARD_OP as in_ack_event, still works
+ *     but can only repair a corrupted value after it acted.)
  *
  * Optional shorthands for the parts most algorithms share with Reno:
  * cca_grow_prologue() (the start of cong_avoid: cwnd-limited check and slow
@@ -340,9 +343,10 @@ static __always_inline u32 cca_ilog2(u64 x)
  * kernel a struct_ops ssthresh call occasionally yields a garbage value (seen:
  * 0x81104110) without our program having run; PRR would then inflate cwnd to ~1e9.
  * A ssthresh or cwnd above CCA_SANE_MAX segments (16 M segments = 24 GB in flight)
- * cannot be real. Two checks, both counted per network namespace in the map cca_guard
+ * cannot be real. Three checks, all counted per network namespace in the map cca_guard
  * (the holder publishes it, ccarena.cc.guard_counts() reads it, and a run adds up the
- * namespaces it built, so concurrent runs never see each other's repairs):
+ * namespaces it built, so concurrent runs never see each other's repairs): CCA_CHECK at
+ * the start of cong_control (described there, at the end of this file), and:
  *
  * - at entry (CCA_STATE_GUARD, in set_state): every kernel path that calls the
  *   ssthresh op (tcp_init_cwnd_reduction for CWR and Recovery, tcp_enter_loss) first
@@ -351,8 +355,9 @@ static __always_inline u32 cca_ilog2(u64 x)
  *   and runs the skipped op's rule itself for the window the op would have seen
  *   (prior_cwnd), side effects included: the connection continues exactly as if the
  *   op had run. Counted in at_entry; a run is not invalid for it.
- * - late (CCA_GUARD, in in_ack_event on every ACK): the backstop for anything the
- *   entry check did not see (a garbage undo_cwnd, or set_state skipped as well). The
+ * - late (CCA_GUARD, in in_ack_event on every ACK, for algorithms on the older
+ *   contract): the backstop for anything the entry check did not see (a garbage
+ *   undo_cwnd, or set_state skipped as well, which is what this kernel does). The
  *   bad value may have been used for one ACK; ssthresh is recomputed for prior_cwnd,
  *   cwnd brought back to at most that window. Counted in late; ccarena
  *   marks a run that needed it invalid.
@@ -458,6 +463,177 @@ static __always_inline u32 cca_sane_prior_cwnd(const struct tcp_sock *tp)
 	void BPF_PROG(algo##_state_guard, struct sock *sk, u8 new_state)               \
 	{                                                                              \
 		CCA_STATE_GUARD(sk, new_state, ssthresh_for);                          \
+	}
+
+/*
+ * The check at the start of cong_control (CCA_CONG_CONTROL_OP): before any use on this
+ * ACK. A corrupted ssthresh with a sane cwnd has not acted yet (nothing between the
+ * skipped op and here reads it to send): repaired and counted with at_entry. A
+ * corrupted cwnd may have been used (e.g. a skipped undo_cwnd, or the kernel's own PRR
+ * run from its RACK reordering timer): repaired and counted as late, and the run is
+ * invalid.
+ */
+#define CCA_CHECK(sk, ssthresh_for)                                                   \
+	do {                                                                          \
+		struct tcp_sock *__ctp = tcp_sk(sk);                                  \
+		bool __bad_ss = cca_insane_ssthresh(__ctp->snd_ssthresh);             \
+		bool __bad_cwnd = __ctp->snd_cwnd > CCA_SANE_MAX;                     \
+		if (__bad_ss || __bad_cwnd) {                                         \
+			u32 __prior = cca_sane_prior_cwnd(__ctp);                     \
+			if (__bad_ss)                                                 \
+				__ctp->snd_ssthresh = ssthresh_for(sk, __prior);      \
+			if (__ctp->snd_cwnd > __prior)                                \
+				cca_set_cwnd(__ctp, __prior);                         \
+			cca_count_guard(sk, __bad_cwnd, __bad_ss, __bad_cwnd);        \
+		}                                                                     \
+	} while (0)
+
+/*
+ * The per-ACK window update, done here instead of by the kernel (the cong_control op).
+ *
+ * Why (docs/algorithms.md, "Known issue"): on this kernel a struct_ops op is now and
+ * then not run at all. Measured with the kernel's tcp:tcp_cong_state_set tracepoint
+ * against our programs' own counters and bpf_stats: 6 of 1542 entries into Recovery
+ * ran neither the set_state nor the ssthresh program (their run_cnt did not move, no
+ * recursion_misses), and the ssthresh the kernel stored was 0x81104110, the low half
+ * of a stale return address on the stack, every time. The kernel's own per-ACK code
+ * then used it at once: PRR turned it into a cwnd of ~1e8 and the sender burst out
+ * everything the receiver window allowed before any later op could repair it.
+ *
+ * With a cong_control op the kernel leaves the whole per-ACK update to us (no PRR, no
+ * cong_avoid call, no pacing-rate update of its own), so we check ssthresh and cwnd
+ * before anything uses them. If this op is the one skipped, cwnd simply stays as it
+ * was for that ACK. What follows does what the kernel does without the op:
+ *   - in CWR and Recovery: Proportional Rate Reduction, RFC 6937 §3 (PRR-SSRB), with
+ *     the "safe ACK" rule of draft-ietf-tcpm-prr-rfc6937bis (one extra segment only
+ *     when snd.una advanced and no new loss was seen), RecoverFS = the window before
+ *     the reduction (tp->prior_cwnd), and at least one segment for the fast retransmit;
+ *   - otherwise the algorithm's growth rule, on ACKs that acknowledge new data
+ *     (RFC 5681 §3.1: do not grow on duplicate ACKs), or on any forward progress once
+ *     the path is known to reorder more than net.ipv4.tcp_reordering;
+ *   - the pacing rate the stack keeps for TSO sizing and TCP small queues:
+ *     cwnd·mss/srtt times net.ipv4.tcp_pacing_ss_ratio in slow start (cwnd below half
+ *     of ssthresh), tcp_pacing_ca_ratio after (Documentation/networking/ip-sysctl).
+ */
+#define CCA_FLAG_DATA_ACKED        0x04
+#define CCA_FLAG_SYN_ACKED         0x10
+#define CCA_FLAG_DATA_SACKED       0x20
+#define CCA_FLAG_SND_UNA_ADVANCED  0x400
+#define CCA_FLAG_FORWARD_PROGRESS  (CCA_FLAG_DATA_ACKED | CCA_FLAG_SYN_ACKED | CCA_FLAG_DATA_SACKED)
+
+/* PRR's per-episode count of delivered segments (the kernel keeps its own only when it
+ * runs PRR itself, which it no longer does for us) */
+struct cca_prr {
+	u32 high_seq;    /* tp->high_seq when the episode began (snd_nxt at its start) */
+	u32 delivered;   /* prr_delivered */
+	u32 in_reduction;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct cca_prr);
+} cca_prr_state SEC(".maps");
+
+static __always_inline u32 cca_packets_in_flight(const struct tcp_sock *tp)
+{
+	return tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
+}
+
+/* RFC 6937 §3 for one ACK that delivered `delivered` segments, `lost` newly marked lost */
+static __always_inline void cca_prr(struct sock *sk, int flag, u32 delivered, u32 lost)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct cca_prr *st;
+	u32 pipe = cca_packets_in_flight(tp), ss = tp->snd_ssthresh, fs = tp->prior_cwnd;
+	s64 sndcnt;
+
+	st = bpf_sk_storage_get(&cca_prr_state, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!st)
+		return;
+	/* a new episode: the kernel set high_seq = snd_nxt and prr_out = 0 on entering it */
+	if (!st->in_reduction || st->high_seq != tp->high_seq) {
+		st->in_reduction = 1;
+		st->high_seq = tp->high_seq;
+		st->delivered = 0;
+	}
+	if (!delivered || !fs)
+		return;
+	st->delivered += delivered;
+	if (pipe > ss) {
+		/* proportional part: send ssthresh/RecoverFS of what was delivered, rounded up */
+		sndcnt = (s64)(((u64)ss * st->delivered + fs - 1) / fs) - (s64)tp->prr_out;
+	} else {
+		/* slow-start reduction bound: back towards ssthresh, at most as fast as
+		 * delivered (plus one segment on a safe ACK) */
+		s64 limit = (s64)st->delivered - (s64)tp->prr_out;
+
+		if (limit < (s64)delivered)
+			limit = delivered;
+		if ((flag & CCA_FLAG_SND_UNA_ADVANCED) && !lost)
+			limit += 1;
+		sndcnt = (s64)ss - (s64)pipe;
+		if (sndcnt > limit)
+			sndcnt = limit;
+	}
+	if (sndcnt < 0)
+		sndcnt = 0;
+	if (!tp->prr_out && sndcnt < 1)
+		sndcnt = 1;          /* the fast retransmit itself */
+	tp->snd_cwnd = pipe + (u32)sndcnt;
+}
+
+static __always_inline void cca_update_pacing_rate(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct net *net = sk->__sk_common.skc_net.net;
+	u32 srtt = cca_srtt_us(tp), ratio;
+	u64 rate;
+
+	if (!srtt)
+		return;
+	ratio = tp->snd_cwnd < tp->snd_ssthresh / 2 ? net->ipv4.sysctl_tcp_pacing_ss_ratio
+						    : net->ipv4.sysctl_tcp_pacing_ca_ratio;
+	rate = (u64)tp->mss_cache * cca_max(tp->snd_cwnd, tp->packets_out) * CCA_USEC_PER_SEC / srtt;
+	rate = rate * ratio / 100;
+	if (rate > sk->sk_max_pacing_rate)
+		rate = sk->sk_max_pacing_rate;
+	sk->sk_pacing_rate = rate;
+}
+
+/*
+ * CCA_CONG_CONTROL_OP(cca_x, x_ssthresh_for, x_cong_avoid) defines the op
+ * cca_x_cong_control around the algorithm's growth rule
+ * `static void x_cong_avoid(struct sock *sk, u32 ack, u32 acked)`. The check on
+ * ssthresh and cwnd comes first (CCA_CHECK, below), so nothing of ours or of PRR
+ * uses a value the kernel stored from an op that did not run.
+ */
+#define CCA_CONG_CONTROL_OP(algo, ssthresh_for, cong_avoid_fn)                          \
+	SEC("struct_ops")                                                              \
+	void BPF_PROG(algo##_cong_control, struct sock *sk, u32 ack, int flag,         \
+		      const struct rate_sample *rs)                                    \
+	{                                                                              \
+		struct tcp_sock *__tp = tcp_sk(sk);                                    \
+		u32 __delivered = rs->acked_sacked;                                    \
+		int __lost = rs->losses;                                               \
+		u8 __state = cca_ca_state(sk);                                         \
+		CCA_CHECK(sk, ssthresh_for);                                           \
+		if (__state == TCP_CA_CWR || __state == TCP_CA_Recovery) {             \
+			cca_prr(sk, flag, __delivered, __lost > 0 ? (u32)__lost : 0);  \
+		} else {                                                               \
+			struct cca_prr *__st = bpf_sk_storage_get(&cca_prr_state, sk, 0, 0); \
+			struct net *__net = sk->__sk_common.skc_net.net;               \
+			int __need = __tp->reordering > (u32)__net->ipv4.sysctl_tcp_reordering \
+				     ? CCA_FLAG_FORWARD_PROGRESS : CCA_FLAG_DATA_ACKED;       \
+			if (__st)                                                      \
+				__st->in_reduction = 0;                                \
+			if (flag & __need) {                                           \
+				cong_avoid_fn(sk, ack, __delivered);                   \
+				__tp->snd_cwnd_stamp = (u32)bpf_jiffies64();           \
+			}                                                              \
+		}                                                                      \
+		cca_update_pacing_rate(sk);                                            \
 	}
 
 #endif /* CCA_COMMON_H */

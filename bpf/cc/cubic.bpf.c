@@ -211,8 +211,8 @@ static __always_inline u32 cubic_cnt(struct cubic *ca, const struct tcp_sock *tp
 	return cca_max(cnt, 1);
 }
 
-SEC("struct_ops")
-void BPF_PROG(cca_cubic_cong_avoid, struct sock *sk, u32 ack, u32 acked)
+/* growth rule, run by cca_cubic_cong_control (cca_common.h) */
+static __always_inline void cubic_cong_avoid(struct sock *sk, u32 ack, u32 acked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct cubic *ca = inet_csk_ca(sk);
@@ -272,13 +272,12 @@ void BPF_PROG(cca_cubic_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 
 CCA_UNDO_PRIOR_OP(cca_cubic)
 
-CCA_GUARD_OP(cca_cubic, cubic_ssthresh_for)
+CCA_CONG_CONTROL_OP(cca_cubic, cubic_ssthresh_for, cubic_cong_avoid)
 
 CCA_OPS(cca_cubic) = {
-	.in_ack_event = (void *)cca_cubic_guard,
 	.init        = (void *)cca_cubic_init,
 	.ssthresh    = (void *)cca_cubic_ssthresh,
-	.cong_avoid  = (void *)cca_cubic_cong_avoid,
+	.cong_control  = (void *)cca_cubic_cong_control,
 	.set_state   = (void *)cca_cubic_set_state,
 	.cwnd_event  = (void *)cca_cubic_cwnd_event,
 	.pkts_acked  = (void *)cca_cubic_pkts_acked,

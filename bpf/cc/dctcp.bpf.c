@@ -63,7 +63,6 @@ void BPF_PROG(cca_dctcp_in_ack_event, struct sock *sk, u32 flags)
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct dctcp *ca = inet_csk_ca(sk);
 
-	CCA_GUARD(sk, dctcp_ssthresh_for);
 	ca->ece_seen = (flags & CA_ACK_ECE) ? 1 : 0;
 	if (cca_seq_before(tp->snd_una, ca->win_end))
 		return;
@@ -141,8 +140,8 @@ void BPF_PROG(cca_dctcp_set_state, struct sock *sk, u8 new_state)
 	}
 }
 
-SEC("struct_ops")
-void BPF_PROG(cca_dctcp_cong_avoid, struct sock *sk, u32 ack, u32 acked)
+/* growth rule, run by cca_dctcp_cong_control (cca_common.h) */
+static __always_inline void dctcp_cong_avoid(struct sock *sk, u32 ack, u32 acked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 
@@ -153,10 +152,12 @@ void BPF_PROG(cca_dctcp_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 
 CCA_UNDO_PRIOR_OP(cca_dctcp)
 
+CCA_CONG_CONTROL_OP(cca_dctcp, dctcp_ssthresh_for, dctcp_cong_avoid)
+
 CCA_OPS(cca_dctcp) = {
 	.init         = (void *)cca_dctcp_init,
 	.ssthresh     = (void *)cca_dctcp_ssthresh,
-	.cong_avoid   = (void *)cca_dctcp_cong_avoid,
+	.cong_control   = (void *)cca_dctcp_cong_control,
 	.in_ack_event = (void *)cca_dctcp_in_ack_event,
 	.cwnd_event   = (void *)cca_dctcp_cwnd_event,
 	.set_state    = (void *)cca_dctcp_set_state,

@@ -124,8 +124,8 @@ void BPF_PROG(cca_highspeed_init, struct sock *sk)
 	ca->acc = 0;
 }
 
-SEC("struct_ops")
-void BPF_PROG(cca_highspeed_cong_avoid, struct sock *sk, u32 ack, u32 acked)
+/* growth rule, run by cca_highspeed_cong_control (cca_common.h) */
+static __always_inline void highspeed_cong_avoid(struct sock *sk, u32 ack, u32 acked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct highspeed *ca = inet_csk_ca(sk);
@@ -159,16 +159,15 @@ CCA_SSTHRESH_OP(cca_highspeed, highspeed_ssthresh_for)
 
 CCA_UNDO_PRIOR_OP(cca_highspeed)
 
-CCA_GUARD_OP(cca_highspeed, highspeed_ssthresh_for)
-
 CCA_STATE_GUARD_OP(cca_highspeed, highspeed_ssthresh_for)
+
+CCA_CONG_CONTROL_OP(cca_highspeed, highspeed_ssthresh_for, highspeed_cong_avoid)
 
 CCA_OPS(cca_highspeed) = {
 	.set_state  = (void *)cca_highspeed_state_guard,
-	.in_ack_event = (void *)cca_highspeed_guard,
 	.init       = (void *)cca_highspeed_init,
 	.ssthresh   = (void *)cca_highspeed_ssthresh,
-	.cong_avoid = (void *)cca_highspeed_cong_avoid,
+	.cong_control = (void *)cca_highspeed_cong_control,
 	.undo_cwnd  = (void *)cca_highspeed_undo_cwnd,
 	.name       = "cca_highspeed",
 };

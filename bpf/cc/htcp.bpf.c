@@ -94,8 +94,8 @@ static __always_inline u64 htcp_alpha(struct htcp *ca)
 	return cca_max64(a * 2 * (1024 - ca->beta) >> 10, 1);
 }
 
-SEC("struct_ops")
-void BPF_PROG(cca_htcp_cong_avoid, struct sock *sk, u32 ack, u32 acked)
+/* growth rule, run by cca_htcp_cong_control (cca_common.h) */
+static __always_inline void htcp_cong_avoid(struct sock *sk, u32 ack, u32 acked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct htcp *ca = inet_csk_ca(sk);
@@ -135,16 +135,15 @@ CCA_SSTHRESH_OP(cca_htcp, htcp_ssthresh_for)
 
 CCA_UNDO_PRIOR_OP(cca_htcp)
 
-CCA_GUARD_OP(cca_htcp, htcp_ssthresh_for)
-
 CCA_STATE_GUARD_OP(cca_htcp, htcp_ssthresh_for)
+
+CCA_CONG_CONTROL_OP(cca_htcp, htcp_ssthresh_for, htcp_cong_avoid)
 
 CCA_OPS(cca_htcp) = {
 	.set_state  = (void *)cca_htcp_state_guard,
-	.in_ack_event = (void *)cca_htcp_guard,
 	.init       = (void *)cca_htcp_init,
 	.ssthresh   = (void *)cca_htcp_ssthresh,
-	.cong_avoid = (void *)cca_htcp_cong_avoid,
+	.cong_control = (void *)cca_htcp_cong_control,
 	.pkts_acked = (void *)cca_htcp_pkts_acked,
 	.undo_cwnd  = (void *)cca_htcp_undo_cwnd,
 	.name       = "cca_htcp",

@@ -65,8 +65,8 @@ void BPF_PROG(cca_hybla_pkts_acked, struct sock *sk, const struct ack_sample *sa
 	}
 }
 
-SEC("struct_ops")
-void BPF_PROG(cca_hybla_cong_avoid, struct sock *sk, u32 ack, u32 acked)
+/* growth rule, run by cca_hybla_cong_control (cca_common.h) */
+static __always_inline void hybla_cong_avoid(struct sock *sk, u32 ack, u32 acked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct hybla *ca = inet_csk_ca(sk);
@@ -101,16 +101,15 @@ CCA_SSTHRESH_OP(cca_hybla, hybla_ssthresh_for)
 
 CCA_UNDO_PRIOR_OP(cca_hybla)
 
-CCA_GUARD_OP(cca_hybla, hybla_ssthresh_for)
-
 CCA_STATE_GUARD_OP(cca_hybla, hybla_ssthresh_for)
+
+CCA_CONG_CONTROL_OP(cca_hybla, hybla_ssthresh_for, hybla_cong_avoid)
 
 CCA_OPS(cca_hybla) = {
 	.set_state  = (void *)cca_hybla_state_guard,
-	.in_ack_event = (void *)cca_hybla_guard,
 	.init       = (void *)cca_hybla_init,
 	.ssthresh   = (void *)cca_hybla_ssthresh,
-	.cong_avoid = (void *)cca_hybla_cong_avoid,
+	.cong_control = (void *)cca_hybla_cong_control,
 	.pkts_acked = (void *)cca_hybla_pkts_acked,
 	.undo_cwnd  = (void *)cca_hybla_undo_cwnd,
 	.name       = "cca_hybla",

@@ -114,8 +114,8 @@ static __always_inline void il_update(struct illinois *ca, const struct tcp_sock
 		ca->beta = IL_BETA_MIN + (u32)((IL_BETA_MAX - IL_BETA_MIN) * (da - d2) / (d3 - d2));
 }
 
-SEC("struct_ops")
-void BPF_PROG(cca_illinois_cong_avoid, struct sock *sk, u32 ack, u32 acked)
+/* growth rule, run by cca_illinois_cong_control (cca_common.h) */
+static __always_inline void illinois_cong_avoid(struct sock *sk, u32 ack, u32 acked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct illinois *ca = inet_csk_ca(sk);
@@ -159,13 +159,12 @@ void BPF_PROG(cca_illinois_set_state, struct sock *sk, u8 new_state)
 
 CCA_UNDO_PRIOR_OP(cca_illinois)
 
-CCA_GUARD_OP(cca_illinois, illinois_ssthresh_for)
+CCA_CONG_CONTROL_OP(cca_illinois, illinois_ssthresh_for, illinois_cong_avoid)
 
 CCA_OPS(cca_illinois) = {
-	.in_ack_event = (void *)cca_illinois_guard,
 	.init       = (void *)cca_illinois_init,
 	.ssthresh   = (void *)cca_illinois_ssthresh,
-	.cong_avoid = (void *)cca_illinois_cong_avoid,
+	.cong_control = (void *)cca_illinois_cong_control,
 	.pkts_acked = (void *)cca_illinois_pkts_acked,
 	.set_state  = (void *)cca_illinois_set_state,
 	.undo_cwnd  = (void *)cca_illinois_undo_cwnd,

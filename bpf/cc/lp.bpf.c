@@ -98,8 +98,8 @@ void BPF_PROG(cca_lp_pkts_acked, struct sock *sk, const struct ack_sample *sampl
 	ca->itt_end_us = now + (u64)LP_ITT_RTTS * srtt;
 }
 
-SEC("struct_ops")
-void BPF_PROG(cca_lp_cong_avoid, struct sock *sk, u32 ack, u32 acked)
+/* growth rule, run by cca_lp_cong_control (cca_common.h) */
+static __always_inline void lp_cong_avoid(struct sock *sk, u32 ack, u32 acked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct lp *ca = inet_csk_ca(sk);
@@ -124,16 +124,15 @@ CCA_SSTHRESH_OP(cca_lp, lp_ssthresh_for)
 
 CCA_UNDO_PRIOR_OP(cca_lp)
 
-CCA_GUARD_OP(cca_lp, lp_ssthresh_for)
-
 CCA_STATE_GUARD_OP(cca_lp, lp_ssthresh_for)
+
+CCA_CONG_CONTROL_OP(cca_lp, lp_ssthresh_for, lp_cong_avoid)
 
 CCA_OPS(cca_lp) = {
 	.set_state  = (void *)cca_lp_state_guard,
-	.in_ack_event = (void *)cca_lp_guard,
 	.init       = (void *)cca_lp_init,
 	.ssthresh   = (void *)cca_lp_ssthresh,
-	.cong_avoid = (void *)cca_lp_cong_avoid,
+	.cong_control = (void *)cca_lp_cong_control,
 	.pkts_acked = (void *)cca_lp_pkts_acked,
 	.undo_cwnd  = (void *)cca_lp_undo_cwnd,
 	.name       = "cca_lp",

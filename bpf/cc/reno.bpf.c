@@ -23,8 +23,8 @@ static __always_inline u32 reno_ssthresh_for(struct sock *sk, u32 cwnd)
 
 CCA_SSTHRESH_OP(cca_reno, reno_ssthresh_for)
 
-SEC("struct_ops")
-void BPF_PROG(cca_reno_cong_avoid, struct sock *sk, u32 ack, u32 acked)
+/* growth rule, run by cca_reno_cong_control (cca_common.h) */
+static __always_inline void reno_cong_avoid(struct sock *sk, u32 ack, u32 acked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 
@@ -35,15 +35,14 @@ void BPF_PROG(cca_reno_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 
 CCA_UNDO_PRIOR_OP(cca_reno)
 
-CCA_GUARD_OP(cca_reno, reno_ssthresh_for)
-
 CCA_STATE_GUARD_OP(cca_reno, reno_ssthresh_for)
+
+CCA_CONG_CONTROL_OP(cca_reno, reno_ssthresh_for, reno_cong_avoid)
 
 CCA_OPS(cca_reno) = {
 	.set_state  = (void *)cca_reno_state_guard,
-	.in_ack_event = (void *)cca_reno_guard,
 	.ssthresh   = (void *)cca_reno_ssthresh,
-	.cong_avoid = (void *)cca_reno_cong_avoid,
+	.cong_control = (void *)cca_reno_cong_control,
 	.undo_cwnd  = (void *)cca_reno_undo_cwnd,
 	.name       = "cca_reno",
 };

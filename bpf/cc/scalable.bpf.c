@@ -19,8 +19,8 @@
 #define SCALABLE_INV_A  100u  /* 1 / a */
 #define SCALABLE_B_SHIFT 3    /* b = 1/8 */
 
-SEC("struct_ops")
-void BPF_PROG(cca_scalable_cong_avoid, struct sock *sk, u32 ack, u32 acked)
+/* growth rule, run by cca_scalable_cong_control (cca_common.h) */
+static __always_inline void scalable_cong_avoid(struct sock *sk, u32 ack, u32 acked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 
@@ -43,15 +43,14 @@ CCA_SSTHRESH_OP(cca_scalable, scalable_ssthresh_for)
 
 CCA_UNDO_PRIOR_OP(cca_scalable)
 
-CCA_GUARD_OP(cca_scalable, scalable_ssthresh_for)
-
 CCA_STATE_GUARD_OP(cca_scalable, scalable_ssthresh_for)
+
+CCA_CONG_CONTROL_OP(cca_scalable, scalable_ssthresh_for, scalable_cong_avoid)
 
 CCA_OPS(cca_scalable) = {
 	.set_state  = (void *)cca_scalable_state_guard,
-	.in_ack_event = (void *)cca_scalable_guard,
 	.ssthresh   = (void *)cca_scalable_ssthresh,
-	.cong_avoid = (void *)cca_scalable_cong_avoid,
+	.cong_control = (void *)cca_scalable_cong_control,
 	.undo_cwnd  = (void *)cca_scalable_undo_cwnd,
 	.name       = "cca_scalable",
 };

@@ -64,8 +64,8 @@ void BPF_PROG(cca_vegas_pkts_acked, struct sock *sk, const struct ack_sample *sa
 	v->round_cnt++;
 }
 
-SEC("struct_ops")
-void BPF_PROG(cca_vegas_cong_avoid, struct sock *sk, u32 ack, u32 acked)
+/* growth rule, run by cca_vegas_cong_control (cca_common.h) */
+static __always_inline void vegas_cong_avoid(struct sock *sk, u32 ack, u32 acked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct vegas *v = inet_csk_ca(sk);
@@ -131,16 +131,15 @@ CCA_SSTHRESH_OP(cca_vegas, vegas_ssthresh_for)
 
 CCA_UNDO_PRIOR_OP(cca_vegas)
 
-CCA_GUARD_OP(cca_vegas, vegas_ssthresh_for)
-
 CCA_STATE_GUARD_OP(cca_vegas, vegas_ssthresh_for)
+
+CCA_CONG_CONTROL_OP(cca_vegas, vegas_ssthresh_for, vegas_cong_avoid)
 
 CCA_OPS(cca_vegas) = {
 	.set_state    = (void *)cca_vegas_state_guard,
-	.in_ack_event = (void *)cca_vegas_guard,
 	.init         = (void *)cca_vegas_init,
 	.ssthresh     = (void *)cca_vegas_ssthresh,
-	.cong_avoid   = (void *)cca_vegas_cong_avoid,
+	.cong_control   = (void *)cca_vegas_cong_control,
 	.pkts_acked   = (void *)cca_vegas_pkts_acked,
 	.cwnd_event   = (void *)cca_vegas_cwnd_event,
 	.undo_cwnd    = (void *)cca_vegas_undo_cwnd,

@@ -69,8 +69,8 @@ void BPF_PROG(cca_veno_pkts_acked, struct sock *sk, const struct ack_sample *sam
 	ca->round_cnt = 0;
 }
 
-SEC("struct_ops")
-void BPF_PROG(cca_veno_cong_avoid, struct sock *sk, u32 ack, u32 acked)
+/* growth rule, run by cca_veno_cong_control (cca_common.h) */
+static __always_inline void veno_cong_avoid(struct sock *sk, u32 ack, u32 acked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct veno *ca = inet_csk_ca(sk);
@@ -95,16 +95,15 @@ CCA_SSTHRESH_OP(cca_veno, veno_ssthresh_for)
 
 CCA_UNDO_PRIOR_OP(cca_veno)
 
-CCA_GUARD_OP(cca_veno, veno_ssthresh_for)
-
 CCA_STATE_GUARD_OP(cca_veno, veno_ssthresh_for)
+
+CCA_CONG_CONTROL_OP(cca_veno, veno_ssthresh_for, veno_cong_avoid)
 
 CCA_OPS(cca_veno) = {
 	.set_state  = (void *)cca_veno_state_guard,
-	.in_ack_event = (void *)cca_veno_guard,
 	.init       = (void *)cca_veno_init,
 	.ssthresh   = (void *)cca_veno_ssthresh,
-	.cong_avoid = (void *)cca_veno_cong_avoid,
+	.cong_control = (void *)cca_veno_cong_control,
 	.pkts_acked = (void *)cca_veno_pkts_acked,
 	.undo_cwnd  = (void *)cca_veno_undo_cwnd,
 	.name       = "cca_veno",

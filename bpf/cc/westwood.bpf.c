@@ -62,7 +62,6 @@ void BPF_PROG(cca_westwood_in_ack_event, struct sock *sk, u32 flags)
 	u32 interval = cca_max(cca_srtt_us(tp), WW_MIN_INTERVAL_US);
 	u64 sample;
 
-	CCA_GUARD(sk, westwood_ssthresh_for);
 	if (dt < interval)
 		return;
 	sample = (u64)(tp->delivered - ca->delivered_start) * tp->mss_cache * CCA_USEC_PER_SEC / dt;
@@ -89,8 +88,8 @@ static __always_inline u32 westwood_ssthresh_for(struct sock *sk, u32 cwnd)
 
 CCA_SSTHRESH_OP(cca_westwood, westwood_ssthresh_for)
 
-SEC("struct_ops")
-void BPF_PROG(cca_westwood_cong_avoid, struct sock *sk, u32 ack, u32 acked)
+/* growth rule, run by cca_westwood_cong_control (cca_common.h) */
+static __always_inline void westwood_cong_avoid(struct sock *sk, u32 ack, u32 acked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 
@@ -103,11 +102,13 @@ CCA_UNDO_PRIOR_OP(cca_westwood)
 
 CCA_STATE_GUARD_OP(cca_westwood, westwood_ssthresh_for)
 
+CCA_CONG_CONTROL_OP(cca_westwood, westwood_ssthresh_for, westwood_cong_avoid)
+
 CCA_OPS(cca_westwood) = {
 	.set_state    = (void *)cca_westwood_state_guard,
 	.init         = (void *)cca_westwood_init,
 	.ssthresh     = (void *)cca_westwood_ssthresh,
-	.cong_avoid   = (void *)cca_westwood_cong_avoid,
+	.cong_control   = (void *)cca_westwood_cong_control,
 	.pkts_acked   = (void *)cca_westwood_pkts_acked,
 	.in_ack_event = (void *)cca_westwood_in_ack_event,
 	.undo_cwnd    = (void *)cca_westwood_undo_cwnd,

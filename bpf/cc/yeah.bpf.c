@@ -98,8 +98,8 @@ static __always_inline void yeah_round_end(struct yeah *ca, struct tcp_sock *tp)
 	}
 }
 
-SEC("struct_ops")
-void BPF_PROG(cca_yeah_cong_avoid, struct sock *sk, u32 ack, u32 acked)
+/* growth rule, run by cca_yeah_cong_control (cca_common.h) */
+static __always_inline void yeah_cong_avoid(struct sock *sk, u32 ack, u32 acked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct yeah *ca = inet_csk_ca(sk);
@@ -133,16 +133,15 @@ CCA_SSTHRESH_OP(cca_yeah, yeah_ssthresh_for)
 
 CCA_UNDO_PRIOR_OP(cca_yeah)
 
-CCA_GUARD_OP(cca_yeah, yeah_ssthresh_for)
-
 CCA_STATE_GUARD_OP(cca_yeah, yeah_ssthresh_for)
+
+CCA_CONG_CONTROL_OP(cca_yeah, yeah_ssthresh_for, yeah_cong_avoid)
 
 CCA_OPS(cca_yeah) = {
 	.set_state  = (void *)cca_yeah_state_guard,
-	.in_ack_event = (void *)cca_yeah_guard,
 	.init       = (void *)cca_yeah_init,
 	.ssthresh   = (void *)cca_yeah_ssthresh,
-	.cong_avoid = (void *)cca_yeah_cong_avoid,
+	.cong_control = (void *)cca_yeah_cong_control,
 	.pkts_acked = (void *)cca_yeah_pkts_acked,
 	.undo_cwnd  = (void *)cca_yeah_undo_cwnd,
 	.name       = "cca_yeah",

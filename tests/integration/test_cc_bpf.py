@@ -423,8 +423,7 @@ USER_CC = textwrap.dedent('''
     {
         return mine_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
     }
-    SEC("struct_ops")
-    void BPF_PROG(mine_cong_avoid, struct sock *sk, u32 ack, u32 acked)
+    static __always_inline void mine_cong_avoid(struct sock *sk, u32 ack, u32 acked)
     {
         struct tcp_sock *tp = tcp_sk(sk);
 
@@ -439,12 +438,11 @@ USER_CC = textwrap.dedent('''
     {
         return cca_max(tcp_sk(sk)->snd_cwnd, tcp_sk(sk)->prior_cwnd);
     }
-    CCA_GUARD_OP(mine, mine_ssthresh_for)
+    CCA_CONG_CONTROL_OP(mine, mine_ssthresh_for, mine_cong_avoid)
     CCA_STATE_GUARD_OP(mine, mine_ssthresh_for)
     CCA_OPS(mine) = {
-        .ssthresh = (void *)mine_ssthresh, .cong_avoid = (void *)mine_cong_avoid,
-        .undo_cwnd = (void *)mine_undo, .in_ack_event = (void *)mine_guard,
-        .set_state = (void *)mine_state_guard,
+        .ssthresh = (void *)mine_ssthresh, .cong_control = (void *)mine_cong_control,
+        .undo_cwnd = (void *)mine_undo, .set_state = (void *)mine_state_guard,
         .name = "cca_mine",
     };
 ''')

@@ -493,8 +493,8 @@ def test_bpf_reno_and_cubic_match_the_kernels(tmp_path, no_leaks):
 
 # -- The guard against the kernel's skipped ssthresh op (docs/algorithms.md, Known issue) ---
 # A Reno whose ssthresh op returns what this kernel's fault leaves (a stale return address,
-# 0x81104110) on every other call, with no side effect: exactly a skipped op. "faulty" has
-# the common header's two guards, "faultlate" only the per-ACK one.
+# 0x81104110) on every other call, with no side effect: exactly a skipped op. The variants
+# (FAULT_VARIANTS below) differ in who does the per-ACK update and which checks run.
 FAULTY_CC = r'''
 #include "cca_common.h"
 
@@ -516,8 +516,7 @@ u32 BPF_PROG(NAME_ssthresh, struct sock *sk)
 	return NAME_ssthresh_for(sk, tcp_sk(sk)->snd_cwnd);
 }
 
-SEC("struct_ops")
-void BPF_PROG(NAME_cong_avoid, struct sock *sk, u32 ack, u32 acked)
+static __always_inline void NAME_grow(struct sock *sk, u32 ack, u32 acked)
 {
 	if (!cca_grow_prologue(sk, &acked))
 		return;
@@ -525,16 +524,38 @@ void BPF_PROG(NAME_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 }
 
 CCA_UNDO_PRIOR_OP(NAME)
-CCA_GUARD_OP(NAME, NAME_ssthresh_for)
-STATE_GUARD
+@GUARDS@
 
 CCA_OPS(NAME) = {
-	.ssthresh = (void *)NAME_ssthresh, .cong_avoid = (void *)NAME_cong_avoid,
-	.undo_cwnd = (void *)NAME_undo_cwnd, .in_ack_event = (void *)NAME_guard,
-	SET_STATE
+	.ssthresh = (void *)NAME_ssthresh, .undo_cwnd = (void *)NAME_undo_cwnd,
+	@OPS@
 	.name = "cca_NAME",
 };
 '''
+
+# the older contract: the kernel's own per-ACK update calls this
+KERNEL_UPDATE = """SEC("struct_ops")
+void BPF_PROG(NAME_cong_avoid, struct sock *sk, u32 ack, u32 acked)
+{
+	NAME_grow(sk, ack, acked);
+}
+"""
+
+# the three ways an algorithm can meet the fault, as (guards, ops):
+FAULT_VARIANTS = {
+    # the per-ACK window update done by ccarena (CCA_CONG_CONTROL_OP), no set_state op:
+    # what this kernel does when it skips the ops (neither set_state nor ssthresh runs)
+    "faultcc": ("CCA_CONG_CONTROL_OP(NAME, NAME_ssthresh_for, NAME_grow)",
+                ".cong_control = (void *)NAME_cong_control,"),
+    # the kernel's own update (cong_avoid) with the entry check in set_state
+    "faulty": (KERNEL_UPDATE + "CCA_GUARD_OP(NAME, NAME_ssthresh_for)\n"
+               "CCA_STATE_GUARD_OP(NAME, NAME_ssthresh_for)",
+               ".cong_avoid = (void *)NAME_cong_avoid, .in_ack_event = (void *)NAME_guard,"
+               " .set_state = (void *)NAME_state_guard,"),
+    # the kernel's own update with only the per-ACK guard: too late
+    "faultlate": (KERNEL_UPDATE + "CCA_GUARD_OP(NAME, NAME_ssthresh_for)",
+                  ".cong_avoid = (void *)NAME_cong_avoid, .in_ack_event = (void *)NAME_guard,"),
+}
 
 
 def corrupted(tr):
@@ -543,32 +564,31 @@ def corrupted(tr):
 
 
 def test_guard_redoes_a_skipped_ssthresh_before_it_is_used(tmp_path, monkeypatch, no_leaks):
-    """With the entry check (CCA_STATE_GUARD in set_state) a corrupted ssthresh is
+    """An ssthresh op that returns garbage on every other call (as the kernel's skipped
+    op does). With ccarena's own per-ACK update (CCA_CONG_CONTROL_OP) and no set_state op
+    at all, the value is replaced before PRR or growth use it. With the entry check (CCA_STATE_GUARD in set_state) a corrupted ssthresh is
     replaced by the algorithm's own rule before anything uses it: every reduction in the
     per-ACK trace is Reno's halving, no corrupted value is ever visible, the redo is
     counted and the run stays valid. With only the per-ACK guard the corrupted value is
     seen for an ACK, the repair is counted as late and the run is marked invalid."""
-    for name, with_state in (("faulty", True), ("faultlate", False)):
-        src = FAULTY_CC.replace("NAME", name)
-        src = src.replace("STATE_GUARD", f"CCA_STATE_GUARD_OP({name}, {name}_ssthresh_for)"
-                          if with_state else "")
-        src = src.replace("SET_STATE", f".set_state = (void *){name}_state_guard,"
-                          if with_state else "")
+    for name, (guards, ops) in FAULT_VARIANTS.items():
+        src = FAULTY_CC.replace("@GUARDS@", guards).replace("@OPS@", ops).replace("NAME", name)
         (tmp_path / f"{name}.bpf.c").write_text(src)
     monkeypatch.setenv("CCARENA_CC_PATH", str(tmp_path))
     text = study_text(LOSS_PATH, bulk("faulty"), name="sig-guard", duration="10s",
-                      sweep='"flow.bulk.cc" = ["faulty", "faultlate"]')
+                      sweep='"flow.bulk.cc" = ["faultcc", "faulty", "faultlate"]')
     m = runs_by_cc(run(text, tmp_path / "res", force_cc="bpf"))
 
-    tr, red = sender_trace(m["faulty"]), _ratios(m["faulty"], n_min=4)
-    assert red["ratio"].between(0.4, 0.6).all(), f"{red.to_dict('records')} {note(m['faulty'])}"
-    assert not corrupted(tr).any() and (tr["snd_cwnd"] < ABSURD).all(), \
-        f"a corrupted value was visible {note(m['faulty'])}"
-    # every other ssthresh call was corrupted: about half the reductions were redone
-    redone = m["faulty"].get("cc_guard_at_entry", {}).get("cca_faulty", 0)
-    assert redone >= len(red) // 2 - 1 and redone >= 1, f"{redone} {note(m['faulty'])}"
-    assert not m["faulty"].get("cc_repairs"), note(m["faulty"])
-    assert not any("guard" in r for r in m["faulty"]["invalid_reasons"]), note(m["faulty"])
+    for name in ("faultcc", "faulty"):
+        tr, red = sender_trace(m[name]), _ratios(m[name], n_min=4)
+        assert red["ratio"].between(0.4, 0.6).all(), f"{name}: {red.to_dict('records')} {note(m[name])}"
+        assert not corrupted(tr).any() and (tr["snd_cwnd"] < ABSURD).all(), \
+            f"{name}: a corrupted value was visible {note(m[name])}"
+        # every other ssthresh call was corrupted: about half the reductions were redone
+        redone = m[name].get("cc_guard_at_entry", {}).get(f"cca_{name}", 0)
+        assert redone >= len(red) // 2 - 1 and redone >= 1, f"{name}: {redone} {note(m[name])}"
+        assert not m[name].get("cc_repairs"), note(m[name])
+        assert not any("guard" in r for r in m[name]["invalid_reasons"]), note(m[name])
 
     late = m["faultlate"].get("cc_repairs", {}).get("cca_faultlate", 0)
     assert late >= 1, note(m["faultlate"])
