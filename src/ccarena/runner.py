@@ -260,6 +260,9 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
                 tables["link_stats"] = pd.DataFrame(sampler.stop())
                 if sampler.error or tables["link_stats"].empty:
                     reasons.append(sampler.error or "qdisc sampler recorded nothing")
+                elif sampler.failures():
+                    reasons.append(sampler.failures())
+                meta["qdisc_sampler"] = {"reads": sampler.reads, "failed": sampler.failed_reads}
                 b = study.bottleneck
                 meta["shaper"] = validity.shaper_delivery(tables["link_stats"], {
                     0: b.rate_bps, 1: b.reverse_rate_bps or b.rate_bps})

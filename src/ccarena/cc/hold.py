@@ -162,11 +162,13 @@ def run_guard_counts(kernel_name: str, inodes) -> GuardCounts | None:
     if g is None:
         return None
     mine = [g[i] for i in inodes if i in g]
-    states = 0
+    # counts add up; the state mask is a set of bits, so it is OR-ed (by name, whatever
+    # the field order)
+    total = {f: sum(getattr(c, f) for c in mine) for f in GuardCounts._fields}
+    total["late_states"] = 0
     for c in mine:
-        states |= c.late_states
-    return GuardCounts(*(sum(getattr(c, f) for c in mine) for f in GuardCounts._fields[:-1]),
-                       states)
+        total["late_states"] |= c.late_states
+    return GuardCounts(**total)
 
 
 def cleanup_stale(base: Path | None = None) -> list[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 
 from pyroute2 import IPRoute
 from pyroute2.netlink.exceptions import NetlinkError
@@ -32,6 +33,7 @@ class Testbed:
         self.topo = topo
         self.study = study
         self._ipr: dict[str, IPRoute] = {}
+        self._ipr_thread = threading.get_ident()
         self.cgroups: dict = {}      # host -> cgroups.HostCgroup
         self.built = False
 
@@ -49,6 +51,14 @@ class Testbed:
         return False
 
     def ipr(self, ns: str) -> IPRoute:
+        # pyroute2 (0.9) opens a netlink socket per thread, in the namespace that thread is
+        # in when it first uses the object: from another thread these objects would talk
+        # to the root namespace without any error (it once made every queue sample another
+        # device's). Threads open their own (see QdiscSampler).
+        if threading.get_ident() != self._ipr_thread:
+            raise TestbedError(f"run {self.topo.run_id}: Testbed.ipr({ns!r}) called from thread "
+                               f"{threading.current_thread().name!r}; its netlink sockets "
+                               f"belong to the thread that created the testbed")
         if ns not in self._ipr:
             with netns.enter(ns):
                 self._ipr[ns] = IPRoute()

@@ -102,12 +102,25 @@ class QdiscSampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="qdisc-sampler", daemon=True)
         self.error: str | None = None
+        self.reads = 0               # netlink reads tried, and how many raised
+        self.failed_reads = 0
+        self.last_failure = ""
         self.where = [(0 if d == "w2e" else 1, ns, dev)
                       for d, (ns, dev) in sorted(testbed.topo.bottleneck_ports.items())]
 
     def start(self):
         self._thread.start()
         return self
+
+    # more failed reads than this leaves holes a queue plot would hide: the run is invalid
+    MAX_FAILED_FRACTION = 0.01
+
+    def failures(self) -> str | None:
+        """Why the samples cannot be trusted, or None."""
+        if self.failed_reads > self.MAX_FAILED_FRACTION * max(self.reads, 1):
+            return (f"qdisc sampler: {self.failed_reads} of {self.reads} reads failed "
+                    f"(last: {self.last_failure})")
+        return None
 
     def stop(self) -> np.ndarray:
         self._stop.set()
@@ -162,9 +175,12 @@ class QdiscSampler:
         while not self._stop.is_set():
             t = time.monotonic_ns()
             for d, ipr, idx in ports:
+                self.reads += 1
                 try:
                     r = self._read(ipr, idx)
-                except Exception:
+                except Exception as e:   # a gap in the series; counted, judged by the run
+                    self.failed_reads += 1
+                    self.last_failure = str(e)
                     continue
                 if r is None:
                     continue

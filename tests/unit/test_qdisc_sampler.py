@@ -1,0 +1,43 @@
+"""The kernel backend's qdisc sampler counts the reads that fail instead of hiding them."""
+import threading
+from types import SimpleNamespace
+
+from ccarena.testbed.kernel_link import QdiscSampler
+
+
+def sampler(fail_port):
+    tb = SimpleNamespace(topo=SimpleNamespace(bottleneck_ports={"w2e": ("r1", "a"),
+                                                                "e2w": ("r2", "b")}))
+    s = QdiscSampler(tb, interval_s=0.001)
+
+    def read(ipr, idx):
+        if idx == fail_port:
+            raise OSError("netlink: no buffer space")
+        return (1, 1500, 10, 0, 15000)
+    s._read = read
+    return s
+
+
+def run_briefly(s):
+    t = threading.Thread(target=s._sample, args=([(0, None, 1), (1, None, 2)],))
+    t.start()
+    threading.Event().wait(0.05)
+    s._stop.set()
+    t.join()
+
+
+def test_a_port_whose_reads_fail_makes_the_samples_untrusted():
+    s = sampler(fail_port=2)
+    run_briefly(s)
+    assert s.reads >= 2 and s.failed_reads * 2 == s.reads
+    why = s.failures()
+    assert why and "no buffer space" in why and f"{s.failed_reads} of {s.reads}" in why
+    assert {r[1] for r in s.rows} == {0}          # only the good port left rows
+
+
+def test_clean_reads_and_a_rare_failure_are_trusted():
+    s = sampler(fail_port=None)
+    run_briefly(s)
+    assert s.reads > 0 and s.failed_reads == 0 and s.failures() is None
+    s.failed_reads, s.reads = 1, 1000             # under 1 %: a gap, not a broken series
+    assert s.failures() is None
