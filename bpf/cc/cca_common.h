@@ -423,7 +423,13 @@ static __always_inline u32 cca_sane_prior_cwnd(const struct tcp_sock *tp)
 	return (prior < 2 || prior > CCA_SANE_MAX) ? 10 : prior;
 }
 
-#define CCA_GUARD(sk, ssthresh_for)                                                   \
+/*
+ * The repair both per-ACK checks share: a corrupted ssthresh is recomputed for the
+ * window before the reduction, cwnd brought back to at most that window, and the repair
+ * counted; `late` (an expression that may use __bad_ss and __bad_cwnd) says whether the
+ * bad value may have acted.
+ */
+#define CCA_REPAIR(sk, ssthresh_for, late)                                            \
 	do {                                                                          \
 		struct tcp_sock *__tp = tcp_sk(sk);                                   \
 		bool __bad_ss = cca_insane_ssthresh(__tp->snd_ssthresh);              \
@@ -434,9 +440,12 @@ static __always_inline u32 cca_sane_prior_cwnd(const struct tcp_sock *tp)
 				__tp->snd_ssthresh = ssthresh_for(sk, __prior);       \
 			if (__tp->snd_cwnd > __prior)                                 \
 				cca_set_cwnd(__tp, __prior);                          \
-			cca_count_guard(sk, true, __bad_ss, __bad_cwnd);              \
+			cca_count_guard(sk, (late), __bad_ss, __bad_cwnd);            \
 		}                                                                     \
 	} while (0)
+
+/* The late check, in in_ack_event (older contract): always counted as late. */
+#define CCA_GUARD(sk, ssthresh_for) CCA_REPAIR(sk, ssthresh_for, true)
 
 /* Run first in set_state(sk, new_state); see above. */
 #define CCA_STATE_GUARD(sk, new_state, ssthresh_for)                                  \
@@ -473,20 +482,7 @@ static __always_inline u32 cca_sane_prior_cwnd(const struct tcp_sock *tp)
  * run from its RACK reordering timer): repaired and counted as late, and the run is
  * invalid.
  */
-#define CCA_CHECK(sk, ssthresh_for)                                                   \
-	do {                                                                          \
-		struct tcp_sock *__ctp = tcp_sk(sk);                                  \
-		bool __bad_ss = cca_insane_ssthresh(__ctp->snd_ssthresh);             \
-		bool __bad_cwnd = __ctp->snd_cwnd > CCA_SANE_MAX;                     \
-		if (__bad_ss || __bad_cwnd) {                                         \
-			u32 __prior = cca_sane_prior_cwnd(__ctp);                     \
-			if (__bad_ss)                                                 \
-				__ctp->snd_ssthresh = ssthresh_for(sk, __prior);      \
-			if (__ctp->snd_cwnd > __prior)                                \
-				cca_set_cwnd(__ctp, __prior);                         \
-			cca_count_guard(sk, __bad_cwnd, __bad_ss, __bad_cwnd);        \
-		}                                                                     \
-	} while (0)
+#define CCA_CHECK(sk, ssthresh_for) CCA_REPAIR(sk, ssthresh_for, __bad_cwnd)
 
 /*
  * The per-ACK window update, done here instead of by the kernel (the cong_control op).
