@@ -447,7 +447,10 @@ static __always_inline u32 cca_sane_prior_cwnd(const struct tcp_sock *tp)
 /* The late check, in in_ack_event (older contract): always counted as late. */
 #define CCA_GUARD(sk, ssthresh_for) CCA_REPAIR(sk, ssthresh_for, true)
 
-/* Run first in set_state(sk, new_state); see above. */
+static __always_inline void cca_state_change(struct sock *sk, u8 new_state);
+
+/* Run first in set_state(sk, new_state); see above. Also does, for a cong_control
+ * algorithm, what the kernel then leaves out at the state change (cca_state_change). */
 #define CCA_STATE_GUARD(sk, new_state, ssthresh_for)                                  \
 	do {                                                                          \
 		struct tcp_sock *__tp = tcp_sk(sk);                                   \
@@ -456,6 +459,7 @@ static __always_inline u32 cca_sane_prior_cwnd(const struct tcp_sock *tp)
 			__tp->snd_ssthresh = ssthresh_for(sk, cca_sane_prior_cwnd(__tp)); \
 			cca_count_guard(sk, false, true, false);                      \
 		}                                                                     \
+		cca_state_change(sk, (new_state));                                    \
 	} while (0)
 
 /* An in_ack_event op that only runs the guard, for algorithms without their own. */
@@ -478,9 +482,9 @@ static __always_inline u32 cca_sane_prior_cwnd(const struct tcp_sock *tp)
  * The check at the start of cong_control (CCA_CONG_CONTROL_OP): before any use on this
  * ACK. A corrupted ssthresh with a sane cwnd has not acted yet (nothing between the
  * skipped op and here reads it to send): repaired and counted with at_entry. A
- * corrupted cwnd may have been used (e.g. a skipped undo_cwnd, or the kernel's own PRR
- * run from its RACK reordering timer): repaired and counted as late, and the run is
- * invalid.
+ * corrupted cwnd (e.g. from a skipped undo_cwnd) may have been used if an earlier
+ * cong_control call was skipped too: repaired and counted as late, and the run is
+ * invalid (conservative: on the same ACK it has not acted yet).
  */
 #define CCA_CHECK(sk, ssthresh_for) CCA_REPAIR(sk, ssthresh_for, __bad_cwnd)
 
@@ -521,6 +525,8 @@ static __always_inline u32 cca_sane_prior_cwnd(const struct tcp_sock *tp)
  * runs PRR itself, which it no longer does for us) */
 struct cca_prr {
 	u32 high_seq;    /* tp->high_seq when the episode began (snd_nxt at its start) */
+	u32 prior_cwnd;  /* tp->prior_cwnd of the episode */
+	u32 prr_out;     /* tp->prr_out at the last ACK (it only grows within an episode) */
 	u32 delivered;   /* prr_delivered */
 	u32 in_reduction;
 };
@@ -548,12 +554,16 @@ static __always_inline void cca_prr(struct sock *sk, int flag, u32 delivered, u3
 	st = bpf_sk_storage_get(&cca_prr_state, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (!st)
 		return;
-	/* a new episode: the kernel set high_seq = snd_nxt and prr_out = 0 on entering it */
-	if (!st->in_reduction || st->high_seq != tp->high_seq) {
+	/* a new episode: on entering one the kernel set high_seq = snd_nxt, prior_cwnd = cwnd
+	 * and prr_out = 0 (an episode can begin with the same snd_nxt, after an undo) */
+	if (!st->in_reduction || st->high_seq != tp->high_seq || st->prior_cwnd != fs ||
+	    tp->prr_out < st->prr_out) {
 		st->in_reduction = 1;
 		st->high_seq = tp->high_seq;
+		st->prior_cwnd = fs;
 		st->delivered = 0;
 	}
+	st->prr_out = tp->prr_out;
 	if (!delivered || !fs)
 		return;
 	st->delivered += delivered;
@@ -596,6 +606,37 @@ static __always_inline void cca_update_pacing_rate(struct sock *sk)
 	if (rate > sk->sk_max_pacing_rate)
 		rate = sk->sk_max_pacing_rate;
 	sk->sk_pacing_rate = rate;
+}
+
+/*
+ * At a state change, what the kernel leaves out for an algorithm with a cong_control op
+ * (it returns early from its own end-of-reduction step, and runs no PRR from timers):
+ * - leaving CWR or Recovery for Open/Disorder: cwnd = ssthresh, as at the end of a
+ *   reduction in RFC 6937 §3 ("cwnd = ssthresh" on exiting recovery), unless the
+ *   reduction was undone (the kernel's rule: always after CWR, after Recovery only while
+ *   undo_marker is still set, i.e. nothing was undone). This is also the whole window
+ *   reduction of a loss repaired by a tail loss probe, which enters and leaves CWR
+ *   within one ACK, before any cong_control call.
+ * - entering Recovery: cwnd = pipe + 1, PRR's first step (the fast retransmit). On the
+ *   ACK path our PRR replaces it on the same ACK; when the RACK reordering timer enters
+ *   Recovery, it keeps the retransmissions that follow at once from going out as a burst
+ *   of the full old window.
+ * If the kernel skips set_state (the fault above), cwnd just stays as PRR left it.
+ */
+static __always_inline void cca_state_change(struct sock *sk, u8 new_state)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u8 old = cca_ca_state(sk);     /* the kernel stores the new state after set_state */
+
+	if ((old == TCP_CA_CWR || old == TCP_CA_Recovery) && new_state < TCP_CA_CWR) {
+		if (tp->snd_ssthresh < CCA_INFINITE_SSTHRESH &&
+		    (old == TCP_CA_CWR || tp->undo_marker)) {
+			tp->snd_cwnd = tp->snd_ssthresh;
+			tp->snd_cwnd_stamp = (u32)bpf_jiffies64();
+		}
+	} else if (new_state == TCP_CA_Recovery && old != TCP_CA_Recovery && old != TCP_CA_CWR) {
+		tp->snd_cwnd = cca_packets_in_flight(tp) + 1;
+	}
 }
 
 /*

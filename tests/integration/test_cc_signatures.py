@@ -541,12 +541,24 @@ void BPF_PROG(NAME_cong_avoid, struct sock *sk, u32 ack, u32 acked)
 }
 """
 
+CC_SET_STATE = """SEC("struct_ops")
+void BPF_PROG(NAME_set_state, struct sock *sk, u8 new_state)
+{
+	if (new_state == TCP_CA_Loss)
+		CCA_STATE_GUARD(sk, new_state, NAME_ssthresh_for);
+	else
+		cca_state_change(sk, new_state);
+}
+"""
+
 # the three ways an algorithm can meet the fault, as (guards, ops):
 FAULT_VARIANTS = {
-    # the per-ACK window update done by ccarena (CCA_CONG_CONTROL_OP), no set_state op:
-    # what this kernel does when it skips the ops (neither set_state nor ssthresh runs)
-    "faultcc": ("CCA_CONG_CONTROL_OP(NAME, NAME_ssthresh_for, NAME_grow)",
-                ".cong_control = (void *)NAME_cong_control,"),
+    # the per-ACK window update done by ccarena (CCA_CONG_CONTROL_OP), and a set_state
+    # that leaves the ACK path's corrupted values to cong_control's check: what this
+    # kernel does when it skips the ops (neither set_state nor ssthresh runs). An RTO has
+    # no ACK before the next trace row, so Loss is still repaired at entry.
+    "faultcc": (CC_SET_STATE + "CCA_CONG_CONTROL_OP(NAME, NAME_ssthresh_for, NAME_grow)",
+                ".cong_control = (void *)NAME_cong_control, .set_state = (void *)NAME_set_state,"),
     # the kernel's own update (cong_avoid) with the entry check in set_state
     "faulty": (KERNEL_UPDATE + "CCA_GUARD_OP(NAME, NAME_ssthresh_for)\n"
                "CCA_STATE_GUARD_OP(NAME, NAME_ssthresh_for)",
@@ -565,8 +577,8 @@ def corrupted(tr):
 
 def test_guard_redoes_a_skipped_ssthresh_before_it_is_used(tmp_path, monkeypatch, no_leaks):
     """An ssthresh op that returns garbage on every other call (as the kernel's skipped
-    op does). With ccarena's own per-ACK update (CCA_CONG_CONTROL_OP) and no set_state op
-    at all, the value is replaced before PRR or growth use it. With the entry check (CCA_STATE_GUARD in set_state) a corrupted ssthresh is
+    op does). With ccarena's own per-ACK update (CCA_CONG_CONTROL_OP) and no check in
+    set_state on the ACK path, the value is replaced before PRR or growth use it. With the entry check (CCA_STATE_GUARD in set_state) a corrupted ssthresh is
     replaced by the algorithm's own rule before anything uses it: every reduction in the
     per-ACK trace is Reno's halving, no corrupted value is ever visible, the redo is
     counted and the run stays valid. With only the per-ACK guard the corrupted value is
