@@ -12,8 +12,9 @@
  * / interval (delivered counts SACKed and cumulatively ACKed segments, so
  * duplicate ACKs count as the paper asks); BWE <- 7/8 BWE + 1/8 sample.
  * On congestion (3 dupACKs or timeout):  ssthresh = max(BWE * RTTmin / MSS, 2)
- * — the window the path carried without a queue — and the kernel then brings
- * cwnd to ssthresh (fast recovery) or to 1 (timeout). Growth: Reno's.
+ * — the window the path carried without a queue — and PRR then brings cwnd to
+ * ssthresh (fast recovery, cca_common.h's cong_control) or the kernel to 1
+ * (timeout). Growth: Reno's.
  * The sampling interval is max(RTT, 10 ms): on sub-millisecond paths one
  * sample per RTT would feed the filter with a handful of segments.
  */

@@ -121,10 +121,10 @@ def acquire(names: Iterable[str], run_id: str, force: str | None | Mapping[str, 
 
 class GuardCounts(NamedTuple):
     """What an algorithm's guard did in one network namespace (bpf/cc/cca_common.h;
-    docs/algorithms.md, "Known issue"): `late`: corrupted values repaired on the ACK after
-    they appeared (they may have acted for one ACK: a run that met one is invalid);
-    `at_entry`: skipped ssthresh ops redone at the state change, before any use (the
-    connection went on as if the op had run)."""
+    docs/algorithms.md, "Known issue"): `late`: corrupted values that may have acted (a
+    run that met one is invalid); `at_entry`: skipped ssthresh ops redone before any
+    use, at the state change or at the start of the ACK's cong_control (the connection
+    went on as if the op had run)."""
     late: int
     at_entry: int
     # what the late repairs found, and the CA states they were made in (bit s: state s;
