@@ -8,6 +8,7 @@ packets late (it counts them: `late_packets`, `max_late_ns` in link.json) and th
 then flagged invalid. A late release can only *add* delay, never remove it, so lower bounds
 on delay and the counters of the queue are exact; upper bounds on delay allow the
 lateness the link itself reports."""
+import numpy as np
 import pytest
 from scipy.stats import binom
 
@@ -84,14 +85,23 @@ def test_bulk_goodput_is_95_to_100_percent_of_the_rate(tmp_path, no_leaks, rate_
     # The ceiling may be passed only by measurement. Bytes counted in the window may have
     # crossed the link earlier by: one sample interval at each end (the receiver's counter is
     # interpolated between samples), the link's own max lateness (late packets catch up
-    # inside the window), and how late the receiving engine's loop ran (bytes it reads at
-    # the window's start arrived before it).
+    # inside the window), how late the receiving engine's loop ran (bytes it reads at
+    # the window's start arrived before it), and what the link had delivered but the
+    # application could not read yet when the window began: after a loss TCP holds the
+    # data behind the hole until the retransmission fills it (a CI run read 129 KB of it
+    # in the first 0.2 s of its window, 2.4 % over the rate).
     reader_late = meta["engines"]["r1"]["max_tick_late_ns"] / 1e9
     slop_s = (2 * meta["sample_interval_s"] + meta["link"]["max_late_ns"] / 1e9
               + reader_late)
-    ceiling = payload_rate * (1 + slop_s / window)
+    ws = meta["warmup_s"]
+    rx = run_table(d, "rx").sort_values("t")
+    ls = run_table(d, "link_stats")
+    ls = ls[ls["dir"] == 0].sort_values("t")           # the data direction (west to east)
+    delivered = np.interp(ws, ls["t"], ls["bytes_out"].cumsum()) * PAYLOAD_SHARE
+    held = max(0.0, delivered - np.interp(ws, rx["t"], rx["bytes"]))
+    ceiling = payload_rate * (1 + slop_s / window) + held * 8 / window
     assert g <= ceiling, (f"goodput {g / 1e6:.3f} Mbit/s > ceiling {ceiling / 1e6:.3f} "
-                          f"{noise(meta)}")
+                          f"(held at the window's start {held / 1e3:.0f} KB) {noise(meta)}")
     # and the link's transmitter itself never beats its rate: frames put on the wire in the
     # window, allowing one frame in transmission at each edge of the window
     lu = res.runs["link_utilisation"].iloc[0]
