@@ -258,10 +258,9 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
                 tables["ping"] = pd.concat(pt, ignore_index=True)
             if sampler is not None:
                 tables["link_stats"] = pd.DataFrame(sampler.stop())
-                if sampler.error or tables["link_stats"].empty:
-                    reasons.append(sampler.error or "qdisc sampler recorded nothing")
-                elif sampler.failures():
-                    reasons.append(sampler.failures())
+                failed = sampler.failures()
+                if sampler.error or tables["link_stats"].empty or failed:
+                    reasons.append(sampler.error or failed or "qdisc sampler recorded nothing")
                 meta["qdisc_sampler"] = {"reads": sampler.reads, "failed": sampler.failed_reads}
                 b = study.bottleneck
                 meta["shaper"] = validity.shaper_delivery(tables["link_stats"], {
