@@ -3,7 +3,8 @@
 side in one run (these machines are noisy, so only same-run ratios mean something):
 
   (a) goodput of one cubic iperf3 flow through the emulator (20 ms one-way delay,
-      unlimited rate, MTU 1500, offloads off) and its ratio to a plain veth pair;
+      unlimited rate, MTU 1500, offloads off) and its ratio to a plain veth pair, for
+      each packet I/O (--io packet,xdp: AF_PACKET and AF_XDP, interleaved);
   (b) delay error (release lateness) under load at 100 Mbit/s and 1 Gbit/s:
       p50/p99/max from link.json;
   (c) CPU time of the emulator per forwarded packet;
@@ -33,50 +34,61 @@ def cpu_per_pkt(j):
     return (j["cpu_user_s"] + j["cpu_sys_s"]) / n * 1e9
 
 
-def bench_a(secs, rounds):
-    plain_g, link_g, links = [], [], []
+IOS = ("packet", "xdp")
+
+
+def bench_a(secs, rounds, ios=IOS):
+    """Plain veth and the emulator with each packet I/O, interleaved round by round so
+    that background load hits all of them alike."""
+    plain_g, link_g, links = [], {io: [] for io in ios}, {io: [] for io in ios}
     with Testbed("p", plain=True) as plain, Testbed("e") as tb:
         for r in range(rounds):
             plain_g.append(plain.iperf(secs, omit=2, port=5201 + r))
-            tb.start_link(direction(None, 20_000_000, {"packets": 10000}))
-            link_g.append(tb.iperf(secs, omit=2, port=5201 + r))
-            links.append(tb.stop_link())
-    gp, gl = median(plain_g), median(link_g)
+            for k, io in enumerate(ios):
+                tb.start_link(direction(None, 20_000_000, {"packets": 10000}), io=io)
+                link_g[io].append(tb.iperf(secs, omit=2, port=5211 + 10 * k + r))
+                links[io].append(tb.stop_link())
+    gp = median(plain_g)
     print("(a) one cubic flow, MTU 1500, TSO/GSO/GRO off")
-    print(f"    plain veth:                    {gp / 1e9:6.2f} Gbit/s   (runs: {', '.join(f'{g / 1e9:.2f}' for g in plain_g)})")
-    print(f"    ccarena-link, 20 ms, no limit: {gl / 1e9:6.2f} Gbit/s   (runs: {', '.join(f'{g / 1e9:.2f}' for g in link_g)})")
-    print(f"    ratio: {gl / gp * 100:.0f} %   [goal >= 2 Gbit/s and >= 60 %]")
-    j = links[-1]
-    print(f"    link: forwarded {j['forwarded']}, late>100us {j['late_packets']}, p50/p99/max late "
-          f"{us(j['p50_late_ns'])}/{us(j['p99_late_ns'])}/{us(j['max_late_ns'])} us, "
-          f"rx_ring_drops {j['rx_ring_drops']}, tx_errors {j['tx_errors']}")
-    return links
+    print(f"    plain veth:                          {gp / 1e9:6.2f} Gbit/s   (runs: {', '.join(f'{g / 1e9:.2f}' for g in plain_g)})")
+    for io in ios:
+        gl = median(link_g[io])
+        j = links[io][-1]
+        print(f"    ccarena-link io={io:6s} 20 ms, no limit: {gl / 1e9:6.2f} Gbit/s   (runs: {', '.join(f'{g / 1e9:.2f}' for g in link_g[io])})"
+              f"   ratio {gl / gp * 100:.0f} %   [goal >= 2 Gbit/s and >= 60 %]")
+        print(f"        link: forwarded {j['forwarded']}, late>100us {j['late_packets']}, p50/p99/max late "
+              f"{us(j['p50_late_ns'])}/{us(j['p99_late_ns'])}/{us(j['max_late_ns'])} us, "
+              f"rx_ring_drops {j['rx_ring_drops']}, tx_errors {j['tx_errors']}, tx_waits {j['tx_waits']}; "
+              f"CPU/pkt {', '.join(f'{cpu_per_pkt(x):.0f}' for x in links[io])} ns")
+    return [(f"(a) {io} saturated", x) for io in ios for x in links[io]]
 
 
-def bench_b(secs, rates=(100, 1000)):
-    """Both placements side by side: the orchestrator's (emulator pinned, endpoints'
-    receive work steered away by RPS) and the scheduler's."""
+def bench_b(secs, rates=(100, 1000), ios=IOS):
+    """The orchestrator's placement (emulator pinned, endpoints' receive work steered
+    away by RPS) with each packet I/O, and the scheduler's placement with AF_PACKET."""
     rows = []
     for steer in (True, False):
         with Testbed("b" + "ns"[steer], steer=steer) as tb:
             for rate in (int(r * 1e6) for r in rates):
-                bdp = int(rate * 0.040 / 8 / 1514)
-                tb.start_link(direction(rate, 20_000_000, {"packets": max(2 * bdp, 100)}))
-                g = tb.iperf(secs, omit=2)
-                j = tb.stop_link()
-                rows.append((steer, rate, g, j))
+                for io in (ios if steer else ("packet",)):
+                    bdp = int(rate * 0.040 / 8 / 1514)
+                    tb.start_link(direction(rate, 20_000_000, {"packets": max(2 * bdp, 100)}), io=io)
+                    g = tb.iperf(secs, omit=2)
+                    j = tb.stop_link()
+                    rows.append((steer, io, rate, g, j))
     print("(b) delay error under load (one cubic flow, 20 ms one-way delay, buffer 2 BDP)")
-    for steer, rate, g, j in rows:
+    for steer, io, rate, g, j in rows:
         how = "pinned+RPS" if steer else "unpinned  "
-        print(f"    {how} {rate / 1e6:5.0f} Mbit/s: goodput {g / 1e6:7.1f} Mbit/s; lateness p50 "
+        print(f"    {how} io={io:6s} {rate / 1e6:5.0f} Mbit/s: goodput {g / 1e6:7.1f} Mbit/s; lateness p50 "
               f"{us(j['p50_late_ns'])} us, p99 {us(j['p99_late_ns'])} us, max {us(j['max_late_ns'])} us; "
               f"late>100us {j['late_packets']}/{j['forwarded']}; CPU {cpu_per_pkt(j):.0f} ns/pkt")
-    return [j for *_, j in rows]
+    return [(f"(b) {io} {rate / 1e6:.0f} Mbit/s {'pinned' if steer else 'unpinned'}", j)
+            for steer, io, rate, g, j in rows]
 
 
-def bench_d(secs):
+def bench_d(secs, io="packet"):
     with Testbed("d") as tb:
-        tb.start_link(direction(1_000_000_000, 20_000_000, {"packets": 2000}, {"kind": "fq_codel"}))
+        tb.start_link(direction(1_000_000_000, 20_000_000, {"packets": 2000}, {"kind": "fq_codel"}), io=io)
         ports = list(range(5301, 5309))
         tb.iperf_servers(ports)
         clients = [tb.iperf_bg(p, secs, parallel=128) for p in ports]
@@ -88,7 +100,7 @@ def bench_d(secs):
                 errs.append(str(e)[:120])
         alive = tb.link.poll() is None
         j = tb.stop_link()
-    print("(d) 1024 concurrent cubic flows (8 x iperf3 -P 128) over 1 Gbit/s, 20 ms, fq_codel, 2000 p")
+    print(f"(d) io={io}: 1024 concurrent cubic flows (8 x iperf3 -P 128) over 1 Gbit/s, 20 ms, fq_codel, 2000 p")
     print(f"    link alive: {alive}; aggregate goodput {total / 1e6:.0f} Mbit/s; iperf3 errors: {len(errs)} {errs[:2]}")
     print(f"    peak RSS {j['max_rss_kib'] / 1024:.1f} MiB; forwarded {j['forwarded']}; drops queue/aqm "
           f"{j['w2e']['drops_queue']}/{j['w2e']['drops_aqm']}; rx_ring_drops {j['rx_ring_drops']}; "
@@ -118,6 +130,7 @@ def main():
     ap.add_argument("--spin-sweep", action="store_true")
     ap.add_argument("--only", default="abd", help="subset of a, b, d")
     ap.add_argument("--rates", default="100,1000", help="(b): bottleneck rates in Mbit/s")
+    ap.add_argument("--io", default=",".join(IOS), help="packet I/O kinds to compare in (a) and (b)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("link_bench: needs root (network namespaces)")
@@ -127,15 +140,17 @@ def main():
           f"load average {os.getloadavg()[0]:.2f} at start")
     runs = []
     if "a" in a.only:
-        runs += bench_a(a.seconds, a.rounds)
+        runs += bench_a(a.seconds, a.rounds, tuple(a.io.split(",")))
     if "b" in a.only:
-        runs += bench_b(a.seconds, [float(r) for r in a.rates.split(",")])
+        runs += bench_b(a.seconds, [float(r) for r in a.rates.split(",")], tuple(a.io.split(",")))
     if runs:
-        print("(c) CPU time of ccarena-link per forwarded packet (user+sys / forwarded)")
-        print("    " + ", ".join(f"{cpu_per_pkt(j):.0f} ns" for j in runs)
-              + "  [runs of (a) then (b); includes the kernel work done in the emulator's syscalls]")
+        print("(c) CPU time of ccarena-link per forwarded packet (user+sys / forwarded; includes the "
+              "kernel work done in the emulator's system calls) [goal <= 2 us]")
+        for name, j in runs:
+            print(f"    {name}: {cpu_per_pkt(j):.0f} ns")
     if "d" in a.only:
-        bench_d(a.seconds)
+        for io in a.io.split(","):
+            bench_d(a.seconds, io)
     if a.spin_sweep:
         bench_spin(a.seconds)
     print(f"load average {os.getloadavg()[0]:.2f} at end (other work on the machine skews everything above)")

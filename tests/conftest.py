@@ -41,6 +41,13 @@ def our_struct_ops() -> set[str]:
             if len(line.split()) > 1 and line.split()[1].startswith("cca_")}
 
 
+def our_xdp_programs() -> set[str]:
+    """The user-space link's XDP programs (named cca_xsk, docs/link.md) still loaded."""
+    r = subprocess.run(["bpftool", "prog", "list"], capture_output=True, text=True)
+    return {line.split(":")[0] for line in r.stdout.splitlines()
+            if line[:1].isdigit() and " name cca_xsk " in line + " "}
+
+
 def _ancestors(pid: int) -> set[int]:
     out = set()
     while pid > 1 and pid not in out:
@@ -79,6 +86,7 @@ def no_leaks():
     """Asserts that the test leaves nothing of ccarena's behind (other live runs on the
     machine are told apart through their run records and process ancestry)."""
     before_ns, before_p, before_ops = ccarena_namespaces(), ccarena_processes(), our_struct_ops()
+    before_xdp = our_xdp_programs()
     yield
     names, owners = foreign_runs()
     left_ns = ccarena_namespaces() - before_ns - names
@@ -87,6 +95,7 @@ def no_leaks():
     assert left_p == set(), "processes left behind"
     if not owners:   # BPF algorithms are shared by every live run: judge them when alone
         assert our_struct_ops() - before_ops == set(), "struct_ops left registered"
+        assert our_xdp_programs() - before_xdp == set(), "the link's XDP programs left loaded"
 
 
 def ccarena_cli(*args, cwd=None, timeout=600, check=True, env=None):

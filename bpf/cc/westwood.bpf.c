@@ -51,8 +51,6 @@ void BPF_PROG(cca_westwood_pkts_acked, struct sock *sk, const struct ack_sample 
 		ca->rtt_min_us = rtt;
 }
 
-static __always_inline u32 westwood_ssthresh_for(struct sock *sk, u32 cwnd);
-
 SEC("struct_ops")
 void BPF_PROG(cca_westwood_in_ack_event, struct sock *sk, u32 flags)
 {

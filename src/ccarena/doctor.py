@@ -45,7 +45,31 @@ def facts() -> dict:
         "binaries": {b: find_binary(b) for b in ("ccarena-flow", "ccarena-link", "ccarena-trace", "ccarena-cc", "iperf3",
                                                   "ping", "curl", "tc", "bpftool")},
         "algorithms": algs,
+        "af_xdp": _af_xdp(),
     }
+
+
+def _af_xdp() -> dict:
+    """Whether the user-space link can use AF_XDP here (docs/link.md, I/O design): the
+    socket family exists and the kernel takes TX checksum metadata (6.8+). Native XDP on
+    veth is not probed; `auto` falls back if attaching fails, and says so in link.json."""
+    import socket
+    from .testbed.user_link import link_io
+    try:
+        socket.socket(44, socket.SOCK_RAW, 0).close()      # AF_XDP
+        sockets = True
+    except OSError:
+        sockets = False
+    try:
+        major, minor = (int(x) for x in platform.release().split(".")[:2])
+        meta = (major, minor) >= (6, 8)
+    except ValueError:
+        meta = False
+    try:
+        sel = link_io()
+    except ValueError as e:
+        sel = f"invalid: {e}"
+    return {"sockets": sockets, "tx_metadata": meta, "selected": sel}
 
 
 def doctor(study_path: str | None = None, as_json: bool = False) -> int:
@@ -88,6 +112,10 @@ def doctor(study_path: str | None = None, as_json: bool = False) -> int:
     con.print(f"link backends     kernel (htb{'+netem' if f['netem'] else ', no delay/loss'}), "
               f"user: {link}; studies with delay/loss/AQM use "
               f"{'the kernel' if f['netem'] else 'the user-space link'}")
+    x = f["af_xdp"]
+    con.print(f"user link I/O     {x['selected']} (CCARENA_LINK_IO); AF_XDP sockets {ok(x['sockets'])}, "
+              f"TX checksum metadata (kernel >= 6.8) {ok(x['tx_metadata'])}"
+              + ("" if x["sockets"] and x["tx_metadata"] else "; 'auto' will use AF_PACKET"))
     if "error" in f["algorithms"]:
         con.print(f"algorithms        [red]{f['algorithms']['error']}[/red]")
     else:
@@ -100,7 +128,8 @@ def doctor(study_path: str | None = None, as_json: bool = False) -> int:
             con.print(f"[red]study: {study_info['error']}[/red]")
         else:
             for i, b in study_info["backends"].items():
-                con.print(f"study cell {i}: link backend {b['backend']} ({b['why']})")
+                io = f", packet I/O {b['io']}" if b.get("io") else ""
+                con.print(f"study cell {i}: link backend {b['backend']} ({b['why']}){io}")
             for n, a in study_info["algorithms"].items():
                 con.print(f"study algorithm {n}: {a['source']} as {a['kernel_name']}")
     for e in essential:

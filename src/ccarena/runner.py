@@ -51,6 +51,12 @@ def preflight(study: Study, force_cc: str | None = None) -> dict:
     for i, (params, cell) in enumerate(cells):
         b, why = backend_mod.choose(cell, caps)
         out["cells"][i] = {"backend": b, "why": why}
+        if b == "user":
+            from .testbed.user_link import link_io
+            try:
+                out["cells"][i]["io"] = link_io()
+            except ValueError as e:
+                raise PreflightError(str(e)) from None
         names |= cell.algorithms()
         check_programs(cell)
         check_host_limits(cell)

@@ -57,6 +57,8 @@ struct RawConfig {
     #[serde(default)]
     rx_poll_ns: Option<f64>,
     #[serde(default)]
+    io: Option<String>,
+    #[serde(default)]
     rt_priority: Option<f64>,
     #[serde(default)]
     cpus: Option<Vec<f64>>,
@@ -223,6 +225,15 @@ struct RawHost {
     loss: Option<RawLoss>,
 }
 
+/// Which kernel interface carries the frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Io {
+    Packet,
+    Xdp,
+    /// AF_XDP, falling back to AF_PACKET (and saying so) where it cannot be set up.
+    Auto,
+}
+
 /// Everything the shell needs besides the core's parameters.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
@@ -243,6 +254,9 @@ pub struct Config {
     /// (0 = wake on every arrival). Default: a quarter of the smallest one-way delay
     /// (delay minus the largest negative jitter), at most 1 ms, 0 below 200 µs.
     pub rx_poll_ns: u64,
+    /// Packet I/O: AF_PACKET, AF_XDP, or AF_XDP where the kernel supports it (see
+    /// docs/link.md "I/O design").
+    pub io: Io,
     /// SCHED_FIFO priority of the forwarding threads (0 = normal scheduling).
     pub rt_priority: i32,
     /// CPUs the forwarding threads are pinned to (thread i on cpus[i % len]); empty =
@@ -635,6 +649,23 @@ pub fn parse(text: &str, base_dir: &std::path::Path) -> Result<Config, ConfigErr
     )?;
     let spin_ns = opt_int("spin_ns", raw.spin_ns, nonneg_int, 60_000)?;
     let threads = opt_int("threads", raw.threads, positive_int, 1)?.min(2) as usize;
+    let io = match raw.io.as_deref() {
+        None | Some("packet") => Io::Packet,
+        Some("xdp") => Io::Xdp,
+        Some("auto") => Io::Auto,
+        Some(o) => {
+            return Err(ConfigError::new(
+                "io",
+                format!("unknown I/O {o:?}; accepted: \"packet\", \"xdp\", \"auto\""),
+            ))
+        }
+    };
+    if io == Io::Xdp && threads != 1 {
+        return Err(ConfigError::new(
+            "io",
+            "\"xdp\" runs both directions in one thread: it needs threads = 1",
+        ));
+    }
     let rt_priority = opt_int("rt_priority", raw.rt_priority, nonneg_int, 10)?;
     if rt_priority > 99 {
         return Err(ConfigError::new(
@@ -718,6 +749,7 @@ pub fn parse(text: &str, base_dir: &std::path::Path) -> Result<Config, ConfigErr
         rx_timestamps: raw.rx_timestamps.unwrap_or(true),
         rx_ring: raw.rx_ring.unwrap_or(true),
         rx_poll_ns,
+        io,
         rt_priority: rt_priority as i32,
         cpus,
         rt_busy_ns,

@@ -1,3 +1,4 @@
+#![recursion_limit = "256"]
 //! ccarena-link: a user-space link emulator for TCP congestion-control experiments.
 //!
 //! `link::Link` is the sans-IO core (queues, AQMs, rates, delays, loss); `shell` is the

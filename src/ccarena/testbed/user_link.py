@@ -179,6 +179,20 @@ def steer(topo: Topology, rps_cpus: list[int]) -> list[int]:
     return rps_cpus
 
 
+LINK_IOS = ("packet", "xdp", "auto")
+LINK_IO_DEFAULT = "auto"
+
+
+def link_io() -> str:
+    """The emulator's packet I/O: CCARENA_LINK_IO, else the default. `auto` is AF_XDP
+    where the kernel allows it and AF_PACKET otherwise (link.json's io_kind says which
+    ran, io_fallback why)."""
+    v = os.environ.get("CCARENA_LINK_IO", LINK_IO_DEFAULT).strip().lower()
+    if v not in LINK_IOS:
+        raise ValueError(f"CCARENA_LINK_IO={v!r}: accepted {', '.join(LINK_IOS)}")
+    return v
+
+
 def make_config(topo: Topology, study: Study, out_dir: Path, seed: int,
                 event_log: bool = False, t0_ns: int | None = None,
                 cpus: list[int] | None = None) -> dict:
@@ -200,6 +214,8 @@ def make_config(topo: Topology, study: Study, out_dir: Path, seed: int,
         # processes are not starved. CCARENA_LINK_RT_PRIORITY=0 turns it off.
         "rt_priority": int(os.environ.get("CCARENA_LINK_RT_PRIORITY", "10")),
         "cpus": cpus or [],
+        # packet I/O (docs/link.md "I/O design"): CCARENA_LINK_IO=packet|xdp|auto
+        "io": link_io(),
         # lateness that matters is relative to the path (see late_tolerance_ns)
         "late_tolerance_ns": late_tolerance_ns(study),
         "w2e": _direction(b, b.rate_bps, b.loss, study, topo),

@@ -11,6 +11,7 @@
 
 pub mod hist;
 pub mod sys;
+pub mod xsk;
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -18,12 +19,13 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::config::Config;
+use crate::config::{Config, Io};
 use crate::link::{Link, Released, E2W, W2E};
 use crate::packet::Packet;
 use crate::stats::{events_schema, stats_schema, EventRecord};
 use hist::Hist;
 use sys::{now_ns, Epoll, PacketSocket, RxRing, SignalFd, SysError, TimerFd, VNET_HDR_LEN};
+use xsk::XskPort;
 
 const BATCH: usize = 64;
 const POOL_MAX: usize = 8192;
@@ -103,6 +105,8 @@ pub struct Worker {
     cpu: Option<usize>,
     rx_poll_ns: u64,
     rings: [Option<RxRing>; 2],
+    /// AF_XDP ports (io "xdp"): both, in the one worker, or neither.
+    xsk: [Option<XskPort>; 2],
     pub st: ShellStats,
 }
 
@@ -147,6 +151,9 @@ pub struct Shell {
     rings: [Option<RxRing>; 2],
     /// Bytes per receive-ring slot (0 without rings).
     ring_frame_bytes: usize,
+    xsk: [Option<XskPort>; 2],
+    /// Why io "auto" fell back to AF_PACKET.
+    io_fallback: Option<String>,
 }
 
 impl Shell {
@@ -158,8 +165,13 @@ impl Shell {
             object: cfg.out_dir.clone(),
             cause: e,
         })?;
-        let west = PacketSocket::open(&cfg.west)?;
-        let east = PacketSocket::open(&cfg.east)?;
+        let (xsk, io_fallback) = open_xsk(cfg)?;
+        let (west, east) = if xsk[0].is_some() {
+            // AF_XDP carries the frames; the packet sockets only describe the ports
+            (PacketSocket::describe(&cfg.west)?, PacketSocket::describe(&cfg.east)?)
+        } else {
+            (PacketSocket::open(&cfg.west)?, PacketSocket::open(&cfg.east)?)
+        };
         // Room for the vnet header, an Ethernet header with one VLAN tag and the MTU.
         let slot = (VNET_HDR_LEN + 18 + west.mtu.max(east.mtu)).max(2048);
         let w = |name: &str, v: serde_json::Value| -> Result<(), SysError> {
@@ -187,7 +199,7 @@ impl Shell {
         sys::set_timer_slack_ns(1);
         let mut rings = [None, None];
         let mut ring_frame_bytes = 0;
-        if cfg.rx_ring {
+        if cfg.rx_ring && xsk[0].is_none() {
             // tpacket2_hdr (32) + alignment (16) + vnet header + frame, 16-byte aligned.
             ring_frame_bytes = (64 + VNET_HDR_LEN + 18 + west.mtu.max(east.mtu) + 15) & !15;
             for (i, s) in [&west, &east].into_iter().enumerate() {
@@ -195,6 +207,8 @@ impl Shell {
             }
         }
         Ok(Shell {
+            xsk,
+            io_fallback,
             ring_frame_bytes,
             socks: Arc::new([west, east]),
             slot,
@@ -231,9 +245,10 @@ impl Shell {
             stop: stop.clone(),
             use_rx_ts: self.cfg.rx_timestamps,
             rings: [None, None],
+            xsk: [None, None],
             rt: false,
             cpu: None,
-            rx_poll_ns: if self.cfg.rx_ring {
+            rx_poll_ns: if self.cfg.rx_ring || self.xsk[0].is_some() {
                 self.cfg.rx_poll_ns
             } else {
                 0
@@ -257,6 +272,7 @@ impl Shell {
             let mut w = self.worker(g.clone(), &stop);
             for d in g {
                 w.rings[d] = self.rings[d].take();
+                w.xsk[d] = self.xsk[d].take();
             }
             let sigfd = sig.0;
             let prio = self.cfg.rt_priority;
@@ -306,6 +322,23 @@ impl Shell {
             st.kernel_rx_packets += pk;
             st.rx_ring_drops += dr;
         }
+        let mut xdp = serde_json::Map::new();
+        for w in self.workers.iter() {
+            for x in w.xsk.iter().flatten() {
+                let k = x.stats();
+                // frames the kernel could not put on our receive ring
+                st.rx_ring_drops += k.rx_dropped + k.rx_ring_full + k.rx_fill_ring_empty_descs;
+                st.tx_errors += x.tx_lost + k.tx_invalid_descs;
+                st.tx_waits += x.tx_waits;
+                xdp.insert(x.ifname.clone(), serde_json::json!({
+                    "rx_dropped": k.rx_dropped, "rx_ring_full": k.rx_ring_full,
+                    "rx_fill_ring_empty_descs": k.rx_fill_ring_empty_descs,
+                    "rx_invalid_descs": k.rx_invalid_descs, "tx_invalid_descs": k.tx_invalid_descs,
+                    "tx_lost": x.tx_lost, "tx_waits": x.tx_waits,
+                }));
+            }
+        }
+        let xdp_on = !xdp.is_empty();
         let (user, sys_s, rss) = sys::rusage();
         let dir = |i: usize| {
             let w = self.workers.iter().find(|w| w.dirs.contains(&i)).unwrap();
@@ -356,7 +389,10 @@ impl Shell {
             // touched as traffic fills them)
             "rx_ring_frames": if self.cfg.rx_ring { RING_FRAMES } else { 0 },
             "rx_ring_frame_bytes": self.ring_frame_bytes,
-            "io": if self.cfg.rx_ring { "AF_PACKET TPACKET_V2 rx ring + sendmmsg, PACKET_VNET_HDR, epoll+timerfd" } else { "AF_PACKET recvmmsg/sendmmsg, PACKET_VNET_HDR, epoll+timerfd" },
+            "io": if xdp_on { "AF_XDP copy mode, XDP arrival stamps, TX checksum metadata, epoll+timerfd" } else if self.cfg.rx_ring { "AF_PACKET TPACKET_V2 rx ring + sendmmsg, PACKET_VNET_HDR, epoll+timerfd" } else { "AF_PACKET recvmmsg/sendmmsg, PACKET_VNET_HDR, epoll+timerfd" },
+            "io_kind": if xdp_on { "xdp" } else { "packet" },
+            "io_fallback": self.io_fallback,
+            "xdp": if xdp_on { serde_json::Value::Object(xdp) } else { serde_json::Value::Null },
             "w2e": dir(W2E),
             "e2w": dir(E2W),
         })
@@ -364,6 +400,18 @@ impl Shell {
 }
 
 impl ShellStats {
+    /// Account one release: due at `due_ns`, sent at `t`.
+    fn count_release(&mut self, due_ns: u64, t: u64, tol: u64) {
+        let late = t.saturating_sub(due_ns);
+        if late > self.late.max {
+            self.max_late_at_ns = due_ns;
+        }
+        self.late.add(late);
+        if late > tol {
+            self.late_packets += 1;
+        }
+    }
+
     fn merge(&mut self, o: &ShellStats) {
         self.rx_packets += o.rx_packets;
         self.rx_truncated += o.rx_truncated;
@@ -451,6 +499,9 @@ impl Worker {
     /// Receive up to one batch from socket `s` and hand it to the core. Returns the count.
     /// `now` is CLOCK_MONOTONIC at the start of this loop, `offset` is REALTIME − MONOTONIC.
     fn rx(&mut self, s: usize, now: u64, offset: u64) -> usize {
+        if self.xsk[s].is_some() {
+            return self.rx_xsk(s, now);
+        }
         if self.rings[s].is_some() {
             return self.rx_ring(s, now, offset);
         }
@@ -517,10 +568,53 @@ impl Worker {
         n
     }
 
+    /// Take up to one batch from the AF_XDP port `s` and hand it to the core.
+    fn rx_xsk(&mut self, s: usize, now: u64) -> usize {
+        let mut x = self.xsk[s].take().unwrap();
+        // every frame on the ring arrived before this read (see rx_ring)
+        let now = now.max(now_ns());
+        let use_ts = self.use_rx_ts;
+        let slot = self.slot;
+        let (link, pool, st, rb) = (&mut self.link, &mut self.pool, &mut self.st, &mut self.rx[s]);
+        let n = x.recv(BATCH, |frame, stamp| {
+            if frame.len() < 14 {
+                st.rx_truncated += 1;
+                return;
+            }
+            // stamps are CLOCK_MONOTONIC (bpf_ktime_get_ns), the core's clock
+            let t = if use_ts && stamp != 0 { stamp.min(now) } else { now };
+            let t = t.max(rb.last_ns);
+            rb.last_ns = t;
+            let mut buf = pool.pop().unwrap_or_else(|| Vec::with_capacity(slot));
+            buf.clear();
+            buf.extend_from_slice(frame);
+            st.rx_packets += 1;
+            link.enqueue(t, s, Packet::new(buf, 0));
+        });
+        self.xsk[s] = Some(x);
+        n
+    }
+
     /// Send the released packets of direction `dir` out of the opposite port.
     fn tx(&mut self, dir: usize) {
         let mut pkts = std::mem::take(&mut self.by_dir[dir]);
         if pkts.is_empty() {
+            self.by_dir[dir] = pkts;
+            return;
+        }
+        if self.xsk[1 - dir].is_some() {
+            let mut x = self.xsk[1 - dir].take().unwrap();
+            let frames: Vec<&[u8]> = pkts.iter().map(|r| r.pkt.frame()).collect();
+            let (st, tol) = (&mut self.st, self.late_tol);
+            x.send(&frames, TX_WAIT_NAP_NS, TX_WAIT_MAX_NS, |i, t| {
+                st.count_release(pkts[i].due_ns, t, tol);
+                st.forwarded += 1;
+            });
+            drop(frames);
+            self.xsk[1 - dir] = Some(x);
+            for r in pkts.drain(..) {
+                self.recycle(r.pkt.buf);
+            }
             self.by_dir[dir] = pkts;
             return;
         }
@@ -565,14 +659,7 @@ impl Worker {
                 off += 1;
             } else {
                 for p in &pkts[off..off + r as usize] {
-                    let late = t.saturating_sub(p.due_ns);
-                    if late > self.st.late.max {
-                        self.st.max_late_at_ns = p.due_ns;
-                    }
-                    self.st.late.add(late);
-                    if late > self.late_tol {
-                        self.st.late_packets += 1;
-                    }
+                    self.st.count_release(p.due_ns, t, self.late_tol);
                 }
                 self.st.forwarded += r as u64;
                 off += r as usize;
@@ -622,7 +709,11 @@ impl Worker {
         // While nothing is queued or in flight the sockets are watched even in lazy mode,
         // so an idle link sleeps until traffic comes instead of polling every rx_poll_ns.
         let lazy = self.rx_poll_ns > 0;
-        let sock_fds: Vec<i32> = self.dirs.iter().map(|&d| self.socks[d].fd).collect();
+        let sock_fds: Vec<i32> = self
+            .dirs
+            .iter()
+            .map(|&d| self.xsk[d].as_ref().map_or(self.socks[d].fd, |x| x.fd))
+            .collect();
         let mut watching = true;
         let mut fds = sock_fds.clone();
         fds.push(timer.0);
@@ -715,5 +806,30 @@ impl Worker {
                     .clamp(MIN_SPIN_NS.min(self.spin_ns), self.spin_ns);
             }
         }
+    }
+}
+
+/// Open the AF_XDP ports when the config asks for them: (ports, why "auto" fell back).
+fn open_xsk(cfg: &Config) -> Result<([Option<XskPort>; 2], Option<String>), SysError> {
+    if cfg.io == Io::Packet {
+        return Ok(([None, None], None));
+    }
+    if cfg.threads != 1 {
+        return Ok(([None, None], Some("threads = 2 (AF_XDP runs in one thread)".into())));
+    }
+    let mtu = |n: &str| PacketSocket::describe(n).map(|p| p.mtu);
+    let frame_max = mtu(&cfg.west)?.max(mtu(&cfg.east)?) + 18;
+    let open = || -> Result<[Option<XskPort>; 2], SysError> {
+        let w = XskPort::open(&cfg.west, frame_max)?;
+        let e = XskPort::open(&cfg.east, frame_max)?;
+        Ok([Some(w), Some(e)])
+    };
+    match open() {
+        Ok(p) => Ok((p, None)),
+        Err(e) if cfg.io == Io::Auto => {
+            eprintln!("ccarena-link: AF_XDP unavailable ({e}); using AF_PACKET");
+            Ok(([None, None], Some(e.to_string())))
+        }
+        Err(e) => Err(e),
     }
 }

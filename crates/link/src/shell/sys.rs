@@ -262,6 +262,37 @@ impl PacketSocket {
         Ok(s)
     }
 
+    /// A socket that only describes the interface (index, MTU): protocol 0 and unbound,
+    /// so it receives nothing. Used when AF_XDP carries the frames.
+    pub fn describe(ifname: &str) -> Result<PacketSocket, SysError> {
+        let cname = CString::new(ifname).map_err(|_| SysError {
+            attempt: "look up interface".into(),
+            object: ifname.into(),
+            cause: io::Error::from(io::ErrorKind::InvalidInput),
+        })?;
+        let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) } as i32;
+        if ifindex == 0 {
+            return Err(SysError {
+                attempt: "look up interface".into(),
+                object: ifname.into(),
+                cause: io::Error::last_os_error(),
+            });
+        }
+        let fd = check(
+            unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) },
+            "open AF_PACKET socket",
+            ifname,
+        )?;
+        let mut s = PacketSocket {
+            fd,
+            ifname: ifname.into(),
+            ifindex,
+            mtu: 1500,
+        };
+        s.mtu = s.query_mtu().unwrap_or(1500);
+        Ok(s)
+    }
+
     fn query_mtu(&self) -> Option<usize> {
         let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
         for (i, b) in self.ifname.bytes().take(15).enumerate() {

@@ -1,0 +1,687 @@
+//! AF_XDP ports: the emulator's alternative packet I/O (`io: "xdp"`), copy mode.
+//!
+//! Why: with AF_PACKET every forwarded frame is its own `sendmmsg` message (message
+//! header import, socket hooks, virtio-net header parsing) and every received frame is
+//! copied into a TPACKET ring and again into the core's buffer. With AF_XDP a small XDP
+//! program redirects each arriving frame into a ring of ours (the copy happens in the
+//! sender's context, as with the TPACKET ring) and stamps its arrival time, and a send is
+//! one `sendto` per 32 descriptors. Kernel interfaces used, all documented in
+//! Documentation/networking/af_xdp.rst and xsk-tx-metadata.rst:
+//! - one UMEM per port: receive frames circulate fill ring -> rx ring -> (copied out) ->
+//!   fill ring; transmit frames circulate tx ring -> completion ring -> free list;
+//! - an XDP program (assembled below, 17 instructions) that writes `bpf_ktime_get_ns()`
+//!   (CLOCK_MONOTONIC) into 8 bytes of metadata in front of the frame and redirects it to
+//!   the port's socket through an XSKMAP; it is attached with a bpf_link, so it goes away
+//!   with the process however the process ends (no BPF object is left behind);
+//! - the TX metadata checksum request (XDP_TXMD_FLAGS_CHECKSUM, kernel >= 6.8): the
+//!   kernel marks the skb CHECKSUM_PARTIAL, as the virtio-net header does on the AF_PACKET
+//!   path. An XDP frame does not say whether its L4 checksum was complete or partial;
+//!   frames from veth peers are partial, and a partial skb is trusted on local delivery,
+//!   so every TCP/UDP frame (IPv4, or IPv6 without extension headers) is sent as
+//!   partial (see docs/link.md).
+//!
+//! Contract: `recv` hands out (frame bytes, arrival ns or 0) in arrival order and returns
+//! the frames to the kernel at once; `send` keeps order, retries frames the receiving
+//! side refused (as the AF_PACKET path does on ENOBUFS) and counts the ones it gave up on.
+
+use std::io;
+use std::os::fd::RawFd;
+use std::ptr;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::sys::{nap, now_ns, SysError};
+
+const AF_XDP: i32 = 44;
+const SOL_XDP: i32 = 283;
+const XDP_MMAP_OFFSETS: i32 = 1;
+const XDP_RX_RING: i32 = 2;
+const XDP_TX_RING: i32 = 3;
+const XDP_UMEM_REG: i32 = 4;
+const XDP_UMEM_FILL_RING: i32 = 5;
+const XDP_UMEM_COMPLETION_RING: i32 = 6;
+const XDP_STATISTICS: i32 = 7;
+const XDP_COPY: u16 = 1 << 1;
+const XDP_UMEM_TX_METADATA_LEN: u32 = 1 << 2;
+const XDP_TX_METADATA: u32 = 1 << 1;
+const XDP_TXMD_FLAGS_CHECKSUM: u64 = 1 << 1;
+const PGOFF_RX: i64 = 0;
+const PGOFF_TX: i64 = 0x8000_0000;
+const PGOFF_FILL: i64 = 0x1_0000_0000;
+const PGOFF_COMP: i64 = 0x1_8000_0000;
+const BPF_MAP_CREATE: i32 = 0;
+const BPF_MAP_UPDATE_ELEM: i32 = 2;
+const BPF_PROG_LOAD: i32 = 5;
+const BPF_LINK_CREATE: i32 = 28;
+const BPF_MAP_TYPE_XSKMAP: u64 = 17;
+const BPF_PROG_TYPE_XDP: u64 = 6;
+const BPF_XDP: u64 = 37;
+const XDP_FLAGS_DRV_MODE: u64 = 1 << 2;
+/// Name of the XDP program as `bpftool prog` shows it (the leak checks look for it).
+pub const PROG_NAME: &[u8; 8] = b"cca_xsk\0";
+/// Bytes of TX metadata in front of a transmitted frame (sizeof(struct xsk_tx_metadata)).
+const TXMD_LEN: usize = 16;
+/// Where a transmitted frame starts inside its chunk (room for the TX metadata).
+const TX_OFF: u64 = 64;
+/// Descriptors per ring; receive frames per port (~65 ms of 1500-byte frames at 2 Gbit/s).
+const RX_FRAMES: u32 = 16384;
+const TX_FRAMES: u32 = 4096;
+/// The kernel's transmit budget per sendto in copy mode (max_tx_budget, default 32).
+const KICK_BATCH: usize = 32;
+
+#[repr(C)]
+#[derive(Default, Clone, Copy)]
+struct RingOff {
+    producer: u64,
+    consumer: u64,
+    desc: u64,
+    flags: u64,
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct MmapOffsets {
+    rx: RingOff,
+    tx: RingOff,
+    fr: RingOff,
+    cr: RingOff,
+}
+
+#[repr(C)]
+struct UmemReg {
+    addr: u64,
+    len: u64,
+    chunk_size: u32,
+    headroom: u32,
+    flags: u32,
+    tx_metadata_len: u32,
+}
+
+#[repr(C)]
+struct SockaddrXdp {
+    family: u16,
+    flags: u16,
+    ifindex: u32,
+    queue_id: u32,
+    shared_umem_fd: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct XdpDesc {
+    addr: u64,
+    len: u32,
+    options: u32,
+}
+
+/// Kernel counters of one AF_XDP socket (struct xdp_statistics).
+#[repr(C)]
+#[derive(Default, Clone, Copy, Debug)]
+pub struct XdpStats {
+    pub rx_dropped: u64,
+    pub rx_invalid_descs: u64,
+    pub tx_invalid_descs: u64,
+    pub rx_ring_full: u64,
+    pub rx_fill_ring_empty_descs: u64,
+    pub tx_ring_empty_descs: u64,
+}
+
+/// One ring shared with the kernel; we are the producer or the consumer, never both.
+struct Ring {
+    map: *mut libc::c_void,
+    map_len: usize,
+    prod: *const AtomicU32,
+    cons: *const AtomicU32,
+    desc: *mut u8,
+    mask: u32,
+}
+
+impl Ring {
+    fn prod(&self) -> u32 {
+        unsafe { (*self.prod).load(Ordering::Acquire) }
+    }
+    fn cons(&self) -> u32 {
+        unsafe { (*self.cons).load(Ordering::Acquire) }
+    }
+    fn set_prod(&self, v: u32) {
+        unsafe { (*self.prod).store(v, Ordering::Release) }
+    }
+    fn set_cons(&self, v: u32) {
+        unsafe { (*self.cons).store(v, Ordering::Release) }
+    }
+    fn addr_at(&self, i: u32) -> *mut u64 {
+        unsafe { (self.desc as *mut u64).add((i & self.mask) as usize) }
+    }
+    fn desc_at(&self, i: u32) -> *mut XdpDesc {
+        unsafe { (self.desc as *mut XdpDesc).add((i & self.mask) as usize) }
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        unsafe { libc::munmap(self.map, self.map_len) };
+    }
+}
+
+fn err(attempt: &str, object: &str) -> SysError {
+    SysError {
+        attempt: attempt.into(),
+        object: object.into(),
+        cause: io::Error::last_os_error(),
+    }
+}
+
+fn bpf(cmd: i32, attr: &mut [u64; 16]) -> i64 {
+    unsafe { libc::syscall(libc::SYS_bpf, cmd, attr.as_mut_ptr(), std::mem::size_of::<[u64; 16]>()) }
+}
+
+/// One eBPF instruction (struct bpf_insn: code, dst:4|src:4, off, imm), little-endian.
+fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> u64 {
+    code as u64 | (((dst | (src << 4)) as u64) << 8) | ((off as u16 as u64) << 16) | ((imm as u32 as u64) << 32)
+}
+
+/// The XDP program: stamp the arrival time, redirect to the port's AF_XDP socket.
+fn xdp_program(map_fd: RawFd) -> Vec<u64> {
+    vec![
+        insn(0xbf, 6, 1, 0, 0),  // r6 = ctx
+        insn(0xb7, 2, 0, 0, -8), // r2 = -8
+        insn(0x85, 0, 0, 0, 54), // r0 = bpf_xdp_adjust_meta(ctx, -8)
+        insn(0x55, 0, 0, 7, 0),  // if r0 != 0 goto redirect (no room: no stamp)
+        insn(0x85, 0, 0, 0, 5),  // r0 = bpf_ktime_get_ns()
+        insn(0x61, 2, 6, 8, 0),  // r2 = ctx->data_meta
+        insn(0x61, 3, 6, 0, 0),  // r3 = ctx->data
+        insn(0xbf, 4, 2, 0, 0),  // r4 = r2
+        insn(0x07, 4, 0, 0, 8),  // r4 += 8
+        insn(0x2d, 4, 3, 1, 0),  // if r4 > r3 goto redirect (the verifier's bound)
+        insn(0x7b, 2, 0, 0, 0),  // *(u64 *)r2 = r0
+        insn(0x61, 2, 6, 16, 0), // redirect: r2 = ctx->rx_queue_index
+        insn(0x18, 1, 1, 0, map_fd), // r1 = the XSKMAP (BPF_PSEUDO_MAP_FD)
+        0,
+        insn(0xb7, 3, 0, 0, 2),  // r3 = XDP_PASS if the queue has no socket
+        insn(0x85, 0, 0, 0, 51), // r0 = bpf_redirect_map(r1, r2, r3)
+        insn(0x95, 0, 0, 0, 0),  // exit
+    ]
+}
+
+/// (csum_start, csum_offset) of a TCP/UDP frame over IPv4 or IPv6 (no extension
+/// headers), for the TX checksum request; None for anything else.
+fn l4_checksum(f: &[u8]) -> Option<(u16, u16)> {
+    if f.len() < 14 {
+        return None;
+    }
+    let (start, proto) = match (u16::from_be_bytes([f[12], f[13]]), f.get(14).map(|b| b >> 4)) {
+        (0x0800, Some(4)) if f.len() >= 34 => {
+            // not a first fragment: the L4 header is elsewhere
+            if u16::from_be_bytes([f[20], f[21]]) & 0x1fff != 0 {
+                return None;
+            }
+            (14 + ((f[14] & 0x0f) as usize) * 4, f[23])
+        }
+        (0x86dd, Some(6)) if f.len() >= 54 => (54, f[20]),
+        _ => return None,
+    };
+    match proto {
+        6 if f.len() >= start + 18 => Some((start as u16, 16)),
+        // an IPv4 UDP checksum of 0 means "none" (RFC 768): leave it so
+        17 if f.len() >= start + 8 && (f[start + 6] | f[start + 7]) != 0 => Some((start as u16, 6)),
+        _ => None,
+    }
+}
+
+/// An AF_XDP socket on queue 0 of one interface, with its UMEM and XDP program.
+pub struct XskPort {
+    pub fd: RawFd,
+    pub ifname: String,
+    umem: *mut u8,
+    umem_len: usize,
+    chunk: u64,
+    rx: Ring,
+    tx: Ring,
+    fill: Ring,
+    comp: Ring,
+    /// Transmit frames not in the kernel's hands (chunk addresses).
+    tx_free: Vec<u64>,
+    prog_fd: RawFd,
+    map_fd: RawFd,
+    link_fd: RawFd,
+    /// Sends the receiving side refused and that were sent again / given up.
+    pub tx_waits: u64,
+    pub tx_lost: u64,
+    /// Frames (indices into `send`'s argument) on the TX ring, in ring order.
+    pending: std::collections::VecDeque<usize>,
+}
+
+// SAFETY: the raw pointers point into mappings owned by the port; one thread uses it.
+unsafe impl Send for XskPort {}
+
+impl XskPort {
+    /// Open the socket, map its rings and UMEM, attach the XDP program. `frame_max` is the
+    /// longest frame (Ethernet header included) the port must carry.
+    pub fn open(ifname: &str, frame_max: usize) -> Result<XskPort, SysError> {
+        let cname = std::ffi::CString::new(ifname).map_err(|_| SysError {
+            attempt: "look up interface".into(),
+            object: ifname.into(),
+            cause: io::Error::from(io::ErrorKind::InvalidInput),
+        })?;
+        let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) };
+        if ifindex == 0 {
+            return Err(err("look up interface", ifname));
+        }
+        // Copy mode puts a received frame XDP_PACKET_HEADROOM (256) into its chunk.
+        let chunk: u64 = if frame_max + 256 <= 2048 { 2048 } else { 4096 };
+        if frame_max + 256 > 4096 {
+            return Err(SysError {
+                attempt: "AF_XDP: frames of this MTU do not fit a 4 KiB chunk".into(),
+                object: ifname.into(),
+                cause: io::Error::from(io::ErrorKind::InvalidInput),
+            });
+        }
+        let nframes = (RX_FRAMES + TX_FRAMES) as usize;
+        let umem_len = nframes * chunk as usize;
+        let fd = unsafe { libc::socket(AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+        if fd < 0 {
+            return Err(err("open AF_XDP socket", ifname));
+        }
+        // From here on a failure closes what was opened (see Drop).
+        let umem = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                umem_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                -1,
+                0,
+            )
+        };
+        if umem == libc::MAP_FAILED {
+            unsafe { libc::close(fd) };
+            return Err(err("map AF_XDP UMEM", ifname));
+        }
+        let mut partial = Partial { fd, umem: umem as *mut u8, umem_len, fds: Vec::new() };
+        let so = |opt: i32, v: *const libc::c_void, l: usize, what: &str| -> Result<(), SysError> {
+            if unsafe { libc::setsockopt(fd, SOL_XDP, opt, v, l as u32) } < 0 {
+                return Err(err(what, ifname));
+            }
+            Ok(())
+        };
+        let reg = UmemReg {
+            addr: umem as u64,
+            len: umem_len as u64,
+            chunk_size: chunk as u32,
+            headroom: 0,
+            flags: XDP_UMEM_TX_METADATA_LEN,
+            tx_metadata_len: TXMD_LEN as u32,
+        };
+        so(XDP_UMEM_REG, &reg as *const _ as _, std::mem::size_of::<UmemReg>(), "setsockopt XDP_UMEM_REG (TX metadata needs kernel >= 6.8)")?;
+        for (o, n) in [
+            (XDP_UMEM_FILL_RING, RX_FRAMES),
+            (XDP_UMEM_COMPLETION_RING, TX_FRAMES),
+            (XDP_RX_RING, RX_FRAMES),
+            (XDP_TX_RING, TX_FRAMES),
+        ] {
+            so(o, &n as *const u32 as _, 4, "setsockopt AF_XDP ring size")?;
+        }
+        // Every frame in flight is an skb charged to this socket until the receiving side
+        // frees it (with RPS, up to a backlog of them): room for 16 MiB, as on AF_PACKET.
+        let sbuf: libc::c_int = 16 << 20;
+        for opt in [libc::SO_SNDBUFFORCE, libc::SO_SNDBUF] {
+            if unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, opt, &sbuf as *const _ as _, 4) } == 0 {
+                break;
+            }
+        }
+        let mut off = MmapOffsets::default();
+        let mut l = std::mem::size_of::<MmapOffsets>() as u32;
+        if unsafe { libc::getsockopt(fd, SOL_XDP, XDP_MMAP_OFFSETS, &mut off as *mut _ as _, &mut l) } < 0 {
+            return Err(err("getsockopt XDP_MMAP_OFFSETS", ifname));
+        }
+        let map = |o: &RingOff, pgoff: i64, n: u32, esz: usize| -> Result<Ring, SysError> {
+            let len = o.desc as usize + n as usize * esz;
+            let p = unsafe {
+                libc::mmap(
+                    ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED | libc::MAP_POPULATE,
+                    fd,
+                    pgoff,
+                )
+            };
+            if p == libc::MAP_FAILED {
+                return Err(err("map AF_XDP ring", ifname));
+            }
+            let b = p as *mut u8;
+            Ok(Ring {
+                map: p,
+                map_len: len,
+                prod: unsafe { b.add(o.producer as usize) } as *const AtomicU32,
+                cons: unsafe { b.add(o.consumer as usize) } as *const AtomicU32,
+                desc: unsafe { b.add(o.desc as usize) },
+                mask: n - 1,
+            })
+        };
+        let rx = map(&off.rx, PGOFF_RX, RX_FRAMES, 16)?;
+        let tx = map(&off.tx, PGOFF_TX, TX_FRAMES, 16)?;
+        let fill = map(&off.fr, PGOFF_FILL, RX_FRAMES, 8)?;
+        let comp = map(&off.cr, PGOFF_COMP, TX_FRAMES, 8)?;
+        // Every receive frame starts in the fill ring.
+        for i in 0..RX_FRAMES {
+            unsafe { *fill.addr_at(i) = i as u64 * chunk };
+        }
+        fill.set_prod(RX_FRAMES);
+        let tx_free = (RX_FRAMES..RX_FRAMES + TX_FRAMES).rev().map(|i| i as u64 * chunk).collect();
+        let sa = SockaddrXdp {
+            family: AF_XDP as u16,
+            flags: XDP_COPY,
+            ifindex,
+            queue_id: 0,
+            shared_umem_fd: 0,
+        };
+        if unsafe { libc::bind(fd, &sa as *const _ as _, std::mem::size_of::<SockaddrXdp>() as u32) } < 0 {
+            return Err(err("bind AF_XDP socket (copy mode, queue 0)", ifname));
+        }
+        let mut a = [0u64; 16];
+        a[0] = BPF_MAP_TYPE_XSKMAP | (4 << 32);
+        a[1] = 4 | (1 << 32);
+        // map_name "cca_xsk" (bytes 28..36 of the attribute), so tools can tell it is ours
+        a[3] = (u32::from_le_bytes(*b"cca_") as u64) << 32;
+        a[4] = u32::from_le_bytes(*b"xsk\0") as u64;
+        let map_fd = bpf(BPF_MAP_CREATE, &mut a);
+        if map_fd < 0 {
+            return Err(err("create XSKMAP", ifname));
+        }
+        partial.fds.push(map_fd as RawFd);
+        let (key, val) = (0u32, fd as u32);
+        let mut a = [0u64; 16];
+        a[0] = map_fd as u64;
+        a[1] = &key as *const u32 as u64;
+        a[2] = &val as *const u32 as u64;
+        if bpf(BPF_MAP_UPDATE_ELEM, &mut a) < 0 {
+            return Err(err("insert socket into XSKMAP", ifname));
+        }
+        let prog = xdp_program(map_fd as RawFd);
+        let lic = b"GPL\0";
+        let mut log = vec![0u8; 1 << 16];
+        let mut a = [0u64; 16];
+        a[0] = BPF_PROG_TYPE_XDP | ((prog.len() as u64) << 32);
+        a[1] = prog.as_ptr() as u64;
+        a[2] = lic.as_ptr() as u64;
+        a[3] = 1 | ((log.len() as u64) << 32);
+        a[4] = log.as_mut_ptr() as u64;
+        a[6] = u64::from_le_bytes(*PROG_NAME); // prog_name (bytes 48..64)
+        let prog_fd = bpf(BPF_PROG_LOAD, &mut a);
+        if prog_fd < 0 {
+            let mut e = err("load the XDP program", ifname);
+            let v = String::from_utf8_lossy(&log).trim_end_matches('\0').trim().to_string();
+            e.attempt = format!("load the XDP program (verifier: {v})");
+            return Err(e);
+        }
+        partial.fds.push(prog_fd as RawFd);
+        let mut a = [0u64; 16];
+        a[0] = prog_fd as u64 | ((ifindex as u64) << 32);
+        a[1] = BPF_XDP | (XDP_FLAGS_DRV_MODE << 32);
+        let link_fd = bpf(BPF_LINK_CREATE, &mut a);
+        if link_fd < 0 {
+            return Err(err("attach the XDP program (native mode)", ifname));
+        }
+        partial.fds.clear();
+        std::mem::forget(partial);
+        Ok(XskPort {
+            fd,
+            ifname: ifname.into(),
+            umem: umem as *mut u8,
+            umem_len,
+            chunk,
+            rx,
+            tx,
+            fill,
+            comp,
+            tx_free,
+            prog_fd: prog_fd as RawFd,
+            map_fd: map_fd as RawFd,
+            link_fd: link_fd as RawFd,
+            tx_waits: 0,
+            tx_lost: 0,
+            pending: std::collections::VecDeque::with_capacity(TX_FRAMES as usize),
+        })
+    }
+
+    /// Hand up to `max` received frames to `f(frame, arrival_ns)` (0 when the XDP program
+    /// had no room for its stamp), then give the frames back to the kernel.
+    pub fn recv(&mut self, max: usize, mut f: impl FnMut(&[u8], u64)) -> usize {
+        let cons = self.rx.cons();
+        let n = self.rx.prod().wrapping_sub(cons).min(max as u32);
+        if n == 0 {
+            return 0;
+        }
+        let fprod = self.fill.prod();
+        for i in 0..n {
+            let d = unsafe { *self.rx.desc_at(cons.wrapping_add(i)) };
+            let base = d.addr & !(self.chunk - 1);
+            let stamp = if d.addr >= base + 8 {
+                let p = unsafe { self.umem.add(d.addr as usize - 8) as *mut u64 };
+                let t = unsafe { p.read_unaligned() };
+                // clear it: a later frame in this chunk without a stamp must not reuse it
+                unsafe { p.write_unaligned(0) };
+                t
+            } else {
+                0
+            };
+            let data = unsafe { std::slice::from_raw_parts(self.umem.add(d.addr as usize), d.len as usize) };
+            f(data, stamp);
+            unsafe { *self.fill.addr_at(fprod.wrapping_add(i)) = base };
+        }
+        self.rx.set_cons(cons.wrapping_add(n));
+        self.fill.set_prod(fprod.wrapping_add(n));
+        n as usize
+    }
+
+    fn reclaim(&mut self) {
+        let (p, c) = (self.comp.prod(), self.comp.cons());
+        for i in c..p {
+            let a = unsafe { *self.comp.addr_at(i) };
+            self.tx_free.push(a & !(self.chunk - 1));
+        }
+        self.comp.set_cons(p);
+    }
+
+    /// Put `frame` on the TX ring at index `at` in a fresh transmit frame.
+    fn write_desc(&mut self, at: u32, frame: &[u8]) {
+        let base = self.tx_free.pop().expect("a free transmit frame");
+        let addr = base + TX_OFF;
+        unsafe {
+            ptr::copy_nonoverlapping(frame.as_ptr(), self.umem.add(addr as usize), frame.len());
+        }
+        let mut options = 0;
+        if let Some((start, off)) = l4_checksum(frame) {
+            let md = unsafe { self.umem.add(addr as usize - TXMD_LEN) };
+            unsafe {
+                (md as *mut u64).write_unaligned(XDP_TXMD_FLAGS_CHECKSUM);
+                (md.add(8) as *mut u16).write_unaligned(start);
+                (md.add(10) as *mut u16).write_unaligned(off);
+            }
+            options = XDP_TX_METADATA;
+        }
+        unsafe {
+            *self.tx.desc_at(at) = XdpDesc { addr, len: frame.len() as u32, options };
+        }
+    }
+
+    /// Send `frames` in order. `sent(i, t)` is called as frame i leaves (t: the clock then).
+    /// A frame the receiving side drops (its backlog full: sendto says EBUSY) is sent
+    /// again, ahead of the ones behind it, after a pause of `nap_ns`, for at most
+    /// `wait_max_ns` in all per call; past that, or when the device fails, frames are
+    /// counted in `tx_lost`.
+    pub fn send(&mut self, frames: &[&[u8]], nap_ns: u64, wait_max_ns: u64, mut sent: impl FnMut(usize, u64)) {
+        const FOREIGN: usize = usize::MAX; // an entry left on the ring by an earlier call
+        let mut pending = std::mem::take(&mut self.pending);
+        pending.clear();
+        pending.extend(std::iter::repeat(FOREIGN).take(self.tx.prod().wrapping_sub(self.tx.cons()) as usize));
+        let (mut next, mut waited) = (0, 0);
+        loop {
+            self.reclaim();
+            let room = (TX_FRAMES - self.tx.prod().wrapping_sub(self.tx.cons())) as usize;
+            let k = (frames.len() - next).min(KICK_BATCH).min(room).min(self.tx_free.len());
+            let start = self.tx.prod();
+            for j in 0..k {
+                self.write_desc(start.wrapping_add(j as u32), frames[next + j]);
+                pending.push_back(next + j);
+            }
+            self.tx.set_prod(start.wrapping_add(k as u32));
+            next += k;
+            if pending.is_empty() {
+                break;
+            }
+            // the frames are handed over when the kick starts (as sendmmsg's are)
+            let t = now_ns();
+            let before = self.tx.cons();
+            let rc = self.kick();
+            let taken = self.tx.cons().wrapping_sub(before) as usize;
+            for j in 0..taken {
+                let i = pending.pop_front().unwrap_or(FOREIGN);
+                let refused = rc == -libc::EBUSY && j + 1 == taken;
+                if !refused {
+                    if i != FOREIGN {
+                        sent(i, t);
+                    }
+                } else if i != FOREIGN && waited < wait_max_ns {
+                    // The kernel reads a descriptor only when it sends it, and only
+                    // inside our own sendto/poll calls: the entries behind it can be
+                    // shifted to put this frame first again.
+                    self.tx_waits += 1;
+                    nap(nap_ns);
+                    waited += nap_ns;
+                    self.requeue_at_head(frames[i]);
+                    pending.push_front(i);
+                } else {
+                    self.tx_lost += 1;
+                }
+            }
+            let fatal = rc != 0 && rc != -libc::EAGAIN && rc != -libc::EBUSY;
+            let mut stuck = false;
+            if taken == 0 && !fatal {
+                // Nothing left: the socket's send buffer is full of skbs still queued on
+                // the receiving side (EAGAIN), or the completion ring is. Wait for them
+                // like the AF_PACKET path waits on ENOBUFS, within the same budget.
+                self.tx_waits += 1;
+                nap(nap_ns);
+                waited += nap_ns;
+                stuck = waited >= wait_max_ns;
+            }
+            if fatal || stuck {
+                // the device is gone or stuck: what is left counts as lost
+                self.tx_lost += pending.iter().filter(|&&i| i != FOREIGN).count() as u64;
+                self.tx_lost += (frames.len() - next) as u64;
+                pending.clear();
+                break;
+            }
+        }
+        self.pending = pending;
+    }
+
+    fn requeue_at_head(&mut self, frame: &[u8]) {
+        self.reclaim();
+        let (c, p) = (self.tx.cons(), self.tx.prod());
+        let mut i = p;
+        while i != c {
+            unsafe { *self.tx.desc_at(i) = *self.tx.desc_at(i.wrapping_sub(1)) };
+            i = i.wrapping_sub(1);
+        }
+        self.write_desc(c, frame);
+        self.tx.set_prod(p.wrapping_add(1));
+    }
+
+    /// Ask the kernel to send what is on the TX ring (copy mode sends up to 32 per call).
+    /// Returns 0 or -errno.
+    fn kick(&self) -> i32 {
+        let r = unsafe { libc::sendto(self.fd, ptr::null(), 0, libc::MSG_DONTWAIT, ptr::null(), 0) };
+        if r < 0 {
+            -io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+        } else {
+            0
+        }
+    }
+
+    pub fn stats(&self) -> XdpStats {
+        let mut s = XdpStats::default();
+        let mut l = std::mem::size_of::<XdpStats>() as u32;
+        unsafe { libc::getsockopt(self.fd, SOL_XDP, XDP_STATISTICS, &mut s as *mut _ as _, &mut l) };
+        s
+    }
+}
+
+/// What `open` has created so far, released if it fails half-way.
+struct Partial {
+    fd: RawFd,
+    umem: *mut u8,
+    umem_len: usize,
+    fds: Vec<RawFd>,
+}
+
+impl Drop for Partial {
+    fn drop(&mut self) {
+        for &f in &self.fds {
+            unsafe { libc::close(f) };
+        }
+        unsafe {
+            libc::close(self.fd);
+            libc::munmap(self.umem as *mut libc::c_void, self.umem_len);
+        }
+    }
+}
+
+impl Drop for XskPort {
+    fn drop(&mut self) {
+        unsafe {
+            // the link first: the program stops redirecting before the socket goes
+            libc::close(self.link_fd);
+            libc::close(self.prog_fd);
+            libc::close(self.map_fd);
+            libc::close(self.fd);
+            libc::munmap(self.umem as *mut libc::c_void, self.umem_len);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(proto: u8, frag: u16, udp_csum: u16) -> Vec<u8> {
+        let mut f = vec![0u8; 60];
+        f[12] = 0x08;
+        f[14] = 0x45;
+        f[20..22].copy_from_slice(&frag.to_be_bytes());
+        f[23] = proto;
+        f[34 + 6..34 + 8].copy_from_slice(&udp_csum.to_be_bytes());
+        f
+    }
+
+    #[test]
+    fn checksum_request_covers_tcp_and_udp_only() {
+        assert_eq!(l4_checksum(&frame(6, 0, 0)), Some((34, 16)));
+        assert_eq!(l4_checksum(&frame(17, 0, 0x1234)), Some((34, 6)));
+        assert_eq!(l4_checksum(&frame(17, 0, 0)), None, "UDP without checksum");
+        assert_eq!(l4_checksum(&frame(1, 0, 0)), None, "ICMP carries its own");
+        assert_eq!(l4_checksum(&frame(6, 0x0010, 0)), None, "later fragment");
+        let mut v6 = vec![0u8; 80];
+        v6[12] = 0x86;
+        v6[13] = 0xdd;
+        v6[14] = 0x60;
+        v6[20] = 6;
+        assert_eq!(l4_checksum(&v6), Some((54, 16)), "TCP over IPv6");
+        v6[20] = 0; // hop-by-hop options first: not looked into
+        assert_eq!(l4_checksum(&v6), None);
+        let mut arp = frame(6, 0, 0);
+        arp[13] = 0x06;
+        assert_eq!(l4_checksum(&arp), None);
+    }
+
+    #[test]
+    fn program_encodes_the_map_as_a_pseudo_fd() {
+        let p = xdp_program(7);
+        assert_eq!(p.len(), 17);
+        assert_eq!(p[12] & 0xff, 0x18);
+        assert_eq!((p[12] >> 12) & 0xf, 1, "src_reg = BPF_PSEUDO_MAP_FD");
+        assert_eq!(p[12] >> 32, 7);
+        assert_eq!(p[16] & 0xff, 0x95, "ends with exit");
+    }
+}
