@@ -111,7 +111,9 @@ class Testbed:
     def start_link(self, w2e: dict, e2w: dict | None = None, **top) -> None:
         cfg = {"ifaces": {"west": "lw", "east": "le"}, "out_dir": str(self.out_dir),
                "stats_interval_ns": 10_000_000, "late_tolerance_ns": 100_000, "seed": 1,
-               "w2e": w2e, "e2w": e2w or w2e, "cpus": self.link_cpus}
+               "w2e": w2e, "e2w": e2w or w2e, "cpus": self.link_cpus,
+               # the orchestrator's packet I/O unless the caller names one
+               "io": os.environ.get("CCARENA_LINK_IO", "auto")}
         cfg.update(top)
         path = self.tmp / "link.json"
         path.write_text(json.dumps(cfg))

@@ -55,16 +55,14 @@ def _af_xdp() -> dict:
     veth is not probed; `auto` falls back if attaching fails, and says so in link.json."""
     import socket
     from .testbed.user_link import link_io
+    import re
     try:
-        socket.socket(44, socket.SOCK_RAW, 0).close()      # AF_XDP
+        socket.socket(44, socket.SOCK_RAW, 0).close()      # AF_XDP (needs CAP_NET_RAW)
         sockets = True
     except OSError:
         sockets = False
-    try:
-        major, minor = (int(x) for x in platform.release().split(".")[:2])
-        meta = (major, minor) >= (6, 8)
-    except ValueError:
-        meta = False
+    m = re.match(r"(\d+)\.(\d+)", platform.release())
+    meta = bool(m) and (int(m.group(1)), int(m.group(2))) >= (6, 8)
     try:
         sel = link_io()
     except ValueError as e:
@@ -115,7 +113,8 @@ def doctor(study_path: str | None = None, as_json: bool = False) -> int:
     x = f["af_xdp"]
     con.print(f"user link I/O     {x['selected']} (CCARENA_LINK_IO); AF_XDP sockets {ok(x['sockets'])}, "
               f"TX checksum metadata (kernel >= 6.8) {ok(x['tx_metadata'])}"
-              + ("" if x["sockets"] and x["tx_metadata"] else "; 'auto' will use AF_PACKET"))
+              + ("" if x["sockets"] and x["tx_metadata"] else "; 'auto' will use AF_PACKET")
+              + ("" if f["root"] else " (sockets probed without root: run as root to know)"))
     if "error" in f["algorithms"]:
         con.print(f"algorithms        [red]{f['algorithms']['error']}[/red]")
     else:

@@ -54,7 +54,7 @@ def preflight(study: Study, force_cc: str | None = None) -> dict:
         if b == "user":
             from .testbed.user_link import link_io
             try:
-                out["cells"][i]["io"] = link_io()
+                out["cells"][i]["io"] = link_io(cell.offloads)
             except ValueError as e:
                 raise PreflightError(str(e)) from None
         names |= cell.algorithms()

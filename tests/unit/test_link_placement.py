@@ -1,6 +1,8 @@
 """Where the user-space link runs and where the endpoints' receive work goes."""
 import os
 
+import pytest
+
 from ccarena.testbed import user_link
 
 
@@ -64,3 +66,27 @@ def test_steering_is_best_effort(monkeypatch):
     assert user_link.steer(topo, [0, 2]) == [0, 2]
     assert sorted(w[0] for w in writes) == sorted(ns for ns, _ in topo.bottleneck_ports.values())
     assert all(w[2] == "5" for w in writes)
+
+
+# -- packet I/O choice (docs/link.md "I/O design") ---------------------------------------
+def test_link_io_defaults_to_auto_and_validates_the_variable(monkeypatch):
+    from ccarena.testbed.user_link import link_io
+    monkeypatch.delenv("CCARENA_LINK_IO", raising=False)
+    assert link_io() == "auto"
+    for v in ("packet", "xdp", "auto", " XDP "):
+        monkeypatch.setenv("CCARENA_LINK_IO", v)
+        assert link_io() == v.strip().lower()
+    monkeypatch.setenv("CCARENA_LINK_IO", "dpdk")
+    with pytest.raises(ValueError, match="CCARENA_LINK_IO='dpdk': accepted packet, xdp, auto"):
+        link_io()
+
+
+def test_a_study_with_offloads_gets_af_packet(monkeypatch):
+    """With TSO on, veth hands frames past the XDP program: auto must not pick AF_XDP, and
+    an explicit xdp is refused before the run."""
+    from ccarena.testbed.user_link import link_io
+    monkeypatch.setenv("CCARENA_LINK_IO", "auto")
+    assert link_io(offloads=True) == "packet"
+    monkeypatch.setenv("CCARENA_LINK_IO", "xdp")
+    with pytest.raises(ValueError, match="offloads"):
+        link_io(offloads=True)

@@ -183,13 +183,19 @@ LINK_IOS = ("packet", "xdp", "auto")
 LINK_IO_DEFAULT = "auto"
 
 
-def link_io() -> str:
+def link_io(offloads: bool = False) -> str:
     """The emulator's packet I/O: CCARENA_LINK_IO, else the default. `auto` is AF_XDP
     where the kernel allows it and AF_PACKET otherwise (link.json's io_kind says which
-    ran, io_fallback why)."""
+    ran, io_fallback why). A study with `offloads = true` gets AF_PACKET under `auto`:
+    with TSO on, veth hands frames past the XDP program."""
     v = os.environ.get("CCARENA_LINK_IO", LINK_IO_DEFAULT).strip().lower()
     if v not in LINK_IOS:
         raise ValueError(f"CCARENA_LINK_IO={v!r}: accepted {', '.join(LINK_IOS)}")
+    if offloads and v != "packet":
+        if v == "xdp":
+            raise ValueError("CCARENA_LINK_IO=xdp cannot carry a study with offloads = true "
+                             "(TSO frames bypass the XDP program); use packet or auto")
+        return "packet"
     return v
 
 
@@ -215,7 +221,7 @@ def make_config(topo: Topology, study: Study, out_dir: Path, seed: int,
         "rt_priority": int(os.environ.get("CCARENA_LINK_RT_PRIORITY", "10")),
         "cpus": cpus or [],
         # packet I/O (docs/link.md "I/O design"): CCARENA_LINK_IO=packet|xdp|auto
-        "io": link_io(),
+        "io": link_io(study.offloads),
         # lateness that matters is relative to the path (see late_tolerance_ns)
         "late_tolerance_ns": late_tolerance_ns(study),
         "w2e": _direction(b, b.rate_bps, b.loss, study, topo),

@@ -327,14 +327,15 @@ impl Shell {
             for x in w.xsk.iter().flatten() {
                 let k = x.stats();
                 // frames the kernel could not put on our receive ring
-                st.rx_ring_drops += k.rx_dropped + k.rx_ring_full + k.rx_fill_ring_empty_descs;
-                st.tx_errors += x.tx_lost + k.tx_invalid_descs;
+                // (rx_dropped already counts frames dropped for an empty fill ring)
+                st.rx_ring_drops += k.rx_dropped + k.rx_ring_full;
+                st.tx_errors += x.tx_lost + x.unsent() + k.tx_invalid_descs;
                 st.tx_waits += x.tx_waits;
                 xdp.insert(x.ifname.clone(), serde_json::json!({
                     "rx_dropped": k.rx_dropped, "rx_ring_full": k.rx_ring_full,
                     "rx_fill_ring_empty_descs": k.rx_fill_ring_empty_descs,
                     "rx_invalid_descs": k.rx_invalid_descs, "tx_invalid_descs": k.tx_invalid_descs,
-                    "tx_lost": x.tx_lost, "tx_waits": x.tx_waits,
+                    "tx_lost": x.tx_lost, "tx_unsent_at_exit": x.unsent(), "tx_waits": x.tx_waits, "tx_refused": x.tx_refused,
                 }));
             }
         }
@@ -387,7 +388,8 @@ impl Shell {
             "rt_priority": self.cfg.rt_priority,
             // receive rings: slots per port and bytes per slot (memory = 2 x their product,
             // touched as traffic fills them)
-            "rx_ring_frames": if self.cfg.rx_ring { RING_FRAMES } else { 0 },
+            "rx_ring_frames": if self.cfg.rx_ring && !xdp_on { RING_FRAMES } else { 0 },
+            "xdp_umem_frames": if xdp_on { xsk::UMEM_FRAMES } else { 0 },
             "rx_ring_frame_bytes": self.ring_frame_bytes,
             "io": if xdp_on { "AF_XDP copy mode, XDP arrival stamps, TX checksum metadata, epoll+timerfd" } else if self.cfg.rx_ring { "AF_PACKET TPACKET_V2 rx ring + sendmmsg, PACKET_VNET_HDR, epoll+timerfd" } else { "AF_PACKET recvmmsg/sendmmsg, PACKET_VNET_HDR, epoll+timerfd" },
             "io_kind": if xdp_on { "xdp" } else { "packet" },
@@ -604,10 +606,10 @@ impl Worker {
         }
         if self.xsk[1 - dir].is_some() {
             let mut x = self.xsk[1 - dir].take().unwrap();
-            let frames: Vec<&[u8]> = pkts.iter().map(|r| r.pkt.frame()).collect();
+            let frames: Vec<(&[u8], u64)> = pkts.iter().map(|r| (r.pkt.frame(), r.due_ns)).collect();
             let (st, tol) = (&mut self.st, self.late_tol);
-            x.send(&frames, TX_WAIT_NAP_NS, TX_WAIT_MAX_NS, |i, t| {
-                st.count_release(pkts[i].due_ns, t, tol);
+            x.send(&frames, TX_WAIT_NAP_NS, TX_WAIT_MAX_NS, |due, t| {
+                st.count_release(due, t, tol);
                 st.forwarded += 1;
             });
             drop(frames);

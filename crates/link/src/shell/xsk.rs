@@ -58,13 +58,16 @@ const BPF_XDP: u64 = 37;
 const XDP_FLAGS_DRV_MODE: u64 = 1 << 2;
 /// Name of the XDP program as `bpftool prog` shows it (the leak checks look for it).
 pub const PROG_NAME: &[u8; 8] = b"cca_xsk\0";
-/// Bytes of TX metadata in front of a transmitted frame (sizeof(struct xsk_tx_metadata)).
+/// Bytes of TX metadata in front of a transmitted frame: flags and the checksum request
+/// of struct xsk_tx_metadata (later fields, e.g. launch_time, are not used).
 const TXMD_LEN: usize = 16;
 /// Where a transmitted frame starts inside its chunk (room for the TX metadata).
 const TX_OFF: u64 = 64;
 /// Descriptors per ring; receive frames per port (~65 ms of 1500-byte frames at 2 Gbit/s).
 const RX_FRAMES: u32 = 16384;
 const TX_FRAMES: u32 = 4096;
+/// Frames of one port's UMEM.
+pub const UMEM_FRAMES: u32 = RX_FRAMES + TX_FRAMES;
 /// The kernel's transmit budget per sendto in copy mode (max_tx_budget, default 32).
 const KICK_BATCH: usize = 32;
 
@@ -210,8 +213,8 @@ fn l4_checksum(f: &[u8]) -> Option<(u16, u16)> {
     }
     let (start, proto) = match (u16::from_be_bytes([f[12], f[13]]), f.get(14).map(|b| b >> 4)) {
         (0x0800, Some(4)) if f.len() >= 34 => {
-            // not a first fragment: the L4 header is elsewhere
-            if u16::from_be_bytes([f[20], f[21]]) & 0x1fff != 0 {
+            // a fragment (MF set or an offset): its checksum covers the whole datagram
+            if u16::from_be_bytes([f[20], f[21]]) & 0x3fff != 0 {
                 return None;
             }
             (14 + ((f[14] & 0x0f) as usize) * 4, f[23])
@@ -224,6 +227,23 @@ fn l4_checksum(f: &[u8]) -> Option<(u16, u16)> {
         // an IPv4 UDP checksum of 0 means "none" (RFC 768): leave it so
         17 if f.len() >= start + 8 && (f[start + 6] | f[start + 7]) != 0 => Some((start as u16, 6)),
         _ => None,
+    }
+}
+
+/// Marks a TX ring entry left by an earlier `send` call (its bytes are not at hand).
+const FOREIGN: usize = usize::MAX;
+
+/// The kernel's TX read position after a kick, from our previous copy `old`, the
+/// published consumer `published` and whether the kick returned EBUSY. The kernel
+/// (6.18 __xsk_generic_xmit) publishes its position only when the call sent a frame:
+/// when the first frame of a call is dropped by the device (EBUSY) it has moved past that
+/// one descriptor without saying so.
+fn kernel_consumer(old: u32, published: u32, ebusy: bool) -> u32 {
+    let ahead = (published.wrapping_sub(old) as i32) > 0;
+    match (ahead, ebusy) {
+        (true, _) => published,
+        (false, true) => old.wrapping_add(1),
+        (false, false) => old,
     }
 }
 
@@ -246,8 +266,14 @@ pub struct XskPort {
     /// Sends the receiving side refused and that were sent again / given up.
     pub tx_waits: u64,
     pub tx_lost: u64,
-    /// Frames (indices into `send`'s argument) on the TX ring, in ring order.
-    pending: std::collections::VecDeque<usize>,
+    /// Kicks in which the receiving side dropped a frame (EBUSY), each sent again.
+    pub tx_refused: u64,
+    /// Frames on the TX ring, in ring order, from the kernel's read position on: (index
+    /// into `send`'s argument or FOREIGN for one left by an earlier call, due time).
+    pending: std::collections::VecDeque<(usize, u64)>,
+    /// Our copy of the kernel's own TX read position, which it publishes late (see
+    /// `kernel_consumer`).
+    kc: u32,
 }
 
 // SAFETY: the raw pointers point into mappings owned by the port; one thread uses it.
@@ -440,7 +466,9 @@ impl XskPort {
             link_fd: link_fd as RawFd,
             tx_waits: 0,
             tx_lost: 0,
+            tx_refused: 0,
             pending: std::collections::VecDeque::with_capacity(TX_FRAMES as usize),
+            kc: 0,
         })
     }
 
@@ -505,16 +533,14 @@ impl XskPort {
         }
     }
 
-    /// Send `frames` in order. `sent(i, t)` is called as frame i leaves (t: the clock then).
-    /// A frame the receiving side drops (its backlog full: sendto says EBUSY) is sent
-    /// again, ahead of the ones behind it, after a pause of `nap_ns`, for at most
-    /// `wait_max_ns` in all per call; past that, or when the device fails, frames are
-    /// counted in `tx_lost`.
-    pub fn send(&mut self, frames: &[&[u8]], nap_ns: u64, wait_max_ns: u64, mut sent: impl FnMut(usize, u64)) {
-        const FOREIGN: usize = usize::MAX; // an entry left on the ring by an earlier call
+    /// Send `frames` (bytes, due time) in order. `sent(due, t)` is called as each frame
+    /// leaves (t: the clock when its kick began). A frame the receiving side drops (its
+    /// backlog full: sendto says EBUSY) is sent again, ahead of the ones behind it, after
+    /// a pause of `nap_ns`, for at most `wait_max_ns` of pauses in all per call. Past
+    /// that, frames already on the ring stay there and are accounted when the kernel takes
+    /// them (in a later call); frames not yet on it count in `tx_lost`.
+    pub fn send(&mut self, frames: &[(&[u8], u64)], nap_ns: u64, wait_max_ns: u64, mut sent: impl FnMut(u64, u64)) {
         let mut pending = std::mem::take(&mut self.pending);
-        pending.clear();
-        pending.extend(std::iter::repeat(FOREIGN).take(self.tx.prod().wrapping_sub(self.tx.cons()) as usize));
         let (mut next, mut waited) = (0, 0);
         loop {
             self.reclaim();
@@ -522,43 +548,58 @@ impl XskPort {
             let k = (frames.len() - next).min(KICK_BATCH).min(room).min(self.tx_free.len());
             let start = self.tx.prod();
             for j in 0..k {
-                self.write_desc(start.wrapping_add(j as u32), frames[next + j]);
-                pending.push_back(next + j);
+                let (f, due) = frames[next + j];
+                self.write_desc(start.wrapping_add(j as u32), f);
+                pending.push_back((next + j, due));
             }
             self.tx.set_prod(start.wrapping_add(k as u32));
             next += k;
             if pending.is_empty() {
-                break;
+                if next == frames.len() {
+                    break;
+                }
+                // No frame could be written: every transmit frame is still held by the
+                // receiving side (its completion comes when that side takes the skb).
+                self.tx_waits += 1;
+                nap(nap_ns);
+                waited += nap_ns;
+                if waited >= wait_max_ns {
+                    self.tx_lost += (frames.len() - next) as u64;
+                    break;
+                }
+                continue;
             }
             // the frames are handed over when the kick starts (as sendmmsg's are)
             let t = now_ns();
-            let before = self.tx.cons();
             let rc = self.kick();
-            let taken = self.tx.cons().wrapping_sub(before) as usize;
+            let old = self.kc;
+            if rc == -libc::EBUSY {
+                self.tx_refused += 1;
+            }
+            self.kc = kernel_consumer(old, self.tx.cons(), rc == -libc::EBUSY);
+            let taken = self.kc.wrapping_sub(old) as usize;
             for j in 0..taken {
-                let i = pending.pop_front().unwrap_or(FOREIGN);
+                let (i, due) = pending.pop_front().unwrap_or((FOREIGN, 0));
                 let refused = rc == -libc::EBUSY && j + 1 == taken;
                 if !refused {
-                    if i != FOREIGN {
-                        sent(i, t);
-                    }
-                } else if i != FOREIGN && waited < wait_max_ns {
+                    sent(due, t);
+                } else if i != FOREIGN && waited < wait_max_ns && self.requeue_at_head(frames[i].0) {
                     // The kernel reads a descriptor only when it sends it, and only
                     // inside our own sendto/poll calls: the entries behind it can be
                     // shifted to put this frame first again.
+                    pending.push_front((i, due));
                     self.tx_waits += 1;
                     nap(nap_ns);
                     waited += nap_ns;
-                    self.requeue_at_head(frames[i]);
-                    pending.push_front(i);
                 } else {
                     self.tx_lost += 1;
                 }
             }
-            let fatal = rc != 0 && rc != -libc::EAGAIN && rc != -libc::EBUSY;
+            // ENOMEM/ENOBUFS: no skb this time; like EAGAIN, worth another try
+            let transient = [0, -libc::EAGAIN, -libc::EBUSY, -libc::ENOMEM, -libc::ENOBUFS].contains(&rc);
             let mut stuck = false;
-            if taken == 0 && !fatal {
-                // Nothing left: the socket's send buffer is full of skbs still queued on
+            if taken == 0 && transient {
+                // Nothing taken: the socket's send buffer is full of skbs still queued on
                 // the receiving side (EAGAIN), or the completion ring is. Wait for them
                 // like the AF_PACKET path waits on ENOBUFS, within the same budget.
                 self.tx_waits += 1;
@@ -566,20 +607,32 @@ impl XskPort {
                 waited += nap_ns;
                 stuck = waited >= wait_max_ns;
             }
-            if fatal || stuck {
-                // the device is gone or stuck: what is left counts as lost
-                self.tx_lost += pending.iter().filter(|&&i| i != FOREIGN).count() as u64;
+            if !transient || stuck {
+                // What is on the ring goes when the kernel can send it (a later kick, or
+                // the poll in epoll_wait) and is accounted then; the rest is lost.
+                for e in pending.iter_mut() {
+                    e.0 = FOREIGN;
+                }
                 self.tx_lost += (frames.len() - next) as u64;
-                pending.clear();
                 break;
             }
         }
         self.pending = pending;
     }
 
-    fn requeue_at_head(&mut self, frame: &[u8]) {
+    /// Frames left on the TX ring that the kernel never took (counted lost at the end).
+    pub fn unsent(&self) -> u64 {
+        self.pending.len() as u64
+    }
+
+    /// Put `frame` back at the head of the TX ring, where the kernel reads next (false:
+    /// no transmit frame or ring slot free).
+    fn requeue_at_head(&mut self, frame: &[u8]) -> bool {
         self.reclaim();
-        let (c, p) = (self.tx.cons(), self.tx.prod());
+        let (c, p) = (self.kc, self.tx.prod());
+        if self.tx_free.is_empty() || p.wrapping_sub(self.tx.cons()) >= TX_FRAMES {
+            return false;
+        }
         let mut i = p;
         while i != c {
             unsafe { *self.tx.desc_at(i) = *self.tx.desc_at(i.wrapping_sub(1)) };
@@ -587,6 +640,7 @@ impl XskPort {
         }
         self.write_desc(c, frame);
         self.tx.set_prod(p.wrapping_add(1));
+        true
     }
 
     /// Ask the kernel to send what is on the TX ring (copy mode sends up to 32 per call).
@@ -662,6 +716,8 @@ mod tests {
         assert_eq!(l4_checksum(&frame(17, 0, 0)), None, "UDP without checksum");
         assert_eq!(l4_checksum(&frame(1, 0, 0)), None, "ICMP carries its own");
         assert_eq!(l4_checksum(&frame(6, 0x0010, 0)), None, "later fragment");
+        assert_eq!(l4_checksum(&frame(6, 0x2000, 0)), None, "first fragment (MF)");
+        assert_eq!(l4_checksum(&frame(6, 0x4000, 0)), Some((34, 16)), "DF set");
         let mut v6 = vec![0u8; 80];
         v6[12] = 0x86;
         v6[13] = 0xdd;
@@ -673,6 +729,17 @@ mod tests {
         let mut arp = frame(6, 0, 0);
         arp[13] = 0x06;
         assert_eq!(l4_checksum(&arp), None);
+    }
+
+    #[test]
+    fn kernel_consumer_follows_unpublished_drops() {
+        assert_eq!(kernel_consumer(10, 14, false), 14, "published progress");
+        assert_eq!(kernel_consumer(10, 14, true), 14, "frames sent, then one dropped");
+        assert_eq!(kernel_consumer(10, 10, true), 11, "first frame dropped, unpublished");
+        assert_eq!(kernel_consumer(11, 10, false), 11, "published value still behind");
+        assert_eq!(kernel_consumer(11, 10, true), 12, "a second unpublished drop");
+        assert_eq!(kernel_consumer(u32::MAX, 2, false), 2, "wraps");
+        assert_eq!(kernel_consumer(u32::MAX, u32::MAX, true), 0, "wraps on a drop");
     }
 
     #[test]
