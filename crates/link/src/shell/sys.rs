@@ -131,31 +131,9 @@ pub struct PacketSocket {
 
 impl PacketSocket {
     pub fn open(ifname: &str) -> Result<PacketSocket, SysError> {
-        let cname = CString::new(ifname).map_err(|_| SysError {
-            attempt: "look up interface".into(),
-            object: ifname.into(),
-            cause: io::Error::from(io::ErrorKind::InvalidInput),
-        })?;
-        let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) } as i32;
-        if ifindex == 0 {
-            return Err(SysError {
-                attempt: "look up interface".into(),
-                object: ifname.into(),
-                cause: io::Error::last_os_error(),
-            });
-        }
         // Protocol 0 first: the socket receives nothing until it is bound to the interface.
-        let fd = check(
-            unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) },
-            "open AF_PACKET socket",
-            ifname,
-        )?;
-        let mut s = PacketSocket {
-            fd,
-            ifname: ifname.into(),
-            ifindex,
-            mtu: 1500,
-        };
+        let s = PacketSocket::describe(ifname)?;
+        let (fd, ifindex) = (s.fd, s.ifindex);
         let one: libc::c_int = 1;
         setopt(
             fd,
@@ -258,7 +236,6 @@ impl PacketSocket {
             "setsockopt PACKET_ADD_MEMBERSHIP promisc",
             ifname,
         )?;
-        s.mtu = s.query_mtu().unwrap_or(1500);
         Ok(s)
     }
 
