@@ -5,13 +5,15 @@ from types import SimpleNamespace
 from ccarena.testbed.kernel_link import QdiscSampler
 
 
-def sampler(fail_port):
+def sampler(fail_port, how="raise"):
     tb = SimpleNamespace(topo=SimpleNamespace(bottleneck_ports={"w2e": ("r1", "a"),
                                                                 "e2w": ("r2", "b")}))
     s = QdiscSampler(tb, interval_s=0.001)
 
     def read(ipr, idx):
         if idx == fail_port:
+            if how == "none":
+                return None          # the port has no root qdisc statistics
             raise OSError("netlink: no buffer space")
         return (1, 1500, 10, 0, 15000)
     s._read = read
@@ -41,3 +43,12 @@ def test_clean_reads_and_a_rare_failure_are_trusted():
     assert s.reads > 0 and s.failed_reads == 0 and s.failures() is None
     s.failed_reads, s.reads = 1, 1000             # under 1 %: a gap, not a broken series
     assert s.failures() is None
+
+
+def test_a_port_without_statistics_is_a_gap_too():
+    s = sampler(fail_port=2, how="none")
+    run_briefly(s)
+    assert s.reads >= 2 and s.failed_reads * 2 == s.reads
+    why = s.failures()
+    assert why and "no root qdisc statistics" in why and "e2w" in why
+    assert {r[1] for r in s.rows} == {0}

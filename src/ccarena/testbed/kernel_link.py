@@ -182,7 +182,9 @@ class QdiscSampler:
                     self.failed_reads += 1
                     self.last_failure = str(e)
                     continue
-                if r is None:
+                if r is None:   # no root qdisc, or one without statistics: also a gap
+                    self.failed_reads += 1
+                    self.last_failure = f"no root qdisc statistics on port {idx} ({'w2e' if d == 0 else 'e2w'})"
                     continue
                 qlen, backlog, pkts, drops, nbytes = r
                 p = prev.get(d, (pkts, drops, nbytes))

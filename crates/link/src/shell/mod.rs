@@ -573,9 +573,11 @@ impl Worker {
     /// Take up to one batch from the AF_XDP port `s` and hand it to the core.
     fn rx_xsk(&mut self, s: usize, now: u64) -> usize {
         let mut x = self.xsk[s].take().unwrap();
-        // every frame on the ring arrived before this read (see rx_ring)
-        let now = now.max(now_ns());
         let use_ts = self.use_rx_ts;
+        // Every frame on the ring arrived before the clock read at the first frame, which
+        // comes after recv has read the ring's producer (see rx_ring): a stamp is clamped
+        // to it, never to an earlier clock.
+        let mut now_read: Option<u64> = None;
         let slot = self.slot;
         let (link, pool, st, rb) = (&mut self.link, &mut self.pool, &mut self.st, &mut self.rx[s]);
         let n = x.recv(BATCH, |frame, stamp| {
@@ -583,6 +585,7 @@ impl Worker {
                 st.rx_truncated += 1;
                 return;
             }
+            let now = *now_read.get_or_insert_with(|| now.max(now_ns()));
             // stamps are CLOCK_MONOTONIC (bpf_ktime_get_ns), the core's clock
             let t = if use_ts && stamp != 0 { stamp.min(now) } else { now };
             let t = t.max(rb.last_ns);

@@ -473,7 +473,9 @@ impl XskPort {
     }
 
     /// Hand up to `max` received frames to `f(frame, arrival_ns)` (0 when the XDP program
-    /// had no room for its stamp), then give the frames back to the kernel.
+    /// had no room for its stamp), then give the frames back to the kernel. `f` runs only
+    /// after the ring's producer was read: a clock read in `f` is later than every
+    /// arrival it is handed.
     pub fn recv(&mut self, max: usize, mut f: impl FnMut(&[u8], u64)) -> usize {
         let cons = self.rx.cons();
         let n = self.rx.prod().wrapping_sub(cons).min(max as u32);
