@@ -106,3 +106,25 @@ fn orchestrator_style_config_parses() {
         "w2e.queue.default"
     );
 }
+
+#[test]
+fn io_is_packet_unless_asked_and_xdp_needs_one_thread() {
+    use ccarena_link::config::Io;
+    let with = |top: &str| {
+        let dir = r#"{"rate_bps": null, "delay_ns": 0, "buffer": {"packets": 10}}"#;
+        let text = format!(
+            r#"{{"ifaces": {{"west": "lw", "east": "le"}}, "out_dir": "/tmp/x", {top}
+               "w2e": {dir}, "e2w": {dir}}}"#
+        );
+        parse(&text, std::path::Path::new("/"))
+    };
+    assert_eq!(with("").unwrap().io, Io::Packet);
+    assert_eq!(with(r#""io": "xdp","#).unwrap().io, Io::Xdp);
+    assert_eq!(with(r#""io": "auto", "threads": 2,"#).unwrap().io, Io::Auto);
+    let e = with(r#""io": "dpdk","#).unwrap_err();
+    assert_eq!(e.object, "io");
+    assert!(e.cause.contains("\"packet\", \"xdp\", \"auto\""), "{}", e.cause);
+    let e = with(r#""io": "xdp", "threads": 2,"#).unwrap_err();
+    assert_eq!(e.object, "io");
+    assert!(e.cause.contains("threads = 1"), "{}", e.cause);
+}
