@@ -22,93 +22,9 @@ pub struct Ipv4Info {
     pub dport: u16,
 }
 
-/// A frame the shell lends the core without copying it (an AF_XDP UMEM frame): the bytes
-/// stay in the shell's memory, and dropping the buffer (the core dropping the packet)
-/// hands the frame back through `release`. The shell takes it back for sending with
-/// `Lent::into_token`, which does not release it.
-pub struct Lent {
-    ptr: *mut u8,
-    len: usize,
-    token: u64,
-    ctx: *const (),
-    release: unsafe fn(*const (), u64),
-}
-
-impl Lent {
-    /// # Safety
-    /// `ptr..ptr+len` must stay valid and unaliased until `release(ctx, token)` runs or
-    /// `into_token` is called, and `release` must be callable from the thread that drops it.
-    pub unsafe fn new(ptr: *mut u8, len: usize, token: u64, ctx: *const (), release: unsafe fn(*const (), u64)) -> Lent {
-        Lent { ptr, len, token, ctx, release }
-    }
-
-    /// Give the frame back to the shell without releasing it (it is about to be sent).
-    pub fn into_token(self) -> u64 {
-        let t = self.token;
-        std::mem::forget(self);
-        t
-    }
-
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-}
-
-// SAFETY: the frame belongs to the packet alone (the contract of `Lent::new`); a packet
-// moves between threads only with the core that holds it (spawn and join of its worker),
-// and its release is called on whichever thread drops it, which the shell allows.
-unsafe impl Send for Lent {}
-
-impl Drop for Lent {
-    fn drop(&mut self) {
-        // SAFETY: the contract of `Lent::new`.
-        unsafe { (self.release)(self.ctx, self.token) }
-    }
-}
-
-/// The bytes of a packet: owned, or lent by the shell (zero-copy I/O).
-pub enum Buf {
-    Owned(Vec<u8>),
-    Lent(Lent),
-}
-
-impl std::ops::Deref for Buf {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Buf::Owned(v) => v,
-            // SAFETY: the contract of `Lent::new`.
-            Buf::Lent(l) => unsafe { std::slice::from_raw_parts(l.ptr, l.len) },
-        }
-    }
-}
-
-impl std::ops::DerefMut for Buf {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        match self {
-            Buf::Owned(v) => v,
-            // SAFETY: the contract of `Lent::new`.
-            Buf::Lent(l) => unsafe { std::slice::from_raw_parts_mut(l.ptr, l.len) },
-        }
-    }
-}
-
-impl std::fmt::Debug for Buf {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Buf::Owned(v) => write!(f, "Owned({} bytes)", v.len()),
-            Buf::Lent(l) => write!(f, "Lent({} bytes, token {:#x})", l.len, l.token),
-        }
-    }
-}
-
 #[derive(Debug)]
 pub struct Packet {
-    pub buf: Buf,
+    pub buf: Vec<u8>,
     pub head: usize,
     /// Time the packet reached the link (ns), set by `Link::enqueue`.
     pub arrival_ns: u64,
@@ -124,11 +40,6 @@ pub struct Packet {
 impl Packet {
     /// Wrap a received frame (`buf[head..]`).
     pub fn new(buf: Vec<u8>, head: usize) -> Packet {
-        Packet::with_buf(Buf::Owned(buf), head)
-    }
-
-    /// Wrap a received frame held in any buffer (`buf[head..]`).
-    pub fn with_buf(buf: Buf, head: usize) -> Packet {
         let ip = parse_ipv4(&buf[head.min(buf.len())..]);
         let hash = match ip {
             Some(i) => flow_hash(i.src, i.dst, i.proto, i.sport, i.dport),
@@ -331,35 +242,6 @@ mod tests {
             0,
             "header checksum verifies"
         );
-    }
-
-    use std::cell::RefCell;
-
-    thread_local! {
-        static RELEASED: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
-    }
-
-    unsafe fn note_release(_ctx: *const (), token: u64) {
-        RELEASED.with(|r| r.borrow_mut().push(token));
-    }
-
-    #[test]
-    fn a_lent_frame_is_released_when_dropped_and_not_when_taken_back() {
-        let mut mem = build_ipv4_frame(100, [10, 1, 1, 2], [10, 2, 1, 2], 6, 1, 2, 2);
-        let lent = |m: &mut Vec<u8>, token| unsafe {
-            Buf::Lent(Lent::new(m.as_mut_ptr(), m.len(), token, std::ptr::null(), note_release))
-        };
-        let mut p = Packet::with_buf(lent(&mut mem, 7), 0);
-        assert_eq!(p.ip.unwrap().dport, 2, "parsed in place");
-        assert!(p.mark_ce(), "marks the lent bytes");
-        drop(p);
-        assert_eq!(mem[15] & 3, 3, "CE written into the lender's memory");
-        assert_eq!(RELEASED.with(|r| r.borrow().clone()), vec![7], "dropping releases");
-        let p = Packet::with_buf(lent(&mut mem, 8), 0);
-        let Buf::Lent(l) = p.buf else { panic!("lent") };
-        assert_eq!(l.len(), 100);
-        assert_eq!(l.into_token(), 8);
-        assert_eq!(RELEASED.with(|r| r.borrow().clone()), vec![7], "taken back, not released");
     }
 
     #[test]

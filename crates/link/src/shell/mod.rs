@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::config::{Config, Io};
 use crate::link::{Link, Released, E2W, W2E};
-use crate::packet::{Buf, Packet};
+use crate::packet::Packet;
 use crate::stats::{events_schema, stats_schema, EventRecord};
 use hist::Hist;
 use sys::{now_ns, Epoll, PacketSocket, RxRing, SignalFd, SysError, TimerFd, VNET_HDR_LEN};
@@ -107,8 +107,6 @@ pub struct Worker {
     rings: [Option<RxRing>; 2],
     /// AF_XDP ports (io "xdp"): both, in the one worker, or neither.
     xsk: [Option<XskPort>; 2],
-    /// Buffers on their way to an AF_XDP port (kept to reuse its allocation).
-    xsk_tx: Vec<(Buf, u64)>,
     pub st: ShellStats,
 }
 
@@ -248,7 +246,6 @@ impl Shell {
             use_rx_ts: self.cfg.rx_timestamps,
             rings: [None, None],
             xsk: [None, None],
-            xsk_tx: Vec::with_capacity(1024),
             rt: false,
             cpu: None,
             rx_poll_ns: if self.cfg.rx_ring || self.xsk[0].is_some() {
@@ -339,7 +336,6 @@ impl Shell {
                     "rx_fill_ring_empty_descs": k.rx_fill_ring_empty_descs,
                     "rx_invalid_descs": k.rx_invalid_descs, "tx_invalid_descs": k.tx_invalid_descs,
                     "tx_lost": x.tx_lost, "tx_unsent_at_exit": x.unsent(), "tx_waits": x.tx_waits, "tx_refused": x.tx_refused,
-                    "rx_lent": x.rx_lent, "rx_copied": x.rx_copied,
                 }));
             }
         }
@@ -395,7 +391,7 @@ impl Shell {
             "rx_ring_frames": if self.cfg.rx_ring && !xdp_on { RING_FRAMES } else { 0 },
             "xdp_umem_frames": if xdp_on { xsk::UMEM_FRAMES } else { 0 },
             "rx_ring_frame_bytes": self.ring_frame_bytes,
-            "io": if xdp_on { "AF_XDP copy mode, one UMEM shared by both ports (frames lent to the core), XDP arrival stamps, TX checksum metadata, epoll+timerfd" } else if self.cfg.rx_ring { "AF_PACKET TPACKET_V2 rx ring + sendmmsg, PACKET_VNET_HDR, epoll+timerfd" } else { "AF_PACKET recvmmsg/sendmmsg, PACKET_VNET_HDR, epoll+timerfd" },
+            "io": if xdp_on { "AF_XDP copy mode, XDP arrival stamps, TX checksum metadata, epoll+timerfd" } else if self.cfg.rx_ring { "AF_PACKET TPACKET_V2 rx ring + sendmmsg, PACKET_VNET_HDR, epoll+timerfd" } else { "AF_PACKET recvmmsg/sendmmsg, PACKET_VNET_HDR, epoll+timerfd" },
             "io_kind": if xdp_on { "xdp" } else { "packet" },
             "io_fallback": self.io_fallback,
             "xdp": if xdp_on { serde_json::Value::Object(xdp) } else { serde_json::Value::Null },
@@ -450,12 +446,9 @@ impl Worker {
         }
     }
 
-    fn recycle(&mut self, b: Buf) {
-        // a lent frame goes back to its port's free list as it drops
-        if let Buf::Owned(b) = b {
-            if self.pool.len() < POOL_MAX && b.capacity() >= self.slot {
-                self.pool.push(b);
-            }
+    fn recycle(&mut self, b: Vec<u8>) {
+        if self.pool.len() < POOL_MAX && b.capacity() >= self.slot {
+            self.pool.push(b);
         }
     }
 
@@ -585,9 +578,10 @@ impl Worker {
         // comes after recv has read the ring's producer (see rx_ring): a stamp is clamped
         // to it, never to an earlier clock.
         let mut now_read: Option<u64> = None;
+        let slot = self.slot;
         let (link, pool, st, rb) = (&mut self.link, &mut self.pool, &mut self.st, &mut self.rx[s]);
-        let n = x.recv(BATCH, pool, |buf, stamp| {
-            if buf.len() < 14 {
+        let n = x.recv(BATCH, |frame, stamp| {
+            if frame.len() < 14 {
                 st.rx_truncated += 1;
                 return;
             }
@@ -596,8 +590,11 @@ impl Worker {
             let t = if use_ts && stamp != 0 { stamp.min(now) } else { now };
             let t = t.max(rb.last_ns);
             rb.last_ns = t;
+            let mut buf = pool.pop().unwrap_or_else(|| Vec::with_capacity(slot));
+            buf.clear();
+            buf.extend_from_slice(frame);
             st.rx_packets += 1;
-            link.enqueue(t, s, Packet::with_buf(buf, 0));
+            link.enqueue(t, s, Packet::new(buf, 0));
         });
         self.xsk[s] = Some(x);
         n
@@ -612,24 +609,17 @@ impl Worker {
         }
         if self.xsk[1 - dir].is_some() {
             let mut x = self.xsk[1 - dir].take().unwrap();
-            // AF_XDP frames are always whole frames (head 0)
-            self.xsk_tx.extend(pkts.drain(..).map(|r| (r.pkt.buf, r.due_ns)));
-            let (st, tol, pool, slot) = (&mut self.st, self.late_tol, &mut self.pool, self.slot);
-            x.send(
-                &mut self.xsk_tx,
-                TX_WAIT_NAP_NS,
-                TX_WAIT_MAX_NS,
-                |due, t| {
-                    st.count_release(due, t, tol);
-                    st.forwarded += 1;
-                },
-                |v| {
-                    if pool.len() < POOL_MAX && v.capacity() >= slot {
-                        pool.push(v);
-                    }
-                },
-            );
+            let frames: Vec<(&[u8], u64)> = pkts.iter().map(|r| (r.pkt.frame(), r.due_ns)).collect();
+            let (st, tol) = (&mut self.st, self.late_tol);
+            x.send(&frames, TX_WAIT_NAP_NS, TX_WAIT_MAX_NS, |due, t| {
+                st.count_release(due, t, tol);
+                st.forwarded += 1;
+            });
+            drop(frames);
             self.xsk[1 - dir] = Some(x);
+            for r in pkts.drain(..) {
+                self.recycle(r.pkt.buf);
+            }
             self.by_dir[dir] = pkts;
             return;
         }
@@ -835,7 +825,8 @@ fn open_xsk(cfg: &Config) -> Result<([Option<XskPort>; 2], Option<String>), SysE
     let mtu = |n: &str| PacketSocket::describe(n).map(|p| p.mtu);
     let frame_max = mtu(&cfg.west)?.max(mtu(&cfg.east)?) + 18;
     let open = || -> Result<[Option<XskPort>; 2], SysError> {
-        let [w, e] = XskPort::open_pair(&cfg.west, &cfg.east, frame_max)?;
+        let w = XskPort::open(&cfg.west, frame_max)?;
+        let e = XskPort::open(&cfg.east, frame_max)?;
         Ok([Some(w), Some(e)])
     };
     match open() {

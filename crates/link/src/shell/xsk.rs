@@ -7,16 +7,8 @@
 //! sender's context, as with the TPACKET ring) and stamps its arrival time, and a send is
 //! one `sendto` per 32 descriptors. Kernel interfaces used, all documented in
 //! Documentation/networking/af_xdp.rst and xsk-tx-metadata.rst:
-//! - one UMEM shared by both ports (the second socket binds with XDP_SHARED_UMEM and
-//!   its own fill and completion rings): a received frame is lent to the core as it is
-//!   (`packet::Lent`), waits there for its due time, and the other port transmits it from
-//!   the same memory, so the shell copies nothing. Frames circulate free list -> fill
-//!   ring -> rx ring -> core -> tx ring -> completion ring -> free list; a frame the core
-//!   drops goes back to the free list when the packet is dropped. When few frames are
-//!   free (the core holds many: long delays, deep queues) a received frame is copied out
-//!   and its frame given back at once, so the fill rings never run dry because of us;
-//! - copies remain inside the kernel (copy mode: skb -> UMEM on receipt, UMEM -> skb on
-//!   transmission): veth has no zero-copy AF_XDP;
+//! - one UMEM per port: receive frames circulate fill ring -> rx ring -> (copied out) ->
+//!   fill ring; transmit frames circulate tx ring -> completion ring -> free list;
 //! - an XDP program (assembled below, 17 instructions) that writes `bpf_ktime_get_ns()`
 //!   (CLOCK_MONOTONIC) into 8 bytes of metadata in front of the frame and redirects it to
 //!   the port's socket through an XSKMAP; it is attached with a bpf_link, so it goes away
@@ -28,19 +20,14 @@
 //!   so every TCP/UDP frame (IPv4, or IPv6 without extension headers) is sent as
 //!   partial (see docs/link.md).
 //!
-//! Contract: `recv` hands out (buffer, arrival ns or 0) in arrival order, the buffer lent
-//! from the UMEM or copied; `send` takes buffers of either kind, keeps order, retries
-//! frames the receiving side refused (as the AF_PACKET path does on ENOBUFS) and counts
-//! the ones it gave up on.
+//! Contract: `recv` hands out (frame bytes, arrival ns or 0) in arrival order and returns
+//! the frames to the kernel at once; `send` keeps order, retries frames the receiving
+//! side refused (as the AF_PACKET path does on ENOBUFS) and counts the ones it gave up on.
 
-use std::cell::UnsafeCell;
-use std::collections::VecDeque;
 use std::io;
 use std::os::fd::RawFd;
 use std::ptr;
 use std::sync::atomic::{AtomicU32, Ordering};
-
-use crate::packet::{Buf, Lent};
 
 use super::sys::{nap, now_ns, SysError};
 
@@ -53,7 +40,6 @@ const XDP_UMEM_REG: i32 = 4;
 const XDP_UMEM_FILL_RING: i32 = 5;
 const XDP_UMEM_COMPLETION_RING: i32 = 6;
 const XDP_STATISTICS: i32 = 7;
-const XDP_SHARED_UMEM: u16 = 1 << 0;
 const XDP_COPY: u16 = 1 << 1;
 const XDP_UMEM_TX_METADATA_LEN: u32 = 1 << 2;
 const XDP_TX_METADATA: u32 = 1 << 1;
@@ -75,21 +61,13 @@ pub const PROG_NAME: &[u8; 8] = b"cca_xsk\0";
 /// Bytes of TX metadata in front of a transmitted frame: flags and the checksum request
 /// of struct xsk_tx_metadata (later fields, e.g. launch_time, are not used).
 const TXMD_LEN: usize = 16;
-/// Where a copied transmitted frame starts inside its chunk (room for the TX metadata).
+/// Where a transmitted frame starts inside its chunk (room for the TX metadata).
 const TX_OFF: u64 = 64;
-/// Where a received frame's arrival stamp lies in its chunk: the 8 bytes of XDP metadata
-/// in front of the frame, which copy mode puts XDP_PACKET_HEADROOM (256) in.
-const STAMP_AT: usize = 256 - 8;
-/// Fill-ring (and rx-ring) entries per port: frames waiting for arrivals, ~33 ms of
-/// 1500-byte frames at 3 Gbit/s.
-const FILL_FRAMES: u32 = 8192;
+/// Descriptors per ring; receive frames per port (~65 ms of 1500-byte frames at 2 Gbit/s).
+const RX_FRAMES: u32 = 16384;
 const TX_FRAMES: u32 = 4096;
-/// Frames of the shared UMEM (2 KiB each for MTU 1500: 96 MiB): both fill rings, the
-/// reserve, and ~28 000 frames the core may hold (a 1 Gbit/s link with 300 ms of delay).
-pub const UMEM_FRAMES: u32 = 49152;
-/// Free frames kept for copies: below this a received frame is copied out instead of
-/// lent, and transmitting a copied buffer still finds a frame.
-const RESERVE: usize = 4096;
+/// Frames of one port's UMEM.
+pub const UMEM_FRAMES: u32 = RX_FRAMES + TX_FRAMES;
 /// The kernel's transmit budget per sendto in copy mode (max_tx_budget, default 32).
 const KICK_BATCH: usize = 32;
 
@@ -252,6 +230,9 @@ fn l4_checksum(f: &[u8]) -> Option<(u16, u16)> {
     }
 }
 
+/// Marks a TX ring entry left by an earlier `send` call (its bytes are not at hand).
+const FOREIGN: usize = usize::MAX;
+
 /// The kernel's TX read position after a kick, from our previous copy `old`, the
 /// published consumer `published` and whether the kick returned EBUSY. The kernel
 /// (6.18 __xsk_generic_xmit) publishes its position only when the call sent a frame:
@@ -266,60 +247,19 @@ fn kernel_consumer(old: u32, published: u32, ebusy: bool) -> u32 {
     }
 }
 
-/// UMEM frames held by neither the kernel nor the core (chunk addresses). One list for
-/// the two ports, used by one thread; never freed, so a packet dropped late (after the
-/// ports closed) still has somewhere to return its frame.
-struct FreeList {
-    frames: UnsafeCell<Vec<u64>>,
-    /// Clears a frame address down to its chunk.
-    mask: u64,
-}
-
-impl FreeList {
-    // SAFETY (all three): one thread uses the list, and no reference into it outlives
-    // the call (a `Lent` dropped inside `recv`'s callback pushes onto it).
-    fn pop(&self) -> Option<u64> {
-        unsafe { (*self.frames.get()).pop() }
-    }
-    fn push(&self, addr: u64) {
-        unsafe { (*self.frames.get()).push(addr & self.mask) }
-    }
-    fn len(&self) -> usize {
-        unsafe { (*self.frames.get()).len() }
-    }
-}
-
-/// `Lent`'s release: the core dropped a packet whose frame it borrowed.
-unsafe fn give_back(ctx: *const (), addr: u64) {
-    (*(ctx as *const FreeList)).push(addr)
-}
-
-/// A frame on the TX ring that the kernel has not read yet.
-#[derive(Clone, Copy)]
-struct Pending {
-    addr: u64,
-    len: u32,
-    due: u64,
-    /// Left by an earlier `send` call: accounted when taken, never sent again.
-    foreign: bool,
-}
-
-/// An AF_XDP socket on queue 0 of one interface, with its XDP program, on the UMEM both
-/// ports share.
+/// An AF_XDP socket on queue 0 of one interface, with its UMEM and XDP program.
 pub struct XskPort {
     pub fd: RawFd,
     pub ifname: String,
     umem: *mut u8,
-    /// Length of the UMEM mapping, to unmap it (0: the other port owns it).
     umem_len: usize,
     chunk: u64,
     rx: Ring,
     tx: Ring,
     fill: Ring,
     comp: Ring,
-    free: &'static FreeList,
-    /// A refused frame's bytes while it is copied to a fresh frame.
-    scratch: Vec<u8>,
+    /// Transmit frames not in the kernel's hands (chunk addresses).
+    tx_free: Vec<u64>,
     prog_fd: RawFd,
     map_fd: RawFd,
     link_fd: RawFd,
@@ -328,11 +268,9 @@ pub struct XskPort {
     pub tx_lost: u64,
     /// Kicks in which the receiving side dropped a frame (EBUSY), each sent again.
     pub tx_refused: u64,
-    /// Received frames lent to the core / copied out (few frames free).
-    pub rx_lent: u64,
-    pub rx_copied: u64,
-    /// Frames on the TX ring, in ring order, from the kernel's read position on.
-    pending: VecDeque<Pending>,
+    /// Frames on the TX ring, in ring order, from the kernel's read position on: (index
+    /// into `send`'s argument or FOREIGN for one left by an earlier call, due time).
+    pending: std::collections::VecDeque<(usize, u64)>,
     /// Our copy of the kernel's own TX read position, which it publishes late (see
     /// `kernel_consumer`).
     kc: u32,
@@ -342,18 +280,9 @@ pub struct XskPort {
 unsafe impl Send for XskPort {}
 
 impl XskPort {
-    /// Open both ports on one shared UMEM (the first registers it, the second binds with
-    /// XDP_SHARED_UMEM). `frame_max` is the longest frame (Ethernet header included) a
-    /// port must carry.
-    pub fn open_pair(west: &str, east: &str, frame_max: usize) -> Result<[XskPort; 2], SysError> {
-        let w = XskPort::open(west, frame_max, None)?;
-        let e = XskPort::open(east, frame_max, Some(&w))?;
-        Ok([w, e])
-    }
-
-    /// Open the socket, map its rings (and the UMEM unless `share` has it), attach the XDP
-    /// program.
-    fn open(ifname: &str, frame_max: usize, share: Option<&XskPort>) -> Result<XskPort, SysError> {
+    /// Open the socket, map its rings and UMEM, attach the XDP program. `frame_max` is the
+    /// longest frame (Ethernet header included) the port must carry.
+    pub fn open(ifname: &str, frame_max: usize) -> Result<XskPort, SysError> {
         let cname = std::ffi::CString::new(ifname).map_err(|_| SysError {
             attempt: "look up interface".into(),
             object: ifname.into(),
@@ -363,70 +292,56 @@ impl XskPort {
         if ifindex == 0 {
             return Err(err("look up interface", ifname));
         }
-        // Copy mode puts a received frame XDP_PACKET_HEADROOM (256) into its chunk; a lent
-        // frame is sent from there, its TX metadata inside that headroom.
-        let need = frame_max + 256;
-        let chunk: u64 = if need <= 2048 { 2048 } else { 4096 };
-        if need > 4096 {
+        // Copy mode puts a received frame XDP_PACKET_HEADROOM (256) into its chunk.
+        let chunk: u64 = if frame_max + 256 <= 2048 { 2048 } else { 4096 };
+        if frame_max + 256 > 4096 {
             return Err(SysError {
                 attempt: "AF_XDP: frames of this MTU do not fit a 4 KiB chunk".into(),
                 object: ifname.into(),
                 cause: io::Error::from(io::ErrorKind::InvalidInput),
             });
         }
+        let nframes = (RX_FRAMES + TX_FRAMES) as usize;
+        let umem_len = nframes * chunk as usize;
         let fd = unsafe { libc::socket(AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
         if fd < 0 {
             return Err(err("open AF_XDP socket", ifname));
         }
         // From here on a failure closes what was opened (see Drop).
-        let (umem, umem_len, free) = match share {
-            Some(o) => (o.umem, 0, o.free),
-            None => {
-                let len = UMEM_FRAMES as usize * chunk as usize;
-                let m = unsafe {
-                    libc::mmap(
-                        ptr::null_mut(),
-                        len,
-                        libc::PROT_READ | libc::PROT_WRITE,
-                        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
-                        -1,
-                        0,
-                    )
-                };
-                if m == libc::MAP_FAILED {
-                    unsafe { libc::close(fd) };
-                    return Err(err("map AF_XDP UMEM", ifname));
-                }
-                let frames = (0..UMEM_FRAMES as u64).rev().map(|i| i * chunk).collect();
-                let free: &'static FreeList =
-                    Box::leak(Box::new(FreeList { frames: UnsafeCell::new(frames), mask: !(chunk - 1) }));
-                (m as *mut u8, len, free)
-            }
+        let umem = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                umem_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                -1,
+                0,
+            )
         };
-        let mut partial = Partial { fd, umem, umem_len, fds: Vec::new() };
+        if umem == libc::MAP_FAILED {
+            unsafe { libc::close(fd) };
+            return Err(err("map AF_XDP UMEM", ifname));
+        }
+        let mut partial = Partial { fd, umem: umem as *mut u8, umem_len, fds: Vec::new() };
         let so = |opt: i32, v: *const libc::c_void, l: usize, what: &str| -> Result<(), SysError> {
             if unsafe { libc::setsockopt(fd, SOL_XDP, opt, v, l as u32) } < 0 {
                 return Err(err(what, ifname));
             }
             Ok(())
         };
-        if share.is_none() {
-            let reg = UmemReg {
-                addr: umem as u64,
-                len: umem_len as u64,
-                chunk_size: chunk as u32,
-                headroom: 0,
-                flags: XDP_UMEM_TX_METADATA_LEN,
-                tx_metadata_len: TXMD_LEN as u32,
-            };
-            so(XDP_UMEM_REG, &reg as *const _ as _, std::mem::size_of::<UmemReg>(), "setsockopt XDP_UMEM_REG (TX metadata needs kernel >= 6.8)")?;
-        }
-        // A socket sharing the UMEM from another device has fill and completion rings of
-        // its own (kernel >= 5.10).
+        let reg = UmemReg {
+            addr: umem as u64,
+            len: umem_len as u64,
+            chunk_size: chunk as u32,
+            headroom: 0,
+            flags: XDP_UMEM_TX_METADATA_LEN,
+            tx_metadata_len: TXMD_LEN as u32,
+        };
+        so(XDP_UMEM_REG, &reg as *const _ as _, std::mem::size_of::<UmemReg>(), "setsockopt XDP_UMEM_REG (TX metadata needs kernel >= 6.8)")?;
         for (o, n) in [
-            (XDP_UMEM_FILL_RING, FILL_FRAMES),
+            (XDP_UMEM_FILL_RING, RX_FRAMES),
             (XDP_UMEM_COMPLETION_RING, TX_FRAMES),
-            (XDP_RX_RING, FILL_FRAMES),
+            (XDP_RX_RING, RX_FRAMES),
             (XDP_TX_RING, TX_FRAMES),
         ] {
             so(o, &n as *const u32 as _, 4, "setsockopt AF_XDP ring size")?;
@@ -469,31 +384,25 @@ impl XskPort {
                 mask: n - 1,
             })
         };
-        let rx = map(&off.rx, PGOFF_RX, FILL_FRAMES, 16)?;
+        let rx = map(&off.rx, PGOFF_RX, RX_FRAMES, 16)?;
         let tx = map(&off.tx, PGOFF_TX, TX_FRAMES, 16)?;
-        let fill = map(&off.fr, PGOFF_FILL, FILL_FRAMES, 8)?;
+        let fill = map(&off.fr, PGOFF_FILL, RX_FRAMES, 8)?;
         let comp = map(&off.cr, PGOFF_COMP, TX_FRAMES, 8)?;
-        // The fill ring starts full (the free list has frames for both ports and more).
-        for i in 0..FILL_FRAMES {
-            let a = free.pop().expect("UMEM_FRAMES covers both fill rings");
-            unsafe { *fill.addr_at(i) = a };
+        // Every receive frame starts in the fill ring.
+        for i in 0..RX_FRAMES {
+            unsafe { *fill.addr_at(i) = i as u64 * chunk };
         }
-        fill.set_prod(FILL_FRAMES);
-        // A sharing socket may not pass mode flags: it inherits copy mode from the UMEM.
+        fill.set_prod(RX_FRAMES);
+        let tx_free = (RX_FRAMES..RX_FRAMES + TX_FRAMES).rev().map(|i| i as u64 * chunk).collect();
         let sa = SockaddrXdp {
             family: AF_XDP as u16,
-            flags: if share.is_some() { XDP_SHARED_UMEM } else { XDP_COPY },
+            flags: XDP_COPY,
             ifindex,
             queue_id: 0,
-            shared_umem_fd: share.map_or(0, |o| o.fd as u32),
+            shared_umem_fd: 0,
         };
         if unsafe { libc::bind(fd, &sa as *const _ as _, std::mem::size_of::<SockaddrXdp>() as u32) } < 0 {
-            let what = if share.is_some() { "bind AF_XDP socket (shared UMEM, queue 0)" } else { "bind AF_XDP socket (copy mode, queue 0)" };
-            // the fill ring's frames go back before the error is returned
-            for i in 0..FILL_FRAMES {
-                free.push(unsafe { *fill.addr_at(i) });
-            }
-            return Err(err(what, ifname));
+            return Err(err("bind AF_XDP socket (copy mode, queue 0)", ifname));
         }
         let mut a = [0u64; 16];
         a[0] = BPF_MAP_TYPE_XSKMAP | (4 << 32);
@@ -544,38 +453,30 @@ impl XskPort {
         Ok(XskPort {
             fd,
             ifname: ifname.into(),
-            umem,
+            umem: umem as *mut u8,
             umem_len,
             chunk,
             rx,
             tx,
             fill,
             comp,
-            free,
-            scratch: Vec::with_capacity(chunk as usize),
+            tx_free,
             prog_fd: prog_fd as RawFd,
             map_fd: map_fd as RawFd,
             link_fd: link_fd as RawFd,
             tx_waits: 0,
             tx_lost: 0,
             tx_refused: 0,
-            rx_lent: 0,
-            rx_copied: 0,
-            pending: VecDeque::with_capacity(TX_FRAMES as usize),
+            pending: std::collections::VecDeque::with_capacity(TX_FRAMES as usize),
             kc: 0,
         })
     }
 
-    /// Hand up to `max` received frames to `f(buffer, arrival_ns)` (0 when the XDP
-    /// program had no room for its stamp) and keep the fill ring as full as it was. A
-    /// frame is lent while more than RESERVE frames are free; otherwise it is copied into a
-    /// buffer from `pool` and goes straight back to the fill ring. `f` runs only after the
-    /// ring's producer was read: a clock read in `f` is later than every arrival it is
-    /// handed.
-    pub fn recv(&mut self, max: usize, pool: &mut Vec<Vec<u8>>, mut f: impl FnMut(Buf, u64)) -> usize {
-        // Frames this port finished sending count as free before lending is decided (the
-        // free list is shared, so each port's receive also serves the other's sends).
-        self.reclaim();
+    /// Hand up to `max` received frames to `f(frame, arrival_ns)` (0 when the XDP program
+    /// had no room for its stamp), then give the frames back to the kernel. `f` runs only
+    /// after the ring's producer was read: a clock read in `f` is later than every
+    /// arrival it is handed.
+    pub fn recv(&mut self, max: usize, mut f: impl FnMut(&[u8], u64)) -> usize {
         let cons = self.rx.cons();
         let n = self.rx.prod().wrapping_sub(cons).min(max as u32);
         if n == 0 {
@@ -594,50 +495,31 @@ impl XskPort {
             } else {
                 0
             };
-            let data = unsafe { self.umem.add(d.addr as usize) };
-            let refill = if self.free.len() > RESERVE {
-                let buf = Buf::Lent(unsafe {
-                    Lent::new(data, d.len as usize, d.addr, self.free as *const FreeList as *const (), give_back)
-                });
-                let r = self.free.pop().expect("more than RESERVE frames are free");
-                self.rx_lent += 1;
-                f(buf, stamp);
-                r
-            } else {
-                // zero-initialised, as every pooled buffer (see Worker::new_buf)
-                let mut v = pool.pop().unwrap_or_else(|| vec![0u8; self.chunk as usize]);
-                v.clear();
-                v.extend_from_slice(unsafe { std::slice::from_raw_parts(data, d.len as usize) });
-                self.rx_copied += 1;
-                f(Buf::Owned(v), stamp);
-                base
-            };
-            unsafe { *self.fill.addr_at(fprod.wrapping_add(i)) = refill };
+            let data = unsafe { std::slice::from_raw_parts(self.umem.add(d.addr as usize), d.len as usize) };
+            f(data, stamp);
+            unsafe { *self.fill.addr_at(fprod.wrapping_add(i)) = base };
         }
         self.rx.set_cons(cons.wrapping_add(n));
         self.fill.set_prod(fprod.wrapping_add(n));
         n as usize
     }
 
-    /// Frames the kernel has finished sending go back to the free list.
     fn reclaim(&mut self) {
         let (p, c) = (self.comp.prod(), self.comp.cons());
-        let mut i = c;
-        while i != p {
+        for i in c..p {
             let a = unsafe { *self.comp.addr_at(i) };
-            // A sent frame may have left bytes (TX metadata, a copied frame) where the
-            // next received frame's arrival stamp goes (8 bytes before 256): clear them.
-            let base = a & !(self.chunk - 1);
-            unsafe { (self.umem.add(base as usize + STAMP_AT) as *mut u64).write_unaligned(0) };
-            self.free.push(a);
-            i = i.wrapping_add(1);
+            self.tx_free.push(a & !(self.chunk - 1));
         }
         self.comp.set_cons(p);
     }
 
-    /// Put the frame at `addr` on the TX ring at index `at`, with a checksum request.
-    fn write_desc(&mut self, at: u32, addr: u64, len: u32) {
-        let frame = unsafe { std::slice::from_raw_parts(self.umem.add(addr as usize), len as usize) };
+    /// Put `frame` on the TX ring at index `at` in a fresh transmit frame.
+    fn write_desc(&mut self, at: u32, frame: &[u8]) {
+        let base = self.tx_free.pop().expect("a free transmit frame");
+        let addr = base + TX_OFF;
+        unsafe {
+            ptr::copy_nonoverlapping(frame.as_ptr(), self.umem.add(addr as usize), frame.len());
+        }
         let mut options = 0;
         if let Some((start, off)) = l4_checksum(frame) {
             let md = unsafe { self.umem.add(addr as usize - TXMD_LEN) };
@@ -649,73 +531,42 @@ impl XskPort {
             options = XDP_TX_METADATA;
         }
         unsafe {
-            *self.tx.desc_at(at) = XdpDesc { addr, len, options };
+            *self.tx.desc_at(at) = XdpDesc { addr, len: frame.len() as u32, options };
         }
     }
 
-    /// Send `frames` (buffer, due time) in order; `frames` is left empty. `sent(due, t)`
-    /// is called as each frame leaves (t: the clock when its kick began); `recycle` gets
-    /// the owned buffers back once copied. A frame the receiving side drops (its backlog
-    /// full: sendto says EBUSY) is sent again, ahead of the ones behind it, after a pause
-    /// of `nap_ns`, for at most `wait_max_ns` of pauses in all per call. Past that, frames
-    /// already on the ring stay there and are accounted when the kernel takes them (in a
-    /// later call); frames not yet on it count in `tx_lost` (and their frames are freed).
-    pub fn send(
-        &mut self,
-        frames: &mut Vec<(Buf, u64)>,
-        nap_ns: u64,
-        wait_max_ns: u64,
-        mut sent: impl FnMut(u64, u64),
-        mut recycle: impl FnMut(Vec<u8>),
-    ) {
+    /// Send `frames` (bytes, due time) in order. `sent(due, t)` is called as each frame
+    /// leaves (t: the clock when its kick began). A frame the receiving side drops (its
+    /// backlog full: sendto says EBUSY) is sent again, ahead of the ones behind it, after
+    /// a pause of `nap_ns`, for at most `wait_max_ns` of pauses in all per call. Past
+    /// that, frames already on the ring stay there and are accounted when the kernel takes
+    /// them (in a later call); frames not yet on it count in `tx_lost`.
+    pub fn send(&mut self, frames: &[(&[u8], u64)], nap_ns: u64, wait_max_ns: u64, mut sent: impl FnMut(u64, u64)) {
         let mut pending = std::mem::take(&mut self.pending);
-        // Entries left on the ring by an earlier call may have been taken inside
-        // epoll_wait (copy mode transmits in poll), the first of them dropped without the
-        // position being published: until they are accounted, `kc` may be one behind,
-        // and a refused frame is counted lost rather than put back at a wrong slot.
-        let mut trust_kc = pending.is_empty();
-        let mut it = frames.drain(..).peekable();
-        let mut waited = 0;
+        let (mut next, mut waited) = (0, 0);
         loop {
             self.reclaim();
             let room = (TX_FRAMES - self.tx.prod().wrapping_sub(self.tx.cons())) as usize;
+            let k = (frames.len() - next).min(KICK_BATCH).min(room).min(self.tx_free.len());
             let start = self.tx.prod();
-            let mut k = 0;
-            while k < KICK_BATCH.min(room) {
-                // a copy needs a free frame; without one, wait below for completions
-                if matches!(it.peek(), Some((Buf::Owned(_), _))) && self.free.len() == 0 {
-                    break;
-                }
-                let Some((buf, due)) = it.next() else { break };
-                let (addr, len) = match buf {
-                    Buf::Lent(l) => {
-                        let len = l.len() as u32;
-                        (l.into_token(), len)
-                    }
-                    Buf::Owned(v) => {
-                        let addr = self.free.pop().expect("checked above") + TX_OFF;
-                        unsafe { ptr::copy_nonoverlapping(v.as_ptr(), self.umem.add(addr as usize), v.len()) };
-                        let len = v.len() as u32;
-                        recycle(v);
-                        (addr, len)
-                    }
-                };
-                self.write_desc(start.wrapping_add(k as u32), addr, len);
-                pending.push_back(Pending { addr, len, due, foreign: false });
-                k += 1;
+            for j in 0..k {
+                let (f, due) = frames[next + j];
+                self.write_desc(start.wrapping_add(j as u32), f);
+                pending.push_back((next + j, due));
             }
             self.tx.set_prod(start.wrapping_add(k as u32));
+            next += k;
             if pending.is_empty() {
-                if it.peek().is_none() {
+                if next == frames.len() {
                     break;
                 }
-                // No frame could be written: every free frame is still held by the
+                // No frame could be written: every transmit frame is still held by the
                 // receiving side (its completion comes when that side takes the skb).
                 self.tx_waits += 1;
                 nap(nap_ns);
                 waited += nap_ns;
                 if waited >= wait_max_ns {
-                    self.tx_lost += it.len() as u64;
+                    self.tx_lost += (frames.len() - next) as u64;
                     break;
                 }
                 continue;
@@ -723,26 +574,22 @@ impl XskPort {
             // the frames are handed over when the kick starts (as sendmmsg's are)
             let t = now_ns();
             let rc = self.kick();
-            let (old, published) = (self.kc, self.tx.cons());
+            let old = self.kc;
             if rc == -libc::EBUSY {
                 self.tx_refused += 1;
             }
-            self.kc = kernel_consumer(old, published, rc == -libc::EBUSY);
-            // a published position ahead of ours is exact
-            trust_kc |= (published.wrapping_sub(old) as i32) > 0;
+            self.kc = kernel_consumer(old, self.tx.cons(), rc == -libc::EBUSY);
             let taken = self.kc.wrapping_sub(old) as usize;
             for j in 0..taken {
-                let Some(p) = pending.pop_front() else { continue };
+                let (i, due) = pending.pop_front().unwrap_or((FOREIGN, 0));
                 let refused = rc == -libc::EBUSY && j + 1 == taken;
                 if !refused {
-                    sent(p.due, t);
-                } else if let Some(addr) =
-                    (trust_kc && !p.foreign && waited < wait_max_ns).then(|| self.requeue_at_head(p)).flatten()
-                {
+                    sent(due, t);
+                } else if i != FOREIGN && waited < wait_max_ns && self.requeue_at_head(frames[i].0) {
                     // The kernel reads a descriptor only when it sends it, and only
                     // inside our own sendto/poll calls: the entries behind it can be
                     // shifted to put this frame first again.
-                    pending.push_front(Pending { addr, ..p });
+                    pending.push_front((i, due));
                     self.tx_waits += 1;
                     nap(nap_ns);
                     waited += nap_ns;
@@ -766,16 +613,10 @@ impl XskPort {
                 // What is on the ring goes when the kernel can send it (a later kick, or
                 // the poll in epoll_wait) and is accounted then; the rest is lost.
                 for e in pending.iter_mut() {
-                    e.foreign = true;
+                    e.0 = FOREIGN;
                 }
-                self.tx_lost += it.len() as u64;
+                self.tx_lost += (frames.len() - next) as u64;
                 break;
-            }
-        }
-        // Frames never put on the ring: lent ones go back to the free list as they drop.
-        for (b, _) in it {
-            if let Buf::Owned(v) = b {
-                recycle(v);
             }
         }
         self.pending = pending;
@@ -786,29 +627,22 @@ impl XskPort {
         self.pending.len() as u64
     }
 
-    /// Put a copy of the refused frame `p` back at the head of the TX ring, where the
-    /// kernel reads next; returns the copy's address (None: no frame or ring slot free).
-    /// A copy, because the kernel consumed the refused descriptor: its frame comes back
-    /// on the completion ring and may be reused at once.
-    fn requeue_at_head(&mut self, p: Pending) -> Option<u64> {
-        self.scratch.clear();
-        self.scratch
-            .extend_from_slice(unsafe { std::slice::from_raw_parts(self.umem.add(p.addr as usize), p.len as usize) });
+    /// Put `frame` back at the head of the TX ring, where the kernel reads next (false:
+    /// no transmit frame or ring slot free).
+    fn requeue_at_head(&mut self, frame: &[u8]) -> bool {
         self.reclaim();
-        let (c, pr) = (self.kc, self.tx.prod());
-        if pr.wrapping_sub(self.tx.cons()) >= TX_FRAMES {
-            return None;
+        let (c, p) = (self.kc, self.tx.prod());
+        if self.tx_free.is_empty() || p.wrapping_sub(self.tx.cons()) >= TX_FRAMES {
+            return false;
         }
-        let addr = self.free.pop()? + TX_OFF;
-        unsafe { ptr::copy_nonoverlapping(self.scratch.as_ptr(), self.umem.add(addr as usize), self.scratch.len()) };
-        let mut i = pr;
+        let mut i = p;
         while i != c {
             unsafe { *self.tx.desc_at(i) = *self.tx.desc_at(i.wrapping_sub(1)) };
             i = i.wrapping_sub(1);
         }
-        self.write_desc(c, addr, p.len);
-        self.tx.set_prod(pr.wrapping_add(1));
-        Some(addr)
+        self.write_desc(c, frame);
+        self.tx.set_prod(p.wrapping_add(1));
+        true
     }
 
     /// Ask the kernel to send what is on the TX ring (copy mode sends up to 32 per call).
@@ -845,9 +679,7 @@ impl Drop for Partial {
         }
         unsafe {
             libc::close(self.fd);
-            if self.umem_len > 0 {
-                libc::munmap(self.umem as *mut libc::c_void, self.umem_len);
-            }
+            libc::munmap(self.umem as *mut libc::c_void, self.umem_len);
         }
     }
 }
@@ -860,11 +692,7 @@ impl Drop for XskPort {
             libc::close(self.prog_fd);
             libc::close(self.map_fd);
             libc::close(self.fd);
-            // the UMEM's owner unmaps it; the kernel keeps its pages while the other
-            // socket still uses them
-            if self.umem_len > 0 {
-                libc::munmap(self.umem as *mut libc::c_void, self.umem_len);
-            }
+            libc::munmap(self.umem as *mut libc::c_void, self.umem_len);
         }
     }
 }
