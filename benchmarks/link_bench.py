@@ -4,7 +4,9 @@ side in one run (these machines are noisy, so only same-run ratios mean somethin
 
   (a) goodput of one cubic iperf3 flow through the emulator (20 ms one-way delay,
       unlimited rate, MTU 1500, offloads off) and its ratio to a plain veth pair, for
-      each packet I/O (--io packet,xdp: AF_PACKET and AF_XDP, interleaved);
+      each packet I/O (--io packet,xdp: AF_PACKET and AF_XDP, interleaved); also the
+      plain pair with its endpoints confined to the CPUs the emulator leaves them, and
+      the emulator's CPU time over the run's wall time;
   (b) delay error (release lateness) under load at 100 Mbit/s and 1 Gbit/s:
       p50/p99/max from link.json;
   (c) CPU time of the emulator per forwarded packet;
@@ -34,32 +36,44 @@ def cpu_per_pkt(j):
     return (j["cpu_user_s"] + j["cpu_sys_s"]) / n * 1e9
 
 
+def busy(j):
+    """The emulator's CPU time over the run's wall time; the rest is its naps and sleeps
+    and time the hypervisor gave to others (steal). Whether it kept up is its lateness."""
+    return (j["cpu_user_s"] + j["cpu_sys_s"]) / max((j["end_ns"] - j["start_ns"]) / 1e9, 1e-9)
+
+
 IOS = ("packet", "xdp")
 
 
 def bench_a(secs, rounds, ios=IOS):
     """Plain veth and the emulator with each packet I/O, interleaved round by round so
     that background load hits all of them alike."""
-    plain_g, link_g, links = [], {io: [] for io in ios}, {io: [] for io in ios}
-    with Testbed("p", plain=True) as plain, Testbed("e") as tb:
+    plain_g, conf_g, link_g, links = [], [], {io: [] for io in ios}, {io: [] for io in ios}
+    with Testbed("p", plain=True) as plain, Testbed("c", plain=True, confine=True) as conf, \
+            Testbed("e") as tb:
         for r in range(rounds):
             plain_g.append(plain.iperf(secs, omit=2, port=5201 + r))
+            conf_g.append(conf.iperf(secs, omit=2, port=5221 + r))
             for k, io in enumerate(ios):
                 tb.start_link(direction(None, 20_000_000, {"packets": 10000}), io=io)
                 link_g[io].append(tb.iperf(secs, omit=2, port=5211 + 10 * k + r))
                 links[io].append(tb.stop_link())
-    gp = median(plain_g)
+    gp, gc = median(plain_g), median(conf_g)
     print("(a) one cubic flow, MTU 1500, TSO/GSO/GRO off")
     print(f"    plain veth:                          {gp / 1e9:6.2f} Gbit/s   (runs: {', '.join(f'{g / 1e9:.2f}' for g in plain_g)})")
+    print(f"    plain veth, endpoints on CPU {','.join(map(str, conf.confine_cpus)) or '-'} only: {gc / 1e9:6.2f} Gbit/s   "
+          f"(runs: {', '.join(f'{g / 1e9:.2f}' for g in conf_g)})   [the CPUs the emulator leaves the endpoints]")
     for io in ios:
         gl = median(link_g[io])
         j = links[io][-1]
         print(f"    ccarena-link io={io:6s} 20 ms, no limit: {gl / 1e9:6.2f} Gbit/s   (runs: {', '.join(f'{g / 1e9:.2f}' for g in link_g[io])})"
-              f"   ratio {gl / gp * 100:.0f} %   [goal >= 2 Gbit/s and >= 60 %]")
+              f"   ratio {gl / gp * 100:.0f} %   [goal >= 2 Gbit/s and >= 60 %]; "
+              f"{gl / gc * 100:.0f} % of the confined endpoints")
         print(f"        link: forwarded {j['forwarded']}, late>100us {j['late_packets']}, p50/p99/max late "
               f"{us(j['p50_late_ns'])}/{us(j['p99_late_ns'])}/{us(j['max_late_ns'])} us, "
               f"rx_ring_drops {j['rx_ring_drops']}, tx_errors {j['tx_errors']}, tx_waits {j['tx_waits']}; "
-              f"CPU/pkt {', '.join(f'{cpu_per_pkt(x):.0f}' for x in links[io])} ns")
+              f"CPU/pkt {', '.join(f'{cpu_per_pkt(x):.0f}' for x in links[io])} ns; "
+              f"emulator thread busy {', '.join(f'{busy(x) * 100:.0f}' for x in links[io])} % of the run")
     return [(f"(a) {io} saturated", x) for io in ios for x in links[io]]
 
 

@@ -47,11 +47,18 @@ def direction(rate_bps=None, delay_ns=0, buffer=None, queue=None, **extra) -> di
 
 
 class Testbed:
-    def __init__(self, tag: str, plain: bool = False, steer: bool = True):
+    def __init__(self, tag: str, plain: bool = False, steer: bool = True, confine: bool = False):
+        """``confine`` (plain only): the endpoints (iperf3 and their receive work) run on
+        the CPUs the orchestrator's placement leaves them next to an emulator, so the
+        reference path gets the same CPUs as the endpoints of an emulated one."""
         self.tag = f"ccalinktest{tag}{os.getpid() % 10000}"
         self.A, self.L, self.B = self.tag + "a", self.tag + "l", self.tag + "b"
         self.plain = plain
         self.link_cpus, self.rps_cpus = placement() if steer and not plain else ([], [])
+        self.confine_cpus: list[int] = []
+        if confine and plain:
+            self.confine_cpus = placement()[1]
+            self.rps_cpus = self.confine_cpus
         self.procs: list[subprocess.Popen] = []
         self.servers: dict[int, subprocess.Popen] = {}
         self.link: subprocess.Popen | None = None
@@ -158,6 +165,9 @@ class Testbed:
         self.procs.append(p)
         return p
 
+    def _taskset(self) -> list[str]:
+        return ["taskset", "-c", ",".join(map(str, self.confine_cpus))] if self.confine_cpus else []
+
     def iperf_servers(self, ports) -> None:
         for port in ports:
             old = self.servers.get(port)
@@ -167,14 +177,14 @@ class Testbed:
                 except subprocess.TimeoutExpired:
                     old.kill()
                     old.wait()
-            p = subprocess.Popen(["ip", "netns", "exec", self.B, "iperf3", "-s", "-1", "-p", str(port)],
+            p = subprocess.Popen(["ip", "netns", "exec", self.B, *self._taskset(), "iperf3", "-s", "-1", "-p", str(port)],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             self.procs.append(p)
             self.servers[port] = p
         time.sleep(0.3)
 
     def iperf_bg(self, port: int, seconds: float, parallel: int = 1, omit: int = 0) -> subprocess.Popen:
-        p = subprocess.Popen(["ip", "netns", "exec", self.A, "iperf3", "-c", B_IP, "-p", str(port), "-t", str(seconds),
+        p = subprocess.Popen(["ip", "netns", "exec", self.A, *self._taskset(), "iperf3", "-c", B_IP, "-p", str(port), "-t", str(seconds),
                               "-P", str(parallel), "-O", str(omit), "-C", "cubic", "-J"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.procs.append(p)
