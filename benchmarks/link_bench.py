@@ -71,7 +71,8 @@ def bench_a(secs, rounds, ios=IOS):
               f"{gl / gc * 100:.0f} % of the confined endpoints")
         print(f"        link: forwarded {j['forwarded']}, late>100us {j['late_packets']}, p50/p99/max late "
               f"{us(j['p50_late_ns'])}/{us(j['p99_late_ns'])}/{us(j['max_late_ns'])} us, "
-              f"rx_ring_drops {j['rx_ring_drops']}, tx_errors {j['tx_errors']}, tx_waits {j['tx_waits']}; "
+              f"rx_ring_drops {j['rx_ring_drops']}, ingress drops {', '.join(str(x.get('ingress_drops')) for x in links[io])}, "
+              f"tx_errors {j['tx_errors']}, tx_waits {j['tx_waits']}; "
               f"CPU/pkt {', '.join(f'{cpu_per_pkt(x):.0f}' for x in links[io])} ns; "
               f"emulator thread busy {', '.join(f'{busy(x) * 100:.0f}' for x in links[io])} % of the run")
     return [(f"(a) {io} saturated", x) for io in ios for x in links[io]]
@@ -95,7 +96,8 @@ def bench_b(secs, rates=(100, 1000), ios=IOS):
         how = "pinned+RPS" if steer else "unpinned  "
         print(f"    {how} io={io:6s} {rate / 1e6:5.0f} Mbit/s: goodput {g / 1e6:7.1f} Mbit/s; lateness p50 "
               f"{us(j['p50_late_ns'])} us, p99 {us(j['p99_late_ns'])} us, max {us(j['max_late_ns'])} us; "
-              f"late>100us {j['late_packets']}/{j['forwarded']}; CPU {cpu_per_pkt(j):.0f} ns/pkt")
+              f"late>100us {j['late_packets']}/{j['forwarded']}; ingress drops {j.get('ingress_drops')}; "
+              f"CPU {cpu_per_pkt(j):.0f} ns/pkt")
     return [(f"(b) {io} {rate / 1e6:.0f} Mbit/s {'pinned' if steer else 'unpinned'}", j)
             for steer, io, rate, g, j in rows]
 

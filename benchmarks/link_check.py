@@ -61,7 +61,7 @@ def main():
             check(f"goodput at {rate / 1e6:.0f} Mbit/s", f"{g / 1e6:.2f} Mbit/s = {r * 100:.1f} %", 0.95 <= r <= 1.0,
                   "95..100 %")
             print(f"      link: late_packets={j['late_packets']} p99_late={j['p99_late_ns'] / 1000:.0f} us "
-                  f"drops={j['w2e']['drops_queue']} rx_ring_drops={j['rx_ring_drops']} tx_errors={j['tx_errors']} "
+                  f"drops={j['w2e']['drops_queue']} rx_ring_drops={j['rx_ring_drops']} ingress_drops={j['ingress_drops']} tx_errors={j['tx_errors']} "
                   f"bytes_out/rate/time={j['w2e']['bytes_out'] * 8 / rate / ((j['end_ns'] - j['start_ns']) / 1e9) * 100:.1f} %")
 
         rate, B = 10_000_000, 50

@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 from ccarena.netns import sysfs_write  # noqa: E402
-from ccarena.testbed.user_link import cpu_mask, placement  # noqa: E402
+from ccarena.testbed.user_link import HANDOFF_QDISC_LIMIT, cpu_mask, placement  # noqa: E402
 LINK_BIN = ROOT / "target" / "release" / "ccarena-link"
 A_IP, B_IP = "10.9.0.1", "10.9.0.2"
 
@@ -102,6 +102,11 @@ class Testbed:
                      "net.ipv4.tcp_wmem=4096 16384 67108864")
             if self.rps_cpus:
                 sysfs_write(n, "class/net/eth0/queues/rx-0/rps_cpus", cpu_mask(self.rps_cpus))
+            if not self.plain:
+                # as the orchestrator's routers (user_link.handoff_qdiscs): bursts the
+                # emulator's ports cannot take at once wait instead of being dropped
+                self.nsx(n, "tc", "qdisc", "replace", "dev", "eth0", "root", "pfifo",
+                         "limit", str(HANDOFF_QDISC_LIMIT))
 
     def down(self) -> None:
         for p in self.procs + ([self.link] if self.link else []):
@@ -129,9 +134,12 @@ class Testbed:
         line = self.link.stdout.readline()
         if line.strip() != "READY":
             raise RuntimeError(f"ccarena-link did not start: {line!r} {self.link.stderr.read()}")
+        self._ingress0 = self.ingress_drops()
         time.sleep(0.2)
 
     def stop_link(self) -> dict:
+        """Stop the emulator -> its link.json, plus `ingress_drops`: the frames its ports'
+        peers dropped while it ran (not counted by the emulator itself)."""
         assert self.link is not None
         self.link.terminate()
         out, err = self.link.communicate(timeout=20)
@@ -139,7 +147,19 @@ class Testbed:
         self.link = None
         if rc != 0 or "DONE" not in out:
             raise RuntimeError(f"ccarena-link exit {rc}: {err.strip()}")
-        return json.loads((self.out_dir / "link.json").read_text())
+        j = json.loads((self.out_dir / "link.json").read_text())
+        if not self.plain:
+            j["ingress_drops"] = self.ingress_drops() - self._ingress0
+        return j
+
+    def ingress_drops(self) -> int:
+        """Frames A's and B's eth0 dropped on transmit so far: their peers are the
+        emulator's ports, so these never reached it (veth XDP ring or backlog full)."""
+        n = 0
+        for ns in (self.A, self.B):
+            j = json.loads(self.nsx(ns, "ip", "-s", "-j", "link", "show", "dev", "eth0"))
+            n += int(j[0]["stats64"]["tx"]["dropped"])
+        return n
 
     def link_pid(self) -> int:
         assert self.link is not None

@@ -5,8 +5,9 @@ A run is flagged (never silently averaged in) when
   but not judged: a busy machine matters only when it makes the tools late, which the
   sampling-gap and link-lateness checks see directly);
 - a flow engine missed more than SAMPLE_GAP_MAX of its sampling ticks;
-- the user-space link lost packets in its own receive or send path, or released more than LATE_MAX of
-  packets later than its tolerance (testbed/user_link.late_tolerance_ns);
+- the user-space link lost packets on the way into it (its ports' veth peers dropped
+  them: testbed/user_link.ingress_drops), in its own receive or send path, or released
+  more than LATE_MAX of packets later than its tolerance (testbed/user_link.late_tolerance_ns);
 - the kernel backend's shaper sent below SHAPER_MIN of its rate while its queue was
   backlogged (check_shaper);
 - a socket ran another congestion control than the one the study asked for;
@@ -36,7 +37,9 @@ def check_engine(host: str, engine: dict) -> list[str]:
     return []
 
 
-def check_link(link: dict) -> list[str]:
+def check_link(link: dict, ingress: dict | None = None) -> list[str]:
+    """`link` is link.json; `ingress` the frames its ports' peers dropped on the way in,
+    by direction (the emulator cannot see those; the orchestrator counts them)."""
     out = []
     for d, s in (link.get("directions") or {}).items() if isinstance(link.get("directions"),
                                                                       dict) else []:
@@ -53,6 +56,10 @@ def check_link(link: dict) -> list[str]:
     late = link.get("late_packets", 0) or 0
     if fwd and drops / fwd > LINK_RING_DROP_MAX:
         out.append(f"link: {drops} packets lost in its own receive path")
+    lost_in = sum((ingress or {}).values())
+    if fwd and lost_in / fwd > LINK_RING_DROP_MAX:
+        out.append(f"link: {lost_in} packets lost on the way into it (its ports could not "
+                   f"take them: {', '.join(f'{d} {n}' for d, n in sorted(ingress.items()) if n)})")
     # packets the kernel refused to take from the emulator (e.g. the receiving CPU's
     # backlog full for longer than the emulator waits): lost, and not by the model
     if fwd and tx_lost / fwd > LINK_RING_DROP_MAX:

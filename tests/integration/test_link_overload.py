@@ -39,6 +39,9 @@ def test_overload_is_dropped_and_counted_with_bounded_memory(tmp_path, no_leaks)
     reasons = " ".join(meta["invalid_reasons"])
     assert "ccarena-link exit" not in reasons and "failed" not in reasons, reasons
     link = meta["link"]
+    # what the routers' ports failed to hand to the link is counted, per direction
+    assert set(meta["link_ingress_drops"]) == {"w2e", "e2w"}
+    assert all(v >= 0 for v in meta["link_ingress_drops"].values()), meta["link_ingress_drops"]
     w2e = link["w2e"]
     assert w2e["drops_queue"] > 0.5 * w2e["arrivals"]       # 20x overload: most is dropped
     # every packet that arrived is accounted for: sent on, dropped, or still held at exit

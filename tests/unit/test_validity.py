@@ -13,6 +13,16 @@ def test_link_losses_in_its_own_paths_flag_the_run():
     assert validity.check_link(dict(ok, tx_errors=50, rx_ring_drops=50)) == []
 
 
+def test_losses_on_the_way_into_the_link_flag_the_run():
+    """Frames the routers' ports could not hand to the emulator (counted by the
+    orchestrator from their veth TX drops) are the emulator's losses too."""
+    ok = {"forwarded": 100_000, "rx_ring_drops": 0, "tx_errors": 0}
+    assert validity.check_link(ok, {"w2e": 0, "e2w": 0}) == []
+    assert validity.check_link(ok, {"w2e": 50, "e2w": 40}) == []       # below 0.1 %
+    r = validity.check_link(ok, {"w2e": 216, "e2w": 0})
+    assert len(r) == 1 and "on the way into it" in r[0] and "w2e 216" in r[0], r
+
+
 def test_late_releases_above_the_limit_flag_the_run():
     fwd = 100_000
     under = {"forwarded": fwd, "late_packets": int(fwd * validity.LATE_MAX) - 1}
