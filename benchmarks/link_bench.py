@@ -45,12 +45,12 @@ def busy(j):
 IOS = ("packet", "xdp")
 
 
-def bench_a(secs, rounds, ios=IOS):
+def bench_a(secs, rounds, ios=IOS, handoff=True):
     """Plain veth and the emulator with each packet I/O, interleaved round by round so
     that background load hits all of them alike."""
     plain_g, conf_g, link_g, links = [], [], {io: [] for io in ios}, {io: [] for io in ios}
     with Testbed("p", plain=True) as plain, Testbed("c", plain=True, confine=True) as conf, \
-            Testbed("e") as tb:
+            Testbed("e", handoff=handoff) as tb:
         for r in range(rounds):
             plain_g.append(plain.iperf(secs, omit=2, port=5201 + r))
             conf_g.append(conf.iperf(secs, omit=2, port=5221 + r))
@@ -59,7 +59,7 @@ def bench_a(secs, rounds, ios=IOS):
                 link_g[io].append(tb.iperf(secs, omit=2, port=5211 + 10 * k + r))
                 links[io].append(tb.stop_link())
     gp, gc = median(plain_g), median(conf_g)
-    print("(a) one cubic flow, MTU 1500, TSO/GSO/GRO off")
+    print(f"(a) one cubic flow, MTU 1500, TSO/GSO/GRO off{'' if tb.handoff else ', no hand-off fifo'}")
     print(f"    plain veth:                          {gp / 1e9:6.2f} Gbit/s   (runs: {', '.join(f'{g / 1e9:.2f}' for g in plain_g)})")
     print(f"    plain veth, endpoints on CPU {','.join(map(str, conf.confine_cpus)) or '-'} only: {gc / 1e9:6.2f} Gbit/s   "
           f"(runs: {', '.join(f'{g / 1e9:.2f}' for g in conf_g)})   [the CPUs the emulator leaves the endpoints]")
@@ -147,6 +147,8 @@ def main():
     ap.add_argument("--only", default="abd", help="subset of a, b, d")
     ap.add_argument("--rates", default="100,1000", help="(b): bottleneck rates in Mbit/s")
     ap.add_argument("--io", default=",".join(IOS), help="packet I/O kinds to compare in (a) and (b)")
+    ap.add_argument("--no-handoff", action="store_true",
+                    help="no fifo on the ports towards the emulator (shows the drops it prevents)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("link_bench: needs root (network namespaces)")
@@ -156,7 +158,7 @@ def main():
           f"load average {os.getloadavg()[0]:.2f} at start")
     runs = []
     if "a" in a.only:
-        runs += bench_a(a.seconds, a.rounds, tuple(a.io.split(",")))
+        runs += bench_a(a.seconds, a.rounds, tuple(a.io.split(",")), handoff=not a.no_handoff)
     if "b" in a.only:
         runs += bench_b(a.seconds, [float(r) for r in a.rates.split(",")], tuple(a.io.split(",")))
     if runs:

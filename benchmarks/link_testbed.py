@@ -47,13 +47,18 @@ def direction(rate_bps=None, delay_ns=0, buffer=None, queue=None, **extra) -> di
 
 
 class Testbed:
-    def __init__(self, tag: str, plain: bool = False, steer: bool = True, confine: bool = False):
+    def __init__(self, tag: str, plain: bool = False, steer: bool = True, confine: bool = False,
+                 handoff: bool = True):
         """``confine`` (plain only): the endpoints (iperf3 and their receive work) run on
         the CPUs the orchestrator's placement leaves them next to an emulator, so the
         reference path gets the same CPUs as the endpoints of an emulated one."""
         self.tag = f"ccalinktest{tag}{os.getpid() % 10000}"
         self.A, self.L, self.B = self.tag + "a", self.tag + "l", self.tag + "b"
         self.plain = plain
+        # as the orchestrator's routers (user_link.handoff_qdiscs), a fifo on the ports
+        # towards the emulator; here those are the hosts' own eth0 (unlike a router's
+        # port, TCP small queues also push back there)
+        self.handoff = handoff and not plain
         self.link_cpus, self.rps_cpus = placement() if steer and not plain else ([], [])
         self.confine_cpus: list[int] = []
         if confine and plain:
@@ -102,9 +107,7 @@ class Testbed:
                      "net.ipv4.tcp_wmem=4096 16384 67108864")
             if self.rps_cpus:
                 sysfs_write(n, "class/net/eth0/queues/rx-0/rps_cpus", cpu_mask(self.rps_cpus))
-            if not self.plain:
-                # as the orchestrator's routers (user_link.handoff_qdiscs): bursts the
-                # emulator's ports cannot take at once wait instead of being dropped
+            if self.handoff:
                 self.nsx(n, "tc", "qdisc", "replace", "dev", "eth0", "root", "pfifo",
                          "limit", str(HANDOFF_QDISC_LIMIT))
 
@@ -153,12 +156,15 @@ class Testbed:
         return j
 
     def ingress_drops(self) -> int:
-        """Frames A's and B's eth0 dropped on transmit so far: their peers are the
-        emulator's ports, so these never reached it (veth XDP ring or backlog full)."""
+        """Frames A's and B's eth0 (veth and hand-off fifo) dropped on transmit so far:
+        their peers are the emulator's ports, so these never reached it."""
         n = 0
         for ns in (self.A, self.B):
             j = json.loads(self.nsx(ns, "ip", "-s", "-j", "link", "show", "dev", "eth0"))
             n += int(j[0]["stats64"]["tx"]["dropped"])
+            q = [x for x in json.loads(self.nsx(ns, "tc", "-s", "-j", "qdisc", "show", "dev", "eth0"))
+                 if x.get("root") and x.get("kind") == "pfifo"]
+            n += int(q[0].get("drops", 0)) if q else 0
         return n
 
     def link_pid(self) -> int:

@@ -219,7 +219,7 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
             if backend == "user":
                 link_proc = user_link.start(topo, study, raw, r.seed, event_log=event_log,
                                             t0_ns=t0)
-                ingress0 = user_link.ingress_drops(topo)
+                ingress0 = user_link.ingress_counters(topo)
             for p in study.probes:
                 if p.kind == "pcap":
                     for h in p.hosts:
@@ -278,8 +278,8 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
                 rc = link_proc.terminate(timeout_s=10)
                 if rc != 0:
                     reasons.append(f"ccarena-link exit {rc}: {link_proc.stderr_tail(3)}")
-                end_drops = user_link.ingress_drops(topo)
-                meta["link_ingress_drops"] = {d: end_drops[d] - ingress0[d] for d in end_drops}
+                meta["link_ingress"] = user_link.counter_delta(
+                    ingress0, user_link.ingress_counters(topo))
     except KeyboardInterrupt:
         meta["interrupted"] = True
         raise
@@ -402,7 +402,7 @@ def _collect(raw: Path, tables: dict, meta: dict, reasons: list[str], study: Stu
         lj = link_dir / "link.json"
         if lj.exists():
             meta["link"] = json.loads(lj.read_text())
-            reasons += validity.check_link(meta["link"], meta.get("link_ingress_drops"))
+            reasons += validity.check_link(meta["link"], meta.get("link_ingress"))
     reasons += validity.check_cpu(meta.get("cpu", {}))
     reasons += _check_algorithms(tables.get("conns"), meta)
     t0 = meta.get("t0_ns")

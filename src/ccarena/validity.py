@@ -6,7 +6,7 @@ A run is flagged (never silently averaged in) when
   sampling-gap and link-lateness checks see directly);
 - a flow engine missed more than SAMPLE_GAP_MAX of its sampling ticks;
 - the user-space link lost packets on the way into it (its ports' veth peers dropped
-  them: testbed/user_link.ingress_drops), in its own receive or send path, or released
+  them: testbed/user_link.ingress_counters), in its own receive or send path, or released
   more than LATE_MAX of packets later than its tolerance (testbed/user_link.late_tolerance_ns);
 - the kernel backend's shaper sent below SHAPER_MIN of its rate while its queue was
   backlogged (check_shaper);
@@ -38,8 +38,9 @@ def check_engine(host: str, engine: dict) -> list[str]:
 
 
 def check_link(link: dict, ingress: dict | None = None) -> list[str]:
-    """`link` is link.json; `ingress` the frames its ports' peers dropped on the way in,
-    by direction (the emulator cannot see those; the orchestrator counts them)."""
+    """`link` is link.json; `ingress` what its ports' peers dropped on the way in, by
+    direction ({"w2e": {"dropped": n, ...}}: the emulator cannot see those; the
+    orchestrator counts them), judged per direction against what reached it."""
     out = []
     for d, s in (link.get("directions") or {}).items() if isinstance(link.get("directions"),
                                                                       dict) else []:
@@ -56,10 +57,12 @@ def check_link(link: dict, ingress: dict | None = None) -> list[str]:
     late = link.get("late_packets", 0) or 0
     if fwd and drops / fwd > LINK_RING_DROP_MAX:
         out.append(f"link: {drops} packets lost in its own receive path")
-    lost_in = sum((ingress or {}).values())
-    if fwd and lost_in / fwd > LINK_RING_DROP_MAX:
-        out.append(f"link: {lost_in} packets lost on the way into it (its ports could not "
-                   f"take them: {', '.join(f'{d} {n}' for d, n in sorted(ingress.items()) if n)})")
+    for d, c in sorted((ingress or {}).items()):
+        lost = c.get("dropped", 0) or 0
+        offered = ((link.get(d) or {}).get("arrivals", 0) or 0) + lost
+        if lost and lost / offered > LINK_RING_DROP_MAX:
+            out.append(f"link {d}: {lost} of {offered} packets lost on the way into it "
+                       f"(its port could not take them)")
     # packets the kernel refused to take from the emulator (e.g. the receiving CPU's
     # backlog full for longer than the emulator waits): lost, and not by the model
     if fwd and tx_lost / fwd > LINK_RING_DROP_MAX:
