@@ -27,7 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 from ccarena.netns import sysfs_write  # noqa: E402
-from ccarena.testbed.user_link import HANDOFF_QDISC_LIMIT, cpu_mask, placement  # noqa: E402
+from ccarena.testbed.user_link import (  # noqa: E402
+    HANDOFF_MIN_KERNEL, add_handoff_fifo, cpu_mask, kernel_version, placement, port_counters)
 LINK_BIN = ROOT / "target" / "release" / "ccarena-link"
 A_IP, B_IP = "10.9.0.1", "10.9.0.2"
 
@@ -58,7 +59,7 @@ class Testbed:
         # as the orchestrator's routers (user_link.handoff_qdiscs), a fifo on the ports
         # towards the emulator; here those are the hosts' own eth0 (unlike a router's
         # port, TCP small queues also push back there)
-        self.handoff = handoff and not plain
+        self.handoff = handoff and not plain and kernel_version() >= HANDOFF_MIN_KERNEL
         self.link_cpus, self.rps_cpus = placement() if steer and not plain else ([], [])
         self.confine_cpus: list[int] = []
         if confine and plain:
@@ -108,8 +109,7 @@ class Testbed:
             if self.rps_cpus:
                 sysfs_write(n, "class/net/eth0/queues/rx-0/rps_cpus", cpu_mask(self.rps_cpus))
             if self.handoff:
-                self.nsx(n, "tc", "qdisc", "replace", "dev", "eth0", "root", "pfifo",
-                         "limit", str(HANDOFF_QDISC_LIMIT))
+                add_handoff_fifo(n, "eth0")
 
     def down(self) -> None:
         for p in self.procs + ([self.link] if self.link else []):
@@ -158,14 +158,7 @@ class Testbed:
     def ingress_drops(self) -> int:
         """Frames A's and B's eth0 (veth and hand-off fifo) dropped on transmit so far:
         their peers are the emulator's ports, so these never reached it."""
-        n = 0
-        for ns in (self.A, self.B):
-            j = json.loads(self.nsx(ns, "ip", "-s", "-j", "link", "show", "dev", "eth0"))
-            n += int(j[0]["stats64"]["tx"]["dropped"])
-            q = [x for x in json.loads(self.nsx(ns, "tc", "-s", "-j", "qdisc", "show", "dev", "eth0"))
-                 if x.get("root") and x.get("kind") == "pfifo"]
-            n += int(q[0].get("drops", 0)) if q else 0
-        return n
+        return sum(port_counters(ns, "eth0")["dropped"] for ns in (self.A, self.B))
 
     def link_pid(self) -> int:
         assert self.link is not None

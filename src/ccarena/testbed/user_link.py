@@ -262,12 +262,33 @@ def handoff_qdiscs(topo: Topology) -> bool:
     if kernel_version() < HANDOFF_MIN_KERNEL:
         return False
     for ns, dev in topo.bottleneck_ports.values():
-        argv = ["tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", "pfifo",
-                "limit", str(HANDOFF_QDISC_LIMIT)]
-        r = subprocess.run(argv, capture_output=True, text=True)
-        if r.returncode != 0:
-            raise TestbedError(f"add a fifo to {dev} in {ns}: {r.stderr.strip() or 'failed'}")
+        add_handoff_fifo(ns, dev)
     return True
+
+
+def add_handoff_fifo(ns: str, dev: str) -> None:
+    """The hand-off fifo on one port (also used by the benchmarks' test bed)."""
+    argv = ["tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", "pfifo",
+            "limit", str(HANDOFF_QDISC_LIMIT)]
+    r = subprocess.run(argv, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise TestbedError(f"add a fifo to {dev} in {ns}: {r.stderr.strip() or 'failed'}")
+
+
+def port_counters(ns: str, dev: str) -> dict[str, int]:
+    """One port's losses on transmit: `dropped` = its veth TX drops + its hand-off
+    fifo's drops; `requeues` = times the fifo held a packet back (0 without one)."""
+    try:
+        r = subprocess.run(["ip", "-n", ns, "-s", "-j", "link", "show", "dev", dev],
+                           capture_output=True, text=True, check=True)
+        dropped = int(json.loads(r.stdout)[0]["stats64"]["tx"]["dropped"])
+        q = subprocess.run(["tc", "-n", ns, "-s", "-j", "qdisc", "show", "dev", dev],
+                           capture_output=True, text=True, check=True)
+        root = [x for x in json.loads(q.stdout) if x.get("root")]
+        fifo = root[0] if root and root[0].get("kind") == "pfifo" else {}
+    except (subprocess.CalledProcessError, ValueError, KeyError, IndexError) as e:
+        raise TestbedError(f"read the counters of {dev} in {ns}: {e}") from None
+    return {"dropped": dropped + int(fifo.get("drops", 0)), "requeues": int(fifo.get("requeues", 0))}
 
 
 def ingress_counters(topo: Topology) -> dict[str, dict[str, int]]:
@@ -277,21 +298,7 @@ def ingress_counters(topo: Topology) -> dict[str, dict[str, int]]:
     the fifo had to hold a packet back. Those ports are veths whose peers are the
     emulator's ports, so such a frame never reaches the emulator and none of its own
     counters sees it. Read before and after a run; the difference is the run's."""
-    out = {}
-    for d, (ns, dev) in topo.bottleneck_ports.items():
-        try:
-            r = subprocess.run(["ip", "-n", ns, "-s", "-j", "link", "show", "dev", dev],
-                               capture_output=True, text=True, check=True)
-            dropped = int(json.loads(r.stdout)[0]["stats64"]["tx"]["dropped"])
-            q = subprocess.run(["tc", "-n", ns, "-s", "-j", "qdisc", "show", "dev", dev],
-                               capture_output=True, text=True, check=True)
-            root = [x for x in json.loads(q.stdout) if x.get("root")]
-            fifo = root[0] if root and root[0].get("kind") == "pfifo" else {}
-        except (subprocess.CalledProcessError, ValueError, KeyError, IndexError) as e:
-            raise TestbedError(f"read the counters of {dev} in {ns}: {e}") from None
-        out[d] = {"dropped": dropped + int(fifo.get("drops", 0)),
-                  "requeues": int(fifo.get("requeues", 0))}
-    return out
+    return {d: port_counters(ns, dev) for d, (ns, dev) in topo.bottleneck_ports.items()}
 
 
 def counter_delta(before: dict, after: dict) -> dict:
