@@ -80,11 +80,17 @@ def test_the_kernel_runs_the_requested_algorithm(tmp_path, no_leaks, cc):
 
 
 def test_two_cubic_flows_share_fairly(tmp_path, no_leaks):
-    study = bulk_study(rate="20mbit", buffer="100p", cc="cubic", duration="14s", warmup="4s",
+    # Two cubic flows through a 100-packet drop-tail buffer with no added delay see only
+    # ~35 drops in 30 s, i.e. a handful of congestion epochs each, and drop-tail phase
+    # effects (Floyd & Jacobson 1992) can hold one flow at twice the other's rate for
+    # many of them: measured here Jain 0.87-0.95 over 20 s, 0.89 over 10 s (a CI
+    # failure at the old 0.9). What the test can promise is no starvation: Jain >= 0.8,
+    # at most a 3:1 split, over 20 s measured after 10 s.
+    study = bulk_study(rate="20mbit", buffer="100p", cc="cubic", duration="30s", warmup="10s",
                        backend="kernel", pairs=2,
                        extra='[[flow]]\nname = "second"\nfrom = "s2"\nto = "r2"\ncc = "cubic"\n')
     res = run_study(study, results_base=tmp_path, progress=False)
     run = res.runs.iloc[0]
     g = res.flows.query("conn == -1")["goodput_bps"]
     assert len(g) == 2 and g.sum() <= 20e6
-    assert run["jain"] >= 0.9, (run["jain"], list(g))
+    assert run["jain"] >= 0.8, (run["jain"], list(g))
