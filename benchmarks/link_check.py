@@ -99,9 +99,11 @@ def bloat(tb, w2e, e2w=None, seconds=12):
     tb.iperf_servers([5203])
     bulk = tb.iperf_bg(5203, seconds)
     time.sleep(4)
-    rtts = tb.ping(int((seconds - 6) / 0.1), 0.1)
+    n = int((seconds - 6) / 0.1)
+    rtts = tb.ping(n, 0.1)
     g = iperf_result(bulk)
     j = tb.stop_link()
+    j["pings_lost"] = n - len(rtts)     # non-ECT packets an ECN-marking AQM may drop
     extra = [x - base_rtt for x in rtts]
     return median(extra), pct(extra, 0.95), g, j
 
@@ -122,10 +124,13 @@ def aqm_checks(tb):
         m, p95, g, j = bloat(tb, direction(rate, 5_000_000, big, {"kind": "red", "min_th": 20, "max_th": 60,
                                                                   "max_p": 0.1, "weight": 0.02}, ecn=True))
         w = j["w2e"]
+        # RED drops what it would mark when the packet is not ECN-capable (RFC 3168
+        # §6.1.1.1): the pings are not, so AQM drops up to the pings lost are expected
         check(f"RED+ECN at 10 Mbit/s (bulk {g / 1e6:.2f} Mbit/s)",
-              f"marks {w['marks']}, AQM drops {w['drops_aqm']}, ping extra median {m:.1f} ms",
-              w["marks"] > 0 and w["drops_aqm"] == 0 and m < 60 * 1514 * 8 / rate * 1000,
-              "ECT packets marked, not dropped; queue below max_th")
+              f"marks {w['marks']}, AQM drops {w['drops_aqm']} (pings lost {j['pings_lost']}), "
+              f"ping extra median {m:.1f} ms",
+              w["marks"] > 0 and w["drops_aqm"] <= j["pings_lost"] and m < 60 * 1514 * 8 / rate * 1000,
+              "ECT packets marked, not dropped (AQM drops <= non-ECT pings lost); queue below max_th")
         K = 20
         m, p95, g, j = bloat(tb, direction(rate, 5_000_000, big, {"kind": "step", "k_packets": K}))
         w = j["w2e"]

@@ -156,6 +156,32 @@ def test_both_io_paths_carry_ping_and_tcp_with_the_configured_delay(bed, io):
         assert set(j["xdp"]) == {"lw", "le"}
 
 
+@pytest.mark.parametrize("how", ["fair", "sleep"])
+def test_a_busy_realtime_thread_gives_time_back_the_way_asked(bed, how):
+    """docs/link.md, Scheduling: a SCHED_FIFO thread busy for rt_busy_ns gives rt_nap_ns
+    back to ordinary tasks, as an ordinary task itself ("fair") or asleep ("sleep").
+    rt_busy_ns = 1 makes every wake-up a busy stretch, as every millisecond is at high
+    rates, so each ping the link carries exercises the switch."""
+    p, first, out = start_link(bed, "xdp", how, rt_priority=10, rt_busy_ns=1,
+                               rt_nap_ns=20_000, rt_yield=how)
+    try:
+        assert first == "READY", first
+        got, rtt_min = ping(bed, n=20)
+    finally:
+        j = stop_link(p, out)
+    assert j["rt_yield"] == how
+    if not j["realtime"] and j["fair_phases"] == 0 and j["naps"] == 0:
+        pytest.skip("SCHED_FIFO refused here (e.g. a cgroup without RT time)")
+    # SCHED_FIFO granted, and after every ordinary-task phase granted again
+    assert j["realtime"] is True
+    assert j["fair_phase_ns"] >= 20_000
+    if how == "fair":
+        assert j["fair_phases"] > 0 and j["naps"] == 0, (j["fair_phases"], j["naps"])
+    else:
+        assert j["naps"] > 0 and j["fair_phases"] == 0, (j["fair_phases"], j["naps"])
+    assert got >= 19 and rtt_min >= 2 * DELAY_NS / 1e6, (got, rtt_min)
+
+
 def test_auto_falls_back_where_af_xdp_cannot_carry_the_mtu_and_xdp_refuses(bed):
     # 9000-byte frames do not fit a 4 KiB AF_XDP chunk in copy mode
     set_mtu(bed, 9000)

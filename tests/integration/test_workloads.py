@@ -8,6 +8,7 @@ import pytest
 from ccarena.errors import PreflightError
 from ccarena.runner import run_study
 from ccarena.spec.load import loads_study
+from linkhelpers import FAILED_PART
 
 pytestmark = pytest.mark.root
 SIZE = 1_000_000
@@ -40,7 +41,10 @@ def test_download_time_agrees_with_curl(tmp_path, no_leaks):
         run = "for i in 1 2 3 4 5; do curl -s -o /dev/null -w '%{{time_total}}\\n' http://{{r1}}:{{port.web}}/bytes/{SIZE}; sleep 0.5; done"
         '''))
     res = run_study(study, results_base=tmp_path, progress=False)
-    assert bool(res.runs["valid"].iloc[0]), res.runs["invalid_reasons"].iloc[0]
+    # no part of the experiment failed (a run flagged for the machine's noise, e.g. CPU
+    # steal, still carries both timings; the comparison below judges them)
+    reasons = res.run_meta(res.run_dirs()[0])["invalid_reasons"]     # a list there
+    assert not [r for r in reasons if any(w in r for w in FAILED_PART)], reasons
     conns = res.table("conns")
     client = conns[(conns["role"] == "client") & (conns["flow"] == 0)]
     ours = ((client["last_byte_ns"] - client["connect_start_ns"]) / 1e9).sort_values()

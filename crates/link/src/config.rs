@@ -66,6 +66,8 @@ struct RawConfig {
     rt_busy_ns: Option<f64>,
     #[serde(default)]
     rt_nap_ns: Option<f64>,
+    #[serde(default)]
+    rt_yield: Option<String>,
     w2e: RawDir,
     e2w: RawDir,
     #[serde(default)]
@@ -267,7 +269,23 @@ pub struct Config {
     /// ordinary tasks on its CPU run in small gaps instead of one throttling block.
     pub rt_busy_ns: u64,
     pub rt_nap_ns: u64,
+    /// How the `rt_nap_ns` are given back, see RtYield.
+    pub rt_yield: RtYield,
     pub link: LinkParams,
+}
+
+/// How a SCHED_FIFO forwarding thread that has not blocked for `rt_busy_ns` leaves the
+/// kernel its reserve for ordinary tasks (sched_rt_runtime_us: 950 ms of RT time per
+/// second; past it the kernel stops RT tasks for the rest of the second).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RtYield {
+    /// Run at least `rt_nap_ns` (more if the kernel's budget needs it, see
+    /// shell::fair_phase_ns) as an ordinary task (SCHED_OTHER, nice -20), still forwarding:
+    /// the time does not count as RT time, and when no other task wants the CPU the
+    /// thread keeps it. Falls back to Sleep where the switch is refused.
+    Fair,
+    /// Sleep `rt_nap_ns`: packets due meanwhile leave up to a nap plus a wake-up late.
+    Sleep,
 }
 
 fn nonneg_int(key: &str, v: f64) -> Result<u64, ConfigError> {
@@ -686,6 +704,16 @@ pub fn parse(text: &str, base_dir: &std::path::Path) -> Result<Config, ConfigErr
     }
     let rt_busy_ns = opt_int("rt_busy_ns", raw.rt_busy_ns, positive_int, 1_000_000)?;
     let rt_nap_ns = opt_int("rt_nap_ns", raw.rt_nap_ns, nonneg_int, 50_000)?;
+    let rt_yield = match raw.rt_yield.as_deref() {
+        None | Some("fair") => RtYield::Fair,
+        Some("sleep") => RtYield::Sleep,
+        Some(o) => {
+            return Err(ConfigError::new(
+                "rt_yield",
+                format!("unknown way to yield {o:?}; accepted: \"fair\", \"sleep\""),
+            ))
+        }
+    };
     let seed = opt_int("seed", raw.seed, nonneg_int, 1)?;
     let t0_ns = raw.t0_ns.map(|v| nonneg_int("t0_ns", v)).transpose()?;
     let w2e = direction("w2e", &raw.w2e, base_dir)?;
@@ -754,6 +782,7 @@ pub fn parse(text: &str, base_dir: &std::path::Path) -> Result<Config, ConfigErr
         cpus,
         rt_busy_ns,
         rt_nap_ns,
+        rt_yield,
         link: LinkParams {
             stats_interval_ns,
             event_log: raw.event_log,

@@ -12,6 +12,16 @@ fn base(dir: &str) -> String {
     )
 }
 
+/// A config with extra top-level keys `top` (each followed by a comma).
+fn with_top(top: &str) -> Result<ccarena_link::config::Config, ConfigError> {
+    let dir = r#"{"rate_bps": null, "delay_ns": 0, "buffer": {"packets": 10}}"#;
+    let text = format!(
+        r#"{{"ifaces": {{"west": "lw", "east": "le"}}, "out_dir": "/tmp/x", {top}
+           "w2e": {dir}, "e2w": {dir}}}"#
+    );
+    parse(&text, std::path::Path::new("/"))
+}
+
 fn err(dir: &str) -> ConfigError {
     parse(&base(dir), std::path::Path::new("/")).unwrap_err()
 }
@@ -110,21 +120,23 @@ fn orchestrator_style_config_parses() {
 #[test]
 fn io_is_packet_unless_asked_and_xdp_needs_one_thread() {
     use ccarena_link::config::Io;
-    let with = |top: &str| {
-        let dir = r#"{"rate_bps": null, "delay_ns": 0, "buffer": {"packets": 10}}"#;
-        let text = format!(
-            r#"{{"ifaces": {{"west": "lw", "east": "le"}}, "out_dir": "/tmp/x", {top}
-               "w2e": {dir}, "e2w": {dir}}}"#
-        );
-        parse(&text, std::path::Path::new("/"))
-    };
-    assert_eq!(with("").unwrap().io, Io::Packet);
-    assert_eq!(with(r#""io": "xdp","#).unwrap().io, Io::Xdp);
-    assert_eq!(with(r#""io": "auto", "threads": 2,"#).unwrap().io, Io::Auto);
-    let e = with(r#""io": "dpdk","#).unwrap_err();
+    assert_eq!(with_top("").unwrap().io, Io::Packet);
+    assert_eq!(with_top(r#""io": "xdp","#).unwrap().io, Io::Xdp);
+    assert_eq!(with_top(r#""io": "auto", "threads": 2,"#).unwrap().io, Io::Auto);
+    let e = with_top(r#""io": "dpdk","#).unwrap_err();
     assert_eq!(e.object, "io");
     assert!(e.cause.contains("\"packet\", \"xdp\", \"auto\""), "{}", e.cause);
-    let e = with(r#""io": "xdp", "threads": 2,"#).unwrap_err();
+    let e = with_top(r#""io": "xdp", "threads": 2,"#).unwrap_err();
     assert_eq!(e.object, "io");
     assert!(e.cause.contains("threads = 1"), "{}", e.cause);
+}
+
+#[test]
+fn rt_yield_is_fair_unless_asked_and_unknown_ways_are_rejected() {
+    use ccarena_link::config::RtYield;
+    assert_eq!(with_top("").unwrap().rt_yield, RtYield::Fair);
+    assert_eq!(with_top(r#""rt_yield": "sleep","#).unwrap().rt_yield, RtYield::Sleep);
+    let e = with_top(r#""rt_yield": "spin","#).unwrap_err();
+    assert_eq!(e.object, "rt_yield");
+    assert!(e.cause.contains("\"fair\", \"sleep\""), "{}", e.cause);
 }

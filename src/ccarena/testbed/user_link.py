@@ -219,8 +219,11 @@ def make_config(topo: Topology, study: Study, out_dir: Path, seed: int,
         "seed": seed,
         "t0_ns": t0_ns,
         # SCHED_FIFO keeps the emulator's release times within tens of microseconds on a
-        # busy machine; the link naps briefly after each busy stretch so the hosts' own
-        # processes are not starved. CCARENA_LINK_RT_PRIORITY=0 turns it off.
+        # busy machine; after each busy millisecond it runs ~80 us as an ordinary task
+        # (rt_yield "fair", docs/link.md Scheduling) so the kernel's RT throttling never
+        # stops it. The hosts' processes are not starved because the placement keeps
+        # their receive work off its CPU (placement()) and the scheduler moves them.
+        # CCARENA_LINK_RT_PRIORITY=0 turns it off.
         "rt_priority": int(os.environ.get("CCARENA_LINK_RT_PRIORITY", "10")),
         "cpus": cpus or [],
         # packet I/O (docs/link.md "I/O design"): CCARENA_LINK_IO=packet|xdp|auto

@@ -19,7 +19,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::config::{Config, Io};
+use crate::config::{Config, Io, RtYield};
 use crate::link::{Link, Released, E2W, W2E};
 use crate::packet::Packet;
 use crate::stats::{events_schema, stats_schema, EventRecord};
@@ -39,6 +39,9 @@ const TX_WAIT_NAP_NS: u64 = 20_000;
 const TX_WAIT_MAX_NS: u64 = 5_000_000;
 /// Smallest busy-poll window before a deadline (ns).
 const MIN_SPIN_NS: u64 = 5_000;
+/// Nice of the forwarding thread while it runs as an ordinary task (Config::rt_yield):
+/// the largest share among ordinary tasks, so it loses the CPU only to one that waits.
+const FAIR_NICE: i32 = -20;
 
 /// Receive-side batch: buffers stay allocated across calls; consumed ones are replaced.
 struct RxBatch {
@@ -68,6 +71,8 @@ pub struct ShellStats {
     pub sleeps: u64,
     pub spins: u64,
     pub naps: u64,
+    /// times the thread ran as an ordinary task (`fair_ns`) instead of napping
+    pub fair_phases: u64,
     /// Due time of the latest packet (when the worst lateness happened).
     pub max_late_at_ns: u64,
     /// How late the timerfd woke the thread (ns).
@@ -93,6 +98,11 @@ pub struct Worker {
     /// share the kernel reserves for ordinary tasks: sched_rt_runtime_us 950000 of 1e6).
     rt_busy_ns: u64,
     rt_nap_ns: u64,
+    /// Config::rt_yield == Fair (cleared if the kernel refuses the switch)
+    rt_fair: bool,
+    /// Length of a fair phase: rt_nap_ns, or more where the kernel's RT budget needs it.
+    fair_ns: u64,
+    rt_prio: i32,
     late_tol: u64,
     stats_w: Arc<Mutex<BufWriter<File>>>,
     events_w: Option<Arc<Mutex<BufWriter<File>>>>,
@@ -237,6 +247,9 @@ impl Shell {
             spin_ns: self.cfg.spin_ns,
             rt_busy_ns: self.cfg.rt_busy_ns,
             rt_nap_ns: self.cfg.rt_nap_ns,
+            rt_fair: self.cfg.rt_yield == RtYield::Fair,
+            fair_ns: fair_phase_ns(self.cfg.rt_busy_ns, self.cfg.rt_nap_ns, sys::rt_budget_us()),
+            rt_prio: self.cfg.rt_priority,
             late_tol: self.cfg.late_tolerance_ns,
             stats_w: self.stats_w.clone(),
             events_w: self.events_w.clone(),
@@ -283,6 +296,8 @@ impl Shell {
                 }
                 if prio > 0 {
                     w.rt = sys::set_fifo(prio);
+                    // "fair" phases run at nice -20; where that is refused, sleep instead
+                    w.rt_fair = w.rt_fair && sys::set_nice(FAIR_NICE);
                 }
                 let r = w.run(sigfd);
                 (w, r)
@@ -375,6 +390,7 @@ impl Shell {
             "sleeps": st.sleeps,
             "spins": st.spins,
             "naps": st.naps,
+            "fair_phases": st.fair_phases,
             "realtime": self.workers.iter().all(|w| w.rt),
             "cpus": self.workers.iter().map(|w| w.cpu).collect::<Vec<_>>(),
             "timer_wake_late_p50_ns": st.wake_late.quantile(0.5),
@@ -382,6 +398,11 @@ impl Shell {
             "spin_ns": self.cfg.spin_ns,
             "rt_busy_ns": self.cfg.rt_busy_ns,
             "rt_nap_ns": self.cfg.rt_nap_ns,
+            "fair_phase_ns": self.workers.first().map(|w| w.fair_ns),
+            "rt_yield": match self.cfg.rt_yield {
+                RtYield::Fair => "fair",
+                RtYield::Sleep => "sleep",
+            },
             "rx_poll_ns": self.workers.first().map_or(0, |w| w.rx_poll_ns),
             "rx_timestamps": self.cfg.rx_timestamps,
             "threads": self.workers.len(),
@@ -429,6 +450,7 @@ impl ShellStats {
         self.sleeps += o.sleeps;
         self.spins += o.spins;
         self.naps += o.naps;
+        self.fair_phases += o.fair_phases;
         self.wake_late.merge(&o.wake_late);
     }
 }
@@ -731,6 +753,7 @@ impl Worker {
         let (mut now, mut offset) = sys::mono_and_real_offset();
         let mut next_offset = now + 10_000_000;
         let mut last_block = now;
+        let mut fair_until: Option<u64> = None;
         loop {
             self.st.loops += 1;
             let mut got = 0;
@@ -762,13 +785,35 @@ impl Worker {
                 (now, offset) = sys::mono_and_real_offset();
                 next_offset = now + 10_000_000;
             }
-            if self.rt && self.rt_nap_ns > 0 && now.saturating_sub(last_block) > self.rt_busy_ns {
-                // Give the CPU away briefly so that ordinary tasks on this CPU run in
-                // many small gaps rather than in one 50 ms block forced by the
-                // kernel's RT throttling / fair server (which would stall the link).
-                sys::nap(self.rt_nap_ns);
-                self.st.naps += 1;
-                last_block = now_ns();
+            if fair_until.is_some_and(|t| now >= t) {
+                // FIFO again; restored (or lost) here, so `realtime` says how it ended
+                self.rt = sys::set_fifo(self.rt_prio);
+                fair_until = None;
+                last_block = now;
+            }
+            if self.rt
+                && fair_until.is_none()
+                && self.rt_nap_ns > 0
+                && now.saturating_sub(last_block) > self.rt_busy_ns
+            {
+                // The kernel stops RT tasks past their budget (950 ms of each second)
+                // for the rest of the second: a 50 ms stall of the link. Stay under it,
+                // preferably as an ordinary task (Config::rt_yield "fair"): that time is
+                // not RT time, and the thread forwards on, losing the CPU only to a task
+                // that waits (for that task's time slice). Or sleep, which gives every
+                // other task on this CPU the gap (and delays what is due meanwhile).
+                if self.rt_fair && sys::set_other() {
+                    fair_until = Some(now + self.fair_ns);
+                    self.st.fair_phases += 1;
+                } else {
+                    if self.rt_fair {
+                        self.rt = sys::set_fifo(self.rt_prio);
+                    }
+                    self.rt_fair = false;
+                    sys::nap(self.rt_nap_ns);
+                    self.st.naps += 1;
+                    last_block = now_ns();
+                }
             }
             if got > 0 {
                 continue;
@@ -796,6 +841,10 @@ impl Worker {
             if !watching {
                 wake = wake.min(now + self.rx_poll_ns);
             }
+            if fair_until.take().is_some() {
+                // blocking gives the CPU away anyway; wake up as a FIFO task
+                self.rt = sys::set_fifo(self.rt_prio);
+            }
             timer.arm_at(wake);
             self.st.sleeps += 1;
             ep.wait();
@@ -811,6 +860,21 @@ impl Worker {
                     .clamp(MIN_SPIN_NS.min(self.spin_ns), self.spin_ns);
             }
         }
+    }
+}
+
+/// Length of an ordinary-task phase after `busy_ns` as a FIFO task. Each phase and each
+/// busy stretch ends at the first loop pass past its time, so the FIFO share must stay
+/// below the kernel's RT budget (runtime/period, 950/1000 by default) with room: the
+/// phase is at least 1.5 x busy x (period - runtime) / runtime (79 us for the defaults),
+/// and never shorter than `nap_ns`.
+pub fn fair_phase_ns(busy_ns: u64, nap_ns: u64, budget_us: Option<(u64, u64)>) -> u64 {
+    match budget_us {
+        Some((runtime, period)) if runtime > 0 => {
+            let need = busy_ns as u128 * 3 * (period - runtime) as u128 / (2 * runtime as u128);
+            nap_ns.max(need as u64)
+        }
+        _ => nap_ns,
     }
 }
 
@@ -836,5 +900,23 @@ fn open_xsk(cfg: &Config) -> Result<([Option<XskPort>; 2], Option<String>), SysE
             Ok(([None, None], Some(e.to_string())))
         }
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fair_phase_ns;
+
+    #[test]
+    fn fair_phases_keep_the_fifo_share_under_the_kernels_rt_budget() {
+        // 950/1000 ms: 1 ms busy needs > 52.6 us outside RT; 1.5 x that, rounded down
+        assert_eq!(fair_phase_ns(1_000_000, 50_000, Some((950_000, 1_000_000))), 78_947);
+        let f = fair_phase_ns(1_000_000, 50_000, Some((950_000, 1_000_000)));
+        assert!(1_000_000.0 / (1_000_000.0 + f as f64) < 0.95 - 0.01);
+        // a longer nap asked for is kept; no budget (unlimited or unreadable): the nap
+        assert_eq!(fair_phase_ns(1_000_000, 200_000, Some((950_000, 1_000_000))), 200_000);
+        assert_eq!(fair_phase_ns(1_000_000, 50_000, None), 50_000);
+        // a tighter budget asks for more
+        assert_eq!(fair_phase_ns(1_000_000, 50_000, Some((800_000, 1_000_000))), 375_000);
     }
 }
