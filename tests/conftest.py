@@ -1,6 +1,6 @@
 """Shared fixtures. Tests that need namespaces are marked `root`; every one of them is
-checked for leaks: no namespace, ccarena process or registered struct_ops of ours may
-outlive it."""
+checked for leaks: no namespace, ccarena process, host cgroup or registered struct_ops of
+ours may outlive it."""
 from __future__ import annotations
 
 import os
@@ -33,6 +33,23 @@ def ccarena_namespaces() -> set[str]:
 def ccarena_processes() -> set[int]:
     out = subprocess.run(["pgrep", "-f", "ccarena-(flow|link) --config .*/runs/"], capture_output=True, text=True)
     return {int(p) for p in out.stdout.split()}
+
+
+def ccarena_cgroups() -> set[str]:
+    """Host cgroups of ccarena runs (ccarena-<run_id>-<host>), in every hierarchy."""
+    from ccarena.testbed import cgroups
+    out = set()
+    for b in [cgroups.ROOT] + [os.path.join(cgroups.ROOT, c) for c in ("cpu", "cpuset", "memory")]:
+        if os.path.isdir(b):
+            out |= {os.path.join(b, n) for n in os.listdir(b) if n.startswith(cgroups.PREFIX)}
+    return out
+
+
+def foreign_cgroups(names: set[str]) -> set[str]:
+    """The cgroups of the runs whose namespaces are `names` (foreign_runs()[0])."""
+    from ccarena.testbed.registry import RUN_NS
+    rids = {m.group(1) for m in map(RUN_NS.match, names) if m}
+    return {d for d in ccarena_cgroups() if os.path.basename(d)[len("ccarena-"):][:6] in rids}
 
 
 def our_struct_ops() -> set[str]:
@@ -95,12 +112,15 @@ def no_leaks():
     """Asserts that the test leaves nothing of ccarena's behind (other live runs on the
     machine are told apart through their run records and process ancestry)."""
     before_ns, before_p, before_ops = ccarena_namespaces(), ccarena_processes(), our_struct_ops()
+    before_cg = ccarena_cgroups()
     yield
     names, owners = foreign_runs()
     left_ns = ccarena_namespaces() - before_ns - names
     left_p = {p for p in ccarena_processes() - before_p if not (_ancestors(p) & owners)}
+    left_cg = ccarena_cgroups() - before_cg - foreign_cgroups(names)
     assert left_ns == set(), "namespaces left behind"
     assert left_p == set(), "processes left behind"
+    assert left_cg == set(), "cgroups left behind"
     if not owners:   # BPF algorithms are shared by every live run: judge them when alone
         assert our_struct_ops() - before_ops == set(), "struct_ops left registered"
         assert orphan_xdp_programs() == set(), "the link's XDP programs left loaded"

@@ -1,9 +1,12 @@
 """Host attributes: CPU and memory limits through cgroups change what a host can do and are
 recorded; limits the machine cannot give are refused before anything is built."""
 import os
-import textwrap
+import signal
+import subprocess
+import time
 
 import pytest
+from conftest import ccarena_cgroups
 
 from ccarena.errors import PreflightError
 from ccarena.runner import run_study
@@ -42,9 +45,8 @@ def test_cpu_limit_makes_a_sender_too_slow_for_a_fast_link(tmp_path, no_leaks):
     assert applied.get("cpu.cfs_quota_us", applied.get("cpu.max", "")).split()[0] == "2000"
     mem = applied.get("memory.limit_in_bytes") or applied.get("memory.max")
     assert int(mem) == 256 * 2**20
-    # nothing of the run's cgroups is left
-    assert not [d for d in os.listdir("/sys/fs/cgroup/cpu") if d.startswith("ccarena-")] \
-        if os.path.isdir("/sys/fs/cgroup/cpu") else True
+    # nothing of the run's cgroups is left (no_leaks checks every hierarchy)
+    assert not [d for d in ccarena_cgroups() if meta["run_id"] in d]
 
 
 def test_cpu_limit_above_the_machine_is_refused(tmp_path, no_leaks):
@@ -54,3 +56,25 @@ def test_cpu_limit_above_the_machine_is_refused(tmp_path, no_leaks):
         run_study(loads_study(STUDY + f"[hosts.s1]\ncpus = {n + 1}\n"),
                   results_base=tmp_path, progress=False)
     assert not list(tmp_path.iterdir())
+
+
+def test_teardown_kills_what_is_left_in_a_throttled_group_and_removes_it(no_leaks):
+    """A process killed at 1 % of a core can take seconds to exit; teardown lifts the quota,
+    kills what is still in the group (only the run's processes join it) and removes it."""
+    from ccarena.testbed import cgroups
+    cg = cgroups.create("fff0ff", "s1", cgroups.HostLimits(cpus=0.01, memory=64 * 2**20))
+    # busy, deaf to SIGTERM, throttled
+    p = subprocess.Popen(["sh", "-c", "trap '' TERM; while :; do :; done"],
+                         preexec_fn=cg.add_self)
+    try:
+        deadline = time.monotonic() + 10
+        while p.pid not in cg.pids() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert p.pid in cg.pids()
+        left = cg.remove(timeout_s=10)
+    finally:
+        p.kill()
+    assert left == []
+    assert p.wait(timeout=10) == -signal.SIGKILL
+    assert [d for d in cg.dirs if os.path.isdir(d)] == []
+    assert len(cg.dirs) == (2 if cgroups.version() == "v1" else 1)

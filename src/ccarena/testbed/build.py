@@ -88,6 +88,8 @@ class Testbed:
         # would keep a dead namespace, and the congestion control they hold, alive for
         # minutes: destroy them (SOCK_DESTROY) before the namespaces go.
         import subprocess
+        for cg in self.cgroups.values():
+            cg.lift_cpu_limits()     # a throttled process would take seconds to die
         for ns in self.topo.hosts.values():
             if netns.exists(ns):
                 netns.kill_all_in(ns)
@@ -99,7 +101,7 @@ class Testbed:
             except Exception as e:  # keep going: remove everything we can
                 errors.append(f"{ns}: {e}")
         for cg in self.cgroups.values():
-            cg.remove()      # after the namespaces' processes were killed above
+            errors += cg.remove()    # after the namespaces' processes were killed above
         registry.unregister(self.topo.run_id)
         if errors:
             raise TestbedError("teardown left: " + "; ".join(errors))

@@ -3,12 +3,18 @@ cores of CPU time), a CPU set, and a memory limit, applied to every process ccar
 in a host (its flow engine and commands).
 
 Groups are named ccarena-<run_id>-<host> so `ccarena cleanup` can find a crashed run's
-groups; they are removed at teardown once their processes are gone. Note: a cgroup limits
+groups. Teardown first lifts their CPU quota (`lift_cpu_limits`): a process killed in a
+group of a few % of a core can take seconds to exit, because it closes its sockets after
+it has left its network namespace (so waiting on the namespace does not see it) and is
+throttled while it does. Then `remove` kills what is still in a group, waits for it to
+leave and removes the group, and says what it could not remove. Note: a cgroup limits
 the host's processes, i.e. TCP's work done in their system calls; softirq work (most of
 receive processing) is not charged to any group."""
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import time
 from dataclasses import dataclass, field
 
@@ -78,17 +84,46 @@ class HostCgroup:
                     out[fn] = v
         return out
 
-    def remove(self) -> None:
+    def lift_cpu_limits(self) -> None:
+        """No CPU quota any more (the run is over): what is left in the group exits at
+        full speed."""
         for d in self.dirs:
-            for _ in range(50):
+            for fn, unlimited in (("cpu.cfs_quota_us", "-1"), ("cpu.max", "max")):
+                p = os.path.join(d, fn)
+                if os.path.exists(p):
+                    with contextlib.suppress(OSError), open(p, "w") as f:
+                        f.write(unlimited)
+
+    def pids(self) -> set[int]:
+        out = set()
+        for p in self.procs_files():
+            out |= {int(x) for x in (_read(p) or "").split()}
+        return out
+
+    def remove(self, timeout_s: float = 10.0) -> list[str]:
+        """Remove the groups; returns each one that could not be removed, with why. Only
+        processes this run started join its groups, so whatever is still in them is killed."""
+        self.lift_cpu_limits()
+        deadline = time.monotonic() + timeout_s
+        left = []
+        for d in self.dirs:
+            while True:
                 try:
                     os.rmdir(d)
                     break
                 except FileNotFoundError:
                     break
-                except OSError:
-                    # processes still exiting: move on after a short wait
+                except OSError as e:
+                    pids = {int(x) for x in (_read(os.path.join(d, "cgroup.procs")) or "").split()}
+                    if time.monotonic() >= deadline:
+                        left.append(f"cgroup {d}: {e.strerror}"
+                                    + (f" (processes {sorted(pids)} still in it)" if pids else ""))
+                        break
+                    for pid in pids:
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(pid, signal.SIGKILL)
                     time.sleep(0.02)
+        return left
 
 
 def create(run_id: str, host: str, lim: HostLimits) -> HostCgroup:
@@ -144,17 +179,17 @@ def _mk(d: str, cg: HostCgroup) -> str:
 
 
 def cleanup_stale(live_run_ids: set[str]) -> list[str]:
-    """Remove ccarena cgroups of runs that are not live (their processes are dead)."""
-    removed = []
+    """Remove ccarena cgroups of runs that are not live (killing what is left in them)."""
+    groups: dict[str, HostCgroup] = {}
     bases = [ROOT] + [os.path.join(ROOT, c) for c in ("cpu", "cpuset", "memory")]
     for b in bases:
         if not os.path.isdir(b):
             continue
         for n in os.listdir(b):
             if n.startswith(PREFIX) and n[len(PREFIX):len(PREFIX) + 6] not in live_run_ids:
-                try:
-                    os.rmdir(os.path.join(b, n))
-                    removed.append(os.path.join(b, n))
-                except OSError:
-                    pass
+                groups.setdefault(n, HostCgroup(n)).dirs.append(os.path.join(b, n))
+    removed = []
+    for cg in groups.values():
+        left = cg.remove(timeout_s=5.0)
+        removed += [d for d in cg.dirs if not any(x.startswith(f"cgroup {d}:") for x in left)]
     return removed
