@@ -1,11 +1,14 @@
 """Study files: valid ones load with the right numbers; each kind of bad input is one clear
 error naming the file, the key and what is accepted."""
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from ccarena.errors import SpecError
 from ccarena.spec.load import load_study
+
+STUDIES = Path(__file__).resolve().parents[2] / "studies"
 
 BASE = """
 [study]
@@ -202,6 +205,63 @@ def test_scales_override_the_study(tmp_path):
     child.write_text(f'[study]\nextends = "{p}"\ndefault_scale = "full"\n')
     s = load_study(child)
     assert s.scale == "full" and len(s.cells) == 6 and s.duration_s == 10
+
+
+CHECKED = BASE + textwrap.dedent('''
+    [[expect]]
+    name = "fair"
+    metric = "jain"
+    min = 0.9
+    [[expect]]
+    name = "under the rate"
+    metric = "goodput_bps"
+    max = "100%rate"
+    ''')
+
+
+def test_a_scale_replaces_a_check_by_name_and_adds_others(tmp_path):
+    p = write(tmp_path, CHECKED + textwrap.dedent('''
+        [[scale.quick.expect]]
+        replaces = "fair"
+        name = "not grossly unfair"
+        metric = "jain"
+        min = 0.5
+        [[scale.quick.expect]]
+        name = "some goodput"
+        metric = "goodput_bps"
+        min = "1mbit"
+        '''))
+    assert [e["name"] for e in load_study(p).expect] == ["fair", "under the rate"]
+    quick = load_study(p, scale="quick").expect
+    assert [(e["name"], e.get("min")) for e in quick] == [
+        ("not grossly unfair", 0.5), ("under the rate", None), ("some goodput", "1mbit")]
+    assert not any("replaces" in e for e in quick)
+
+
+@pytest.mark.parametrize("entry, key, says", [
+    ('replaces = "fiar"\nname = "x"\nmetric = "jain"', "scale.quick.expect[0].replaces",
+     "no check named 'fiar'; its checks: 'fair', 'under the rate'"),
+    ('name = "fair"\nmetric = "jain"', "scale.quick.expect[0].name",
+     "write replaces = 'fair'"),
+])
+def test_a_scale_check_naming_the_wrong_check_is_refused(tmp_path, entry, key, says):
+    p = write(tmp_path, CHECKED + "\n[[scale.quick.expect]]\n" + entry + "\n")
+    load_study(p)      # the study as written does not use the scale
+    with pytest.raises(SpecError) as e:
+        load_study(p, scale="quick")
+    assert e.value.key == key and says in e.value.reason and str(p) in str(e.value)
+
+
+def test_parallel_tcp_quick_weakens_only_the_fairness_check():
+    full = load_study(STUDIES / "parallel-tcp.toml")
+    quick = load_study(STUDIES / "parallel-tcp.toml", scale="quick")
+    jain = [e for e in quick.expect if e["metric"] == "jain_conns"]
+    assert len(quick.expect) == len(full.expect) and [e["min"] for e in jain] == [0.5]
+    others = [e for e in full.expect if e["metric"] != "jain_conns"]
+    assert [e for e in quick.expect if e["metric"] != "jain_conns"] == others
+    for scale in ("medium", "grid"):
+        s = load_study(STUDIES / "parallel-tcp.toml", scale=scale)
+        assert [e["min"] for e in s.expect if e["metric"] == "jain_conns"] == [0.8]
 
 
 def test_disabled_flows_vanish_and_can_be_swept(tmp_path):

@@ -110,10 +110,45 @@ def apply_scale(raw: dict, scale: str | None, path: str) -> tuple[dict, str | No
         raise SpecError(path, "scale", f"no scale {name!r}; this study has: "
                         + (", ".join(sorted(scales)) or "none"))
     over = scales[name]
-    merged = merge(out, {k: v for k, v in over.items() if k != "sweep"})
+    merged = merge(out, {k: v for k, v in over.items() if k not in ("sweep", "expect")})
     if "sweep" in over:          # a scale's sweep replaces the listed keys, keeps the others
         merged["sweep"] = {**out.get("sweep", {}), **over["sweep"]}
+    if "expect" in over:
+        merged["expect"] = scale_checks(out.get("expect", []), over["expect"], name, path)
     return merged, name
+
+
+def scale_checks(base: list, over, scale: str, path: str) -> list:
+    """A scale's [[scale.<name>.expect]] checks join the study's: one with
+    `replaces = "<name of a study check>"` takes that check's place, any other is added.
+    A scale can so weaken one check (a short run cannot promise what a long one can)
+    without repeating the others."""
+    key = f"scale.{scale}.expect"
+    if not isinstance(over, list) or not all(isinstance(e, dict) for e in over):
+        raise SpecError(path, key, "write a scale's checks as [[scale.<name>.expect]] tables")
+    if not isinstance(base, list):
+        return over     # the study's own expect is malformed: build_study names it
+    out = copy.deepcopy(base)
+    names = [e.get("name") if isinstance(e, dict) else None for e in out]
+    for i, e in enumerate(over):
+        e = copy.deepcopy(e)
+        target = e.pop("replaces", None)
+        if target is None:
+            if e.get("name") is not None and e.get("name") in names:
+                raise SpecError(path, f"{key}[{i}].name",
+                                f"the study already has a check named {e['name']!r}; "
+                                f"to change it write replaces = {e['name']!r}")
+            out.append(e)
+            names.append(e.get("name"))
+        elif target in names:
+            j = names.index(target)
+            out[j] = e
+            names[j] = e.get("name")
+        else:
+            have = ", ".join(repr(n) for n in names if n) or "none"
+            raise SpecError(path, f"{key}[{i}].replaces",
+                            f"the study has no check named {target!r}; its checks: {have}")
+    return out
 
 
 def load_study(path, overrides: dict | None = None, extra_algorithms=(),
