@@ -43,6 +43,10 @@ def cmd_run(args) -> int:
               f"{args.repetitions or study.repetitions} repetitions = {len(plan.runs)} runs, "
               f"{'shuffled' if plan.shuffled else 'in order'} (seed {plan.seed}); "
               f"about {len(plan.runs) * (study.duration_s + 1):.0f} s")
+        reruns = study.reruns if args.reruns is None else args.reruns
+        print(f"a run the machine's noise makes invalid is run again up to {reruns} "
+              f"time{'s' if reruns != 1 else ''}" if reruns else
+              "a run the machine's noise makes invalid is kept as it is (reruns = 0)")
         for r in plan.runs:
             params = ", ".join(f"{k} = {v}" for k, v in r.params.items())
             print(f"  {r.index:4d}  {r.label:10s} seed {r.seed:<11d} {params}")
@@ -56,7 +60,8 @@ def cmd_run(args) -> int:
     from .runner import run_study
     res = run_study(study, results_base=args.results, seed=args.seed,
                     shuffle=False if args.no_shuffle else None, repetitions=args.repetitions,
-                    progress=not args.quiet, force_cc=args.cc_source, event_log=args.event_log)
+                    reruns=args.reruns, progress=not args.quiet, force_cc=args.cc_source,
+                    event_log=args.event_log)
     render(res)
     print(f"results: {res.path}")
     from .checks import run_checks
@@ -65,6 +70,12 @@ def cmd_run(args) -> int:
         from .report import write_report
         print(f"report: {write_report(res.path)}")
     return 0 if ok else 3
+
+
+def _count(v: str) -> int:
+    if not v.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number 0 or more, got {v!r}")
+    return int(v)
 
 
 def cmd_ls(args) -> int:
@@ -157,6 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, help="seed of the run order and per-run seeds")
     r.add_argument("--no-shuffle", action="store_true", help="run cells in order")
     r.add_argument("--repetitions", type=int, help="override study.repetitions")
+    r.add_argument("--reruns", type=_count, help="override study.reruns: how often a run that "
+                   "the machine's noise made invalid is run again (0: never)")
     r.add_argument("--duration", help="override study.duration (e.g. 5s)")
     r.add_argument("--scale", help="apply the study's [scale.<name>] table (quick, full, ...)")
     r.add_argument("--results", default="results", help="results base directory")

@@ -133,10 +133,14 @@ def _sigterm_as_exception():
 
 
 def run_study(study: Study, *, results_base="results", seed=None, shuffle=None,
-              repetitions=None, progress=True, force_cc=None, event_log=False,
+              repetitions=None, reruns=None, progress=True, force_cc=None, event_log=False,
               on_run=None, on_testbed=None) -> ResultsDir:
     """on_run(planned_run, meta) after each run; on_testbed(topology) once each run's
-    network is built (tests and tools that watch a run from outside use it)."""
+    network is built (tests and tools that watch a run from outside use it).
+
+    A run that only the machine's noise made invalid (validity.noise_only) is run again,
+    up to `reruns` (default study.reruns) times, with the same seed; each attempt set aside
+    is kept under superseded/ and listed in the final attempt's meta["superseded"]."""
     pf = preflight(study, force_cc)
     plan = make_plan(study, seed=seed, shuffle=shuffle, repetitions=repetitions)
     results = ResultsDir.create(study.name, results_base)
@@ -144,6 +148,7 @@ def run_study(study: Study, *, results_base="results", seed=None, shuffle=None,
     write_json(results.path / "preflight.json", pf)
     write_json(results.path / "environment.json", environment.machine())
     cell_index = {r.cell: int(r.cell[1:]) for r in plan.runs}
+    reruns = study.reruns if reruns is None else reruns
     bar = _Progress(len(plan.runs), study.name) if progress else None
     with _sigterm_as_exception(), ccmod.acquire(sorted(pf["algorithms"]), _study_token(),
                                                  force=force_cc) as kernel_names:
@@ -152,8 +157,17 @@ def run_study(study: Study, *, results_base="results", seed=None, shuffle=None,
                 backend = pf["cells"][cell_index[r.cell]]["backend"]
                 if bar:
                     bar.update(r)
-                meta = execute_run(r, results, backend, kernel_names, pf, event_log=event_log,
-                                   on_testbed=on_testbed)
+                set_aside: list[dict] = []
+                while True:
+                    meta = execute_run(r, results, backend, kernel_names, pf,
+                                       event_log=event_log, on_testbed=on_testbed,
+                                       superseded=set_aside)
+                    if meta["valid"] or len(set_aside) >= reruns or \
+                            not validity.noise_only(meta):
+                        break
+                    set_aside.append(results.set_aside(r.label, len(set_aside) + 1, meta))
+                    if bar:
+                        bar.rerun(r, len(set_aside))
                 results.rebuild_aggregates()
                 if on_run:
                     on_run(r, meta)
@@ -168,7 +182,10 @@ def _study_token() -> str:
 
 
 def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: dict,
-                pf: dict, event_log: bool = False, on_testbed=None) -> dict:
+                pf: dict, event_log: bool = False, on_testbed=None,
+                superseded: list[dict] | None = None) -> dict:
+    """One run, stored under runs/<label>/. `superseded`: earlier attempts of this planned
+    run, set aside for the machine's noise (recorded in meta)."""
     study = r.study
     r.run_id = secrets.token_hex(3)
     rd = results.run_dir(r.label)
@@ -183,7 +200,10 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
         "bottleneck": _bottleneck_meta(study), "flows": _flows_meta(study, kernel_names, pf),
         "namespaces": topo.namespaces, "valid": True, "invalid_reasons": [],
     }
+    if superseded:
+        meta["superseded"] = list(superseded)
     reasons: list[str] = []
+    noise: list[str] = []       # the reasons that are the machine's noise (validity.py)
     tables: dict[str, pd.DataFrame] = {}
     bpf_algs = sorted({k for k in kernel_names.values() if k.startswith("cca_")})
     guard0: dict = {}
@@ -257,7 +277,8 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
                 tracer = None
                 lost = meta["trace"].get("lost", 0) or 0
                 if lost:
-                    reasons.append(f"tcp_probe tracer lost {lost} events")
+                    noise.append(f"tcp_probe tracer lost {lost} events")
+                    reasons.append(noise[-1])
             for c in caps_:
                 c.stop()
             pt = [p.finish(timeout_s=2.0) for p in pings]
@@ -272,7 +293,9 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
                 b = study.bottleneck
                 meta["shaper"] = validity.shaper_delivery(tables["link_stats"], {
                     0: b.rate_bps, 1: b.reverse_rate_bps or b.rate_bps})
-                reasons += validity.check_shaper(meta["shaper"])
+                found = validity.check_shaper(meta["shaper"])
+                reasons += found
+                noise += found
                 sampler = None
             if link_proc is not None:
                 rc = link_proc.terminate(timeout_s=10)
@@ -309,7 +332,7 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
             cmds.stop()
     meta["wall_start"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started))
     meta["wall_s"] = time.time() - started
-    _collect(raw, tables, meta, reasons, study)
+    _collect(raw, tables, meta, reasons, noise, study)
     # BPF algorithms on this kernel can meet a corrupted ssthresh that their guard repairs
     # (docs/algorithms.md, "Known issue"): a late repair (the bad value acted for an ACK)
     # makes the run invalid; one redone at entry, before any use, is recorded only
@@ -332,6 +355,7 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
                            "by its guard during the run")
     meta["valid"] = not reasons
     meta["invalid_reasons"] = reasons
+    meta["noise_reasons"] = [r for r in reasons if r in noise]
     _store_run(rd, tables, meta)
     return meta
 
@@ -360,8 +384,10 @@ def _flows_meta(study: Study, kernel_names: dict, pf: dict) -> list[dict]:
     return out
 
 
-def _collect(raw: Path, tables: dict, meta: dict, reasons: list[str], study: Study) -> None:
-    """Read every part's raw output into tables; check what the kernel says it ran."""
+def _collect(raw: Path, tables: dict, meta: dict, reasons: list[str], noise: list[str],
+             study: Study) -> None:
+    """Read every part's raw output into tables; check what the kernel says it ran. The
+    machine-noise checks' findings go to `noise` as well as to `reasons`."""
     parts = {k: [] for k in ("tcpinfo", "rx", "rr", "conns", "udp")}
     engines = {}
     for hd in sorted(p for p in raw.glob("*") if p.is_dir() and p.name not in ("logs", "link")):
@@ -377,7 +403,9 @@ def _collect(raw: Path, tables: dict, meta: dict, reasons: list[str], study: Stu
         ej = hd / "engine.json"
         if ej.exists():
             engines[hd.name] = json.loads(ej.read_text())
-            reasons += validity.check_engine(hd.name, engines[hd.name])
+            found = validity.check_engine(hd.name, engines[hd.name])
+            reasons += found
+            noise += found
     for k, v in parts.items():
         if v:
             tables[k] = pd.concat(v, ignore_index=True)
@@ -402,8 +430,12 @@ def _collect(raw: Path, tables: dict, meta: dict, reasons: list[str], study: Stu
         lj = link_dir / "link.json"
         if lj.exists():
             meta["link"] = json.loads(lj.read_text())
-            reasons += validity.check_link(meta["link"], meta.get("link_ingress"))
-    reasons += validity.check_cpu(meta.get("cpu", {}))
+            found = validity.check_link(meta["link"], meta.get("link_ingress"))
+            reasons += found
+            noise += found
+    found = validity.check_cpu(meta.get("cpu", {}))
+    reasons += found
+    noise += found
     reasons += _check_algorithms(tables.get("conns"), meta)
     t0 = meta.get("t0_ns")
     for k, df in tables.items():
@@ -458,6 +490,10 @@ class _Progress:
         self.n += 1
         params = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in r.params.items())
         self.p.update(self.task, run=f"{r.label} {params}")
+
+    def rerun(self, r: PlannedRun, k: int):
+        self.p.update(self.task, run=f"{r.label} again (re-run {k}: the machine's noise "
+                      "made it invalid)")
 
     def close(self):
         if self.n:

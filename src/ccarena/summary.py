@@ -73,6 +73,10 @@ def render(results, console: Console | None = None) -> Table:
         for _, r in bad.iterrows():
             console.print(f"[yellow]invalid run {r['label']}[/yellow]: "
                           + escape(str(r["invalid_reasons"])))
+    if len(runs) and "reruns" in runs:
+        for _, r in runs[runs["reruns"].fillna(0) > 0].iterrows():
+            console.print(f"[dim]run {r['label']} was run {int(r['reruns']) + 1} times; set "
+                          f"aside (superseded/): {escape(str(r['rerun_reasons']))}[/dim]")
     return t
 
 

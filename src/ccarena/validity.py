@@ -11,7 +11,11 @@ A run is flagged (never silently averaged in) when
 - the kernel backend's shaper sent below SHAPER_MIN of its rate while its queue was
   backlogged (check_shaper);
 - a socket ran another congestion control than the one the study asked for;
-- a process failed."""
+- a process failed.
+
+The first four (and a tracer that lost events) are the machine's noise: the experiment
+was not measured, through no fault of its own, and the runner runs it again (`noise_only`,
+study.reruns). The others say something failed or is wrong, and re-running would hide it."""
 from __future__ import annotations
 
 STEAL_MAX = 0.25
@@ -109,3 +113,11 @@ def check_shaper(delivery: dict) -> list[str]:
             f"with a standing queue (limit {SHAPER_MIN:.0%})"
             for d, v in sorted(delivery.items())
             if v["busy_s"] >= SHAPER_JUDGE_S and v["frac"] < SHAPER_MIN]
+
+
+def noise_only(meta: dict) -> bool:
+    """The run is invalid, and only for the machine's noise: every reason is one the noise
+    checks gave (the runner lists those in meta["noise_reasons"])."""
+    reasons = meta.get("invalid_reasons") or []
+    noise = set(meta.get("noise_reasons") or [])
+    return not meta.get("valid", True) and bool(reasons) and all(r in noise for r in reasons)

@@ -17,6 +17,7 @@ def test_overload_is_dropped_and_counted_with_bounded_memory(tmp_path, no_leaks)
         [study]
         name = "overload"
         duration = "5s"
+        reruns = 0          # the overload may flag the run; it is what is judged here
         [bottleneck]
         rate = "10mbit"
         rtt = "10ms"

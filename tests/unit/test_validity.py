@@ -99,3 +99,16 @@ def test_a_shaper_at_its_rate_passes_and_one_behind_it_is_flagged():
     # an unlimited direction and too short a backlogged time are not judged
     assert _judge(_qdisc_stats(0.5, deep), {0: None}) == []
     assert _judge(_qdisc_stats(0.5, deep, n=50), {0: 100e6}) == []
+
+
+def test_only_a_run_invalid_for_the_machines_noise_alone_is_run_again():
+    steal = "CPU steal 40% of the run (limit 25%)"
+    noisy = {"valid": False, "invalid_reasons": [steal], "noise_reasons": [steal]}
+    assert validity.noise_only(noisy)
+    # a failed part beside the noise: re-running would hide it
+    assert not validity.noise_only({**noisy, "invalid_reasons": [steal, "ccarena-flow@s1 exit 1"]})
+    assert not validity.noise_only({"valid": False, "invalid_reasons": ["metrics failed: x"],
+                                    "noise_reasons": []})
+    assert not validity.noise_only({"valid": True, "invalid_reasons": [], "noise_reasons": []})
+    # a run stored before noise was told apart: never re-run
+    assert not validity.noise_only({"valid": False, "invalid_reasons": [steal]})

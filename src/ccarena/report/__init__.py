@@ -91,6 +91,15 @@ def _checks(res: Results) -> str:
         out.append(table(pd.DataFrame(rows), left=("run_id", "cell", "reasons")))
     else:
         out.append(f'<p class="ok">All {len(runs)} runs are valid.</p>')
+    rerun = runs[runs["reruns"].fillna(0) > 0] if "reruns" in runs else runs.iloc[0:0]
+    if len(rerun):
+        n = len(rerun)
+        out.append(f"<p>{n} run{' was' if n == 1 else 's were'} run again because the "
+                   "machine's noise made an attempt invalid (the same seed each time); the "
+                   "attempts set aside are kept in <code>superseded/</code> and counted "
+                   "nowhere else.</p>")
+        out.append(table(rerun[["run_id", "cell", "rep", "reruns", "rerun_reasons"]],
+                         left=("run_id", "cell", "rerun_reasons")))
     checks = _load_checks(res)
     if not len(checks) and res.study.get("expect"):
         checks = _evaluate_expect(res)

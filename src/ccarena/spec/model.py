@@ -115,6 +115,9 @@ class Study:
     duration_s: float
     warmup_s: float = 0.0
     repetitions: int = 1
+    # a run that only the machine's noise made invalid is run again, up to this many times
+    # (validity.noise_only; the set-aside attempts stay in the results' superseded/)
+    reruns: int = 1
     seed: int | None = None
     shuffle: bool = True
     sample_interval_s: float = 0.01

@@ -141,6 +141,7 @@ def _take(ctx: Ctx, table: dict, prefix: str, spec: dict[str, Callable], require
 STUDY_KEYS = {
     "name": lambda v: _str(v), "description": lambda v: _str(v),
     "duration": _time_pos, "warmup": _time_nonneg, "repetitions": _int(1, 100000),
+    "reruns": _int(0, 10),
     "default_scale": lambda v: _str(v),
     "seed": _int(0), "shuffle": _bool, "sample_interval": _time_pos,
     "extends": lambda v: _str(v),
@@ -334,7 +335,7 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
     topo = _take(ctx, raw.get("topology", {}), "topology", TOPOLOGY_KEYS)
     study = Study(name=st["name"], path=path, duration_s=st["duration"],
                   warmup_s=st.get("warmup", 0.0), repetitions=st.get("repetitions", 1),
-                  seed=st.get("seed"), shuffle=st.get("shuffle", True),
+                  reruns=st.get("reruns", 1), seed=st.get("seed"), shuffle=st.get("shuffle", True),
                   sample_interval_s=st.get("sample_interval", 0.01),
                   description=st.get("description", ""), pairs=topo.get("pairs", 1), raw=raw)
     if study.warmup_s >= study.duration_s:

@@ -70,6 +70,18 @@ class ResultsDir:
         d.mkdir(parents=True, exist_ok=True)
         return d
 
+    def set_aside(self, label: str, attempt: int, meta: dict) -> dict:
+        """Move the completed run runs/<label>/ to superseded/<label>.<attempt>/ (it is
+        about to be run again): it is kept, but no longer one of the study's runs. Returns
+        what the next attempt records of it."""
+        dest = self.path / "superseded" / f"{label}.{attempt}"
+        dest.parent.mkdir(exist_ok=True)
+        meta = {**meta, "superseded_by_rerun": True}
+        write_json(self.path / "runs" / label / "meta.json", meta)
+        (self.path / "runs" / label).rename(dest)
+        return {"attempt": attempt, "dir": str(dest.relative_to(self.path)),
+                "run_id": meta["run_id"], "invalid_reasons": meta.get("invalid_reasons", [])}
+
     # -- reading ---------------------------------------------------------------------------
     def check_version(self) -> dict:
         m = self.path / MARKER
@@ -132,7 +144,10 @@ class ResultsDir:
                    "valid": meta.get("valid", True),
                    "invalid_reasons": "; ".join(meta.get("invalid_reasons", [])),
                    "cpu_busy_frac": meta.get("cpu", {}).get("busy_frac"),
-                   "cpu_steal_frac": meta.get("cpu", {}).get("steal_frac")}
+                   "cpu_steal_frac": meta.get("cpu", {}).get("steal_frac"),
+                   "reruns": len(meta.get("superseded", [])),
+                   "rerun_reasons": "; ".join(r for a in meta.get("superseded", [])
+                                              for r in a.get("invalid_reasons", []))}
             runs.append(row)
             fp = d / "flow_metrics.parquet"
             if fp.exists():
