@@ -45,10 +45,9 @@ def ccarena_cgroups() -> set[str]:
     return out
 
 
-def foreign_cgroups(names: set[str]) -> set[str]:
-    """The cgroups of the runs whose namespaces are `names` (foreign_runs()[0])."""
-    from ccarena.testbed.registry import RUN_NS
-    rids = {m.group(1) for m in map(RUN_NS.match, names) if m}
+def foreign_cgroups() -> set[str]:
+    """The cgroups of the runs that live processes outside this test's process tree own."""
+    rids = foreign_runs(ids=True)[2]
     return {d for d in ccarena_cgroups() if os.path.basename(d)[len("ccarena-"):][:6] in rids}
 
 
@@ -86,14 +85,14 @@ def _ancestors(pid: int) -> set[int]:
     return out
 
 
-def foreign_runs() -> tuple[set[str], set[int]]:
-    """Namespaces and owner pids of runs that live processes OUTSIDE this test's process
-    tree own right now (another session or a study running beside the tests): the leak
-    checks must not blame this test for them."""
+def foreign_runs(ids: bool = False) -> tuple:
+    """Namespaces and owner pids (and with `ids`, run ids) of runs that live processes
+    OUTSIDE this test's process tree own right now (another session or a study running
+    beside the tests): the leak checks must not blame this test for them."""
     import json
     from ccarena.testbed import registry
     me = os.getpid()
-    names, owners = set(), set()
+    names, owners, rids = set(), set(), set()
     if os.path.isdir(registry.RUNS_DIR):
         for fn in os.listdir(registry.RUNS_DIR):
             try:
@@ -104,7 +103,8 @@ def foreign_runs() -> tuple[set[str], set[int]]:
             if registry.pid_alive(pid) and me not in _ancestors(pid):
                 names |= set(rec.get("namespaces", []))
                 owners.add(pid)
-    return names, owners
+                rids.add(str(rec.get("run_id", "")))
+    return (names, owners, rids) if ids else (names, owners)
 
 
 @pytest.fixture
@@ -117,7 +117,7 @@ def no_leaks():
     names, owners = foreign_runs()
     left_ns = ccarena_namespaces() - before_ns - names
     left_p = {p for p in ccarena_processes() - before_p if not (_ancestors(p) & owners)}
-    left_cg = ccarena_cgroups() - before_cg - foreign_cgroups(names)
+    left_cg = ccarena_cgroups() - before_cg - foreign_cgroups()
     assert left_ns == set(), "namespaces left behind"
     assert left_p == set(), "processes left behind"
     assert left_cg == set(), "cgroups left behind"

@@ -73,8 +73,9 @@ def cmd_run(args) -> int:
 
 
 def _count(v: str) -> int:
-    if not v.isdigit():
-        raise argparse.ArgumentTypeError(f"expected a whole number 0 or more, got {v!r}")
+    """--reruns: as study.reruns accepts (0..10)."""
+    if not v.isdigit() or int(v) > 10:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 0 to 10, got {v!r}")
     return int(v)
 
 
@@ -118,8 +119,8 @@ def cmd_cleanup(args) -> int:
     from . import cc
     from .testbed import registry
     removed = registry.cleanup(all_runs=args.all)
-    for n in removed:
-        print(f"removed namespace {n}")
+    for n in removed:      # namespace names, and cgroup directories (paths)
+        print(f"removed {'cgroup' if n.startswith('/') else 'namespace'} {n}")
     for n in cc.cleanup_stale():
         print(f"unregistered congestion control {n}")
     if not removed:
@@ -192,7 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     s.set_defaults(func=cmd_show)
     s = sub.add_parser("cleanup", help="remove what crashed runs left (namespaces, BPF)")
-    s.add_argument("--all", action="store_true", help="also remove live runs' namespaces")
+    s.add_argument("--all", action="store_true", help="also remove live runs' namespaces and cgroups "
+                   "(killing what runs in them)")
     s.set_defaults(func=cmd_cleanup)
     s = sub.add_parser("doctor", help="what this machine offers and what a study will use")
     s.add_argument("study", nargs="?", help="also say how this study would run")

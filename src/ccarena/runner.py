@@ -157,17 +157,22 @@ def run_study(study: Study, *, results_base="results", seed=None, shuffle=None,
                 backend = pf["cells"][cell_index[r.cell]]["backend"]
                 if bar:
                     bar.update(r)
+                meta = execute_run(r, results, backend, kernel_names, pf,
+                                   event_log=event_log, on_testbed=on_testbed)
                 set_aside: list[dict] = []
-                while True:
-                    meta = execute_run(r, results, backend, kernel_names, pf,
-                                       event_log=event_log, on_testbed=on_testbed,
-                                       superseded=set_aside)
-                    if meta["valid"] or len(set_aside) >= reruns or \
-                            not validity.noise_only(meta):
-                        break
-                    set_aside.append(results.set_aside(r.label, len(set_aside) + 1, meta))
+                while not meta["valid"] and len(set_aside) < reruns and \
+                        validity.noise_only(meta):
+                    # the new attempt is staged: until it is complete, the one it would
+                    # replace stays the run's (an interruption loses neither)
+                    aside = results.aside_record(r.label, len(set_aside) + 1, meta)
                     if bar:
-                        bar.rerun(r, len(set_aside))
+                        bar.rerun(r, aside["attempt"])
+                    new = execute_run(r, results, backend, kernel_names, pf,
+                                      event_log=event_log, on_testbed=on_testbed,
+                                      superseded=set_aside + [aside], staged=True)
+                    results.supersede(r.label, aside["attempt"], meta)
+                    set_aside.append(aside)
+                    meta = new
                 results.rebuild_aggregates()
                 if on_run:
                     on_run(r, meta)
@@ -183,12 +188,13 @@ def _study_token() -> str:
 
 def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: dict,
                 pf: dict, event_log: bool = False, on_testbed=None,
-                superseded: list[dict] | None = None) -> dict:
-    """One run, stored under runs/<label>/. `superseded`: earlier attempts of this planned
-    run, set aside for the machine's noise (recorded in meta)."""
+                superseded: list[dict] | None = None, staged: bool = False) -> dict:
+    """One run, stored under runs/<label>/, or with `staged` in the results' staging
+    directory for it (ResultsDir.supersede moves it in). `superseded`: earlier attempts
+    of this planned run, set aside for the machine's noise (recorded in meta)."""
     study = r.study
     r.run_id = secrets.token_hex(3)
-    rd = results.run_dir(r.label)
+    rd = results.staging_dir(r.label) if staged else results.run_dir(r.label)
     raw = rd / "raw"
     topo = plan_dumbbell(r.run_id, study.pairs, backend)
     meta = {

@@ -1,6 +1,7 @@
 """Host attributes: CPU and memory limits through cgroups change what a host can do and are
 recorded; limits the machine cannot give are refused before anything is built."""
 import os
+import secrets
 import signal
 import subprocess
 import time
@@ -61,20 +62,27 @@ def test_cpu_limit_above_the_machine_is_refused(tmp_path, no_leaks):
 def test_teardown_kills_what_is_left_in_a_throttled_group_and_removes_it(no_leaks):
     """A process killed at 1 % of a core can take seconds to exit; teardown lifts the quota,
     kills what is still in the group (only the run's processes join it) and removes it."""
-    from ccarena.testbed import cgroups
-    cg = cgroups.create("fff0ff", "s1", cgroups.HostLimits(cpus=0.01, memory=64 * 2**20))
-    # busy, deaf to SIGTERM, throttled
-    p = subprocess.Popen(["sh", "-c", "trap '' TERM; while :; do :; done"],
-                         preexec_fn=cg.add_self)
+    from ccarena.testbed import cgroups, registry
+    rid = secrets.token_hex(3)
+    registry.register(rid, [])       # a live run's: other sessions' leak checks skip it
+    cg = cgroups.create(rid, "s1", cgroups.HostLimits(cpus=0.01, memory=64 * 2**20))
+    p = None
     try:
+        # busy, deaf to SIGTERM, throttled
+        p = subprocess.Popen(["sh", "-c", "trap '' TERM; while :; do :; done"],
+                             preexec_fn=cg.add_self)
         deadline = time.monotonic() + 10
         while p.pid not in cg.pids() and time.monotonic() < deadline:
             time.sleep(0.01)
         assert p.pid in cg.pids()
         left = cg.remove(timeout_s=10)
+        assert left == []
+        assert p.wait(timeout=10) == -signal.SIGKILL      # killed by remove()
+        assert [d for d in cg.dirs if os.path.isdir(d)] == []
+        assert len(cg.dirs) == (2 if cgroups.version() == "v1" else 1)
     finally:
-        p.kill()
-    assert left == []
-    assert p.wait(timeout=10) == -signal.SIGKILL
-    assert [d for d in cg.dirs if os.path.isdir(d)] == []
-    assert len(cg.dirs) == (2 if cgroups.version() == "v1" else 1)
+        if p is not None and p.poll() is None:
+            p.kill()
+            p.wait()
+        cg.remove(timeout_s=5)
+        registry.unregister(rid)

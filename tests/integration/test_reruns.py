@@ -77,3 +77,23 @@ def test_a_failed_run_is_not_run_again(tmp_path, no_leaks, monkeypatch):
     meta = res.run_meta(res.run_dirs()[0])
     assert NOISE in meta["invalid_reasons"] and not validity.noise_only(meta)
     assert "superseded" not in meta and not (res.path / "superseded").exists()
+
+
+def test_an_interrupted_rerun_leaves_the_earlier_attempt_in_place(tmp_path, no_leaks,
+                                                                  monkeypatch):
+    steal_in_the_first_attempts(monkeypatch, 1)
+    built = []
+
+    def interrupt_the_second(topo):
+        built.append(topo.run_id)
+        if len(built) == 2:
+            raise KeyboardInterrupt     # as Ctrl-C while the re-run's testbed is up
+    with pytest.raises(KeyboardInterrupt):
+        run_study(bulk_study(rate="20mbit", duration="1s", warmup="0.2s", backend="kernel"),
+                  results_base=tmp_path, progress=False, on_testbed=interrupt_the_second)
+    [res_dir] = [p for p in tmp_path.iterdir() if p.is_dir()]
+    meta = json.loads((res_dir / "runs" / "c000-r1" / "meta.json").read_text())
+    assert meta["run_id"] == built[0] and meta["invalid_reasons"] == [NOISE]
+    assert "superseded_by_rerun" not in meta
+    # the unfinished attempt is only in the staging directory, incomplete
+    assert not (res_dir / "superseded" / ".c000-r1.next" / "meta.json").exists()

@@ -323,3 +323,11 @@ def test_probe_to_a_host_that_does_not_exist(tmp_path):
     expect_error(tmp_path, BASE.replace('kind = "ping"\nfrom = "s1"\nto = "r1"',
                                         'kind = "ping"\nfrom = "s1"\nto = "r5"'),
                  "probe[0].to", "no such host 'r5'")
+
+
+def test_a_bad_key_in_a_scale_check_is_named_where_it_is_written(tmp_path):
+    p = write(tmp_path, CHECKED + '\n[[scale.quick.expect]]\nreplace = "fair"\nmetric = "jain"\n')
+    with pytest.raises(SpecError) as e:
+        load_study(p, scale="quick")
+    assert e.value.key == "scale.quick.expect[0].replace"
+    assert "accepted here" in e.value.reason and "replaces" in e.value.reason

@@ -18,6 +18,7 @@ import pandas as pd
 
 from ..errors import ResultsError
 from ..metrics import run_metrics
+from ..store.results import rerun_columns
 
 RUN_TABLES = ("tcpinfo", "rx", "conns", "rr", "ping", "link_stats")
 
@@ -101,6 +102,6 @@ def _recompute(dirs: dict, metas: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     for rid, meta in metas.items():
         tables = {n: _read_parquet(dirs[rid] / f"{n}.parquet") for n in RUN_TABLES}
         f, r = run_metrics(tables, meta)
-        rows.append({**(meta.get("cell_params") or {}), **r})
+        rows.append({**(meta.get("cell_params") or {}), **r, **rerun_columns(meta)})
         fl.append(f.assign(cell=meta.get("cell"), rep=meta.get("rep")))
     return pd.DataFrame(rows), (pd.concat(fl, ignore_index=True) if fl else pd.DataFrame())

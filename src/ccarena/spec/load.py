@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..errors import SpecError
 from .model import Study
-from .schema import build_study
+from .schema import EXPECT_KEYS, Ctx, _str, _take, build_study
 from .sweep import cells as sweep_cells
 
 MAX_EXTENDS_DEPTH = 8
@@ -130,7 +130,12 @@ def scale_checks(base: list, over, scale: str, path: str) -> list:
         return over     # the study's own expect is malformed: build_study names it
     out = copy.deepcopy(base)
     names = [e.get("name") if isinstance(e, dict) else None for e in out]
+    ctx = Ctx(path)
     for i, e in enumerate(over):
+        # checked here, where the error can name the scale's key; the merged list is
+        # checked again as the study's own
+        _take(ctx, e, f"{key}[{i}]", {**EXPECT_KEYS, "replaces": lambda v: _str(v)},
+              required=("metric",))
         e = copy.deepcopy(e)
         target = e.pop("replaces", None)
         if target is None:

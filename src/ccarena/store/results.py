@@ -70,17 +70,26 @@ class ResultsDir:
         d.mkdir(parents=True, exist_ok=True)
         return d
 
-    def set_aside(self, label: str, attempt: int, meta: dict) -> dict:
-        """Move the completed run runs/<label>/ to superseded/<label>.<attempt>/ (it is
-        about to be run again): it is kept, but no longer one of the study's runs. Returns
-        what the next attempt records of it."""
-        dest = self.path / "superseded" / f"{label}.{attempt}"
-        dest.parent.mkdir(exist_ok=True)
-        meta = {**meta, "superseded_by_rerun": True}
-        write_json(self.path / "runs" / label / "meta.json", meta)
-        (self.path / "runs" / label).rename(dest)
-        return {"attempt": attempt, "dir": str(dest.relative_to(self.path)),
+    # A run that the machine's noise made invalid is run again (runner.run_study): the new
+    # attempt is written to staging_dir(label) and, once complete, supersede() moves the
+    # old one to superseded/<label>.<attempt>/ and the new one to runs/<label>/.
+    def staging_dir(self, label: str) -> Path:
+        d = self.path / "superseded" / f".{label}.next"
+        if d.exists():
+            shutil.rmtree(d)
+        d.mkdir(parents=True)
+        return d
+
+    def aside_record(self, label: str, attempt: int, meta: dict) -> dict:
+        """What the next attempt records of the one it supersedes."""
+        return {"attempt": attempt, "dir": f"superseded/{label}.{attempt}",
                 "run_id": meta["run_id"], "invalid_reasons": meta.get("invalid_reasons", [])}
+
+    def supersede(self, label: str, attempt: int, old_meta: dict) -> None:
+        run = self.path / "runs" / label
+        write_json(run / "meta.json", {**old_meta, "superseded_by_rerun": True})
+        run.rename(self.path / "superseded" / f"{label}.{attempt}")
+        (self.path / "superseded" / f".{label}.next").rename(run)
 
     # -- reading ---------------------------------------------------------------------------
     def check_version(self) -> dict:
@@ -145,9 +154,7 @@ class ResultsDir:
                    "invalid_reasons": "; ".join(meta.get("invalid_reasons", [])),
                    "cpu_busy_frac": meta.get("cpu", {}).get("busy_frac"),
                    "cpu_steal_frac": meta.get("cpu", {}).get("steal_frac"),
-                   "reruns": len(meta.get("superseded", [])),
-                   "rerun_reasons": "; ".join(r for a in meta.get("superseded", [])
-                                              for r in a.get("invalid_reasons", []))}
+                   **rerun_columns(meta)}
             runs.append(row)
             fp = d / "flow_metrics.parquet"
             if fp.exists():
@@ -175,6 +182,13 @@ class ResultsDir:
                                    "fct_s") if c in top.columns]
             cs = cell_stats(top, by=["cell", *params, "name", "cc"], metrics=metrics)
             cs.to_parquet(self.path / "cells.parquet", index=False)
+
+
+def rerun_columns(meta: dict) -> dict:
+    """A run's re-run columns of runs.parquet: how many attempts were set aside, and why."""
+    aside = meta.get("superseded") or []
+    return {"reruns": len(aside),
+            "rerun_reasons": "; ".join(r for a in aside for r in a.get("invalid_reasons", []))}
 
 
 def open_results(path) -> ResultsDir:

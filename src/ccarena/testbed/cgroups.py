@@ -13,6 +13,7 @@ receive processing) is not charged to any group."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import time
@@ -96,13 +97,14 @@ class HostCgroup:
 
     def pids(self) -> set[int]:
         out = set()
-        for p in self.procs_files():
-            out |= {int(x) for x in (_read(p) or "").split()}
+        for d in self.dirs:
+            out |= _pids(d)
         return out
 
     def remove(self, timeout_s: float = 10.0) -> list[str]:
         """Remove the groups; returns each one that could not be removed, with why. Only
-        processes this run started join its groups, so whatever is still in them is killed."""
+        processes this run started join its groups, so whatever is still in them is killed
+        (cgroup v2: `cgroup.kill`; v1: SIGKILL to each process listed)."""
         self.lift_cpu_limits()
         deadline = time.monotonic() + timeout_s
         left = []
@@ -114,16 +116,30 @@ class HostCgroup:
                 except FileNotFoundError:
                     break
                 except OSError as e:
-                    pids = {int(x) for x in (_read(os.path.join(d, "cgroup.procs")) or "").split()}
-                    if time.monotonic() >= deadline:
+                    pids = _pids(d)
+                    if e.errno != errno.EBUSY or time.monotonic() >= deadline:
                         left.append(f"cgroup {d}: {e.strerror}"
                                     + (f" (processes {sorted(pids)} still in it)" if pids else ""))
                         break
-                    for pid in pids:
-                        with contextlib.suppress(ProcessLookupError):
-                            os.kill(pid, signal.SIGKILL)
+                    _kill_all(d, pids)
                     time.sleep(0.02)
         return left
+
+
+def _pids(d: str) -> set[int]:
+    # a process of another PID namespace is listed as 0: never a target of kill()
+    return {int(x) for x in (_read(os.path.join(d, "cgroup.procs")) or "").split()} - {0}
+
+
+def _kill_all(d: str, pids: set[int]) -> None:
+    kill_file = os.path.join(d, "cgroup.kill")       # v2, Linux >= 5.14: atomic, no pids
+    if os.path.exists(kill_file):
+        with contextlib.suppress(OSError), open(kill_file, "w") as f:
+            f.write("1")
+            return
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def create(run_id: str, host: str, lim: HostLimits) -> HostCgroup:
