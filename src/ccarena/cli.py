@@ -193,8 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     s.set_defaults(func=cmd_show)
     s = sub.add_parser("cleanup", help="remove what crashed runs left (namespaces, BPF)")
-    s.add_argument("--all", action="store_true", help="also remove live runs' namespaces and cgroups "
-                   "(killing what runs in them)")
+    s.add_argument("--all", action="store_true", help="also remove live runs' namespaces "
+                   "and cgroups (killing what runs in them)")
     s.set_defaults(func=cmd_cleanup)
     s = sub.add_parser("doctor", help="what this machine offers and what a study will use")
     s.add_argument("study", nargs="?", help="also say how this study would run")

@@ -28,9 +28,10 @@ EV_ENQ, EV_DEQ, EV_DROP_QUEUE, EV_DROP_LOSS, EV_MARK, EV_DROP_AQM = range(6)
 def realtime_link(monkeypatch):
     """Accuracy needs an emulator that keeps time: its forwarding thread runs SCHED_FIFO
     (ccarena-link's and the orchestrator's default; set here so that a
-    CCARENA_LINK_RT_PRIORITY=0 in the environment cannot turn it off). With ordinary scheduling on this busy 2-core machine
-    the thread stalls for ms: an unloaded 20 ms ping median came out 20.4-20.55 ms, and
-    100 Mbit/s bulk goodput 87 % (the ACK clock stops for longer than the queue covers)."""
+    CCARENA_LINK_RT_PRIORITY=0 in the environment cannot turn it off). With ordinary
+    scheduling on this busy 2-core machine the thread stalls for ms: an unloaded 20 ms
+    ping median came out 20.4-20.55 ms, and 100 Mbit/s bulk goodput 87 % (the ACK clock
+    stops for longer than the queue covers)."""
     monkeypatch.setenv("CCARENA_LINK_RT_PRIORITY", "10")
 
 

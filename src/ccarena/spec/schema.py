@@ -335,7 +335,8 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
     topo = _take(ctx, raw.get("topology", {}), "topology", TOPOLOGY_KEYS)
     study = Study(name=st["name"], path=path, duration_s=st["duration"],
                   warmup_s=st.get("warmup", 0.0), repetitions=st.get("repetitions", 1),
-                  reruns=st.get("reruns", 1), seed=st.get("seed"), shuffle=st.get("shuffle", True),
+                  reruns=st.get("reruns", 1), seed=st.get("seed"),
+                  shuffle=st.get("shuffle", True),
                   sample_interval_s=st.get("sample_interval", 0.01),
                   description=st.get("description", ""), pairs=topo.get("pairs", 1), raw=raw)
     if study.warmup_s >= study.duration_s:
