@@ -140,7 +140,9 @@ def run_study(study: Study, *, results_base="results", seed=None, shuffle=None,
 
     A run that only the machine's noise made invalid (validity.noise_only) is run again,
     up to `reruns` (default study.reruns) times, with the same seed; each attempt set aside
-    is kept under superseded/ and listed in the final attempt's meta["superseded"]."""
+    is kept under superseded/ and listed in the final attempt's meta["superseded"]. Once
+    a cell's re-runs ended invalid all the same, its noise is taken for its own (e.g. a
+    workload that saturates the CPU) and its later runs are not re-run."""
     pf = preflight(study, force_cc)
     plan = make_plan(study, seed=seed, shuffle=shuffle, repetitions=repetitions)
     results = ResultsDir.create(study.name, results_base)
@@ -149,6 +151,7 @@ def run_study(study: Study, *, results_base="results", seed=None, shuffle=None,
     write_json(results.path / "environment.json", environment.machine())
     cell_index = {r.cell: int(r.cell[1:]) for r in plan.runs}
     reruns = study.reruns if reruns is None else reruns
+    unhelped: set[str] = set()      # cells whose re-runs were invalid all the same
     bar = _Progress(len(plan.runs), study.name) if progress else None
     with _sigterm_as_exception(), ccmod.acquire(sorted(pf["algorithms"]), _study_token(),
                                                  force=force_cc) as kernel_names:
@@ -157,22 +160,9 @@ def run_study(study: Study, *, results_base="results", seed=None, shuffle=None,
                 backend = pf["cells"][cell_index[r.cell]]["backend"]
                 if bar:
                     bar.update(r)
-                meta = execute_run(r, results, backend, kernel_names, pf,
-                                   event_log=event_log, on_testbed=on_testbed)
-                set_aside: list[dict] = []
-                while not meta["valid"] and len(set_aside) < reruns and \
-                        validity.noise_only(meta):
-                    # the new attempt is staged: until it is complete, the one it would
-                    # replace stays the run's (an interruption loses neither)
-                    aside = results.aside_record(r.label, len(set_aside) + 1, meta)
-                    if bar:
-                        bar.rerun(r, aside["attempt"])
-                    new = execute_run(r, results, backend, kernel_names, pf,
-                                      event_log=event_log, on_testbed=on_testbed,
-                                      superseded=set_aside + [aside], staged=True)
-                    results.supersede(r.label, aside["attempt"], meta)
-                    set_aside.append(aside)
-                    meta = new
+                meta = _measure(r, results, reruns, unhelped, lambda **kw: execute_run(
+                    r, results, backend, kernel_names, pf, event_log=event_log,
+                    on_testbed=on_testbed, **kw), bar)
                 results.rebuild_aggregates()
                 if on_run:
                     on_run(r, meta)
@@ -180,6 +170,32 @@ def run_study(study: Study, *, results_base="results", seed=None, shuffle=None,
             if bar:
                 bar.close()
     return results
+
+
+def _measure(r: PlannedRun, results: ResultsDir, reruns: int, unhelped: set, execute,
+             bar) -> dict:
+    """Run `r` (execute(**kw) -> meta), and again while only the machine's noise made it
+    invalid, up to `reruns` times. The new attempt is staged: until it is complete, the
+    one it would replace stays the run's (an interruption loses neither). `unhelped`:
+    cells whose re-runs were invalid all the same, not re-run any more (updated here)."""
+    meta = execute()
+    if reruns and r.cell in unhelped and validity.noise_only(meta):
+        meta["rerun_skipped"] = ("an earlier run of this cell was run again and was "
+                                 "invalid all the same")
+        results.update_meta(r.label, meta)
+        return meta
+    set_aside: list[dict] = []
+    while not meta["valid"] and len(set_aside) < reruns and validity.noise_only(meta):
+        aside = results.aside_record(r.label, len(set_aside) + 1, meta)
+        if bar:
+            bar.rerun(r, aside["attempt"])
+        new = execute(superseded=set_aside + [aside], staged=True)
+        results.supersede(r.label, aside["attempt"], meta)
+        set_aside.append(aside)
+        meta = new
+    if set_aside and not meta["valid"]:
+        unhelped.add(r.cell)
+    return meta
 
 
 def _study_token() -> str:
@@ -411,7 +427,8 @@ def _collect(raw: Path, tables: dict, meta: dict, reasons: list[str], noise: lis
             engines[hd.name] = json.loads(ej.read_text())
             found = validity.check_engine(hd.name, engines[hd.name])
             reasons += found
-            noise += found
+            if hd.name not in (meta.get("host_limits") or {}):
+                noise += found      # a CPU-limited host's gaps are the study's own doing
     for k, v in parts.items():
         if v:
             tables[k] = pd.concat(v, ignore_index=True)

@@ -97,3 +97,17 @@ def test_an_interrupted_rerun_leaves_the_earlier_attempt_in_place(tmp_path, no_l
     assert "superseded_by_rerun" not in meta
     # the unfinished attempt is only in the staging directory, incomplete
     assert not (res_dir / "superseded" / ".c000-r1.next" / "meta.json").exists()
+
+
+def test_a_cell_whose_rerun_did_not_help_is_not_run_again(tmp_path, no_leaks, monkeypatch):
+    # noise the cell brings itself (e.g. a workload that saturates the CPU) stays: after
+    # one re-run that was invalid all the same, the cell's other runs are not re-run
+    calls = steal_in_the_first_attempts(monkeypatch, 10)
+    res = run_study(bulk_study(rate="20mbit", duration="1s", warmup="0.2s", backend="kernel"),
+                    results_base=tmp_path, progress=False, repetitions=2)
+    assert len(calls) == 3
+    metas = {d.name: res.run_meta(d) for d in res.run_dirs()}
+    assert sorted(metas) == ["c000-r1", "c000-r2"]
+    [first, second] = sorted(metas.values(), key=lambda m: m["index"])
+    assert len(first["superseded"]) == 1 and "rerun_skipped" not in first
+    assert "superseded" not in second and "invalid all the same" in second["rerun_skipped"]

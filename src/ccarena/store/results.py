@@ -85,6 +85,9 @@ class ResultsDir:
         return {"attempt": attempt, "dir": f"superseded/{label}.{attempt}",
                 "run_id": meta["run_id"], "invalid_reasons": meta.get("invalid_reasons", [])}
 
+    def update_meta(self, label: str, meta: dict) -> None:
+        write_json(self.path / "runs" / label / "meta.json", meta)
+
     def supersede(self, label: str, attempt: int, old_meta: dict) -> None:
         run = self.path / "runs" / label
         write_json(run / "meta.json", {**old_meta, "superseded_by_rerun": True})
