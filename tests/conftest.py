@@ -31,7 +31,7 @@ def ccarena_namespaces() -> set[str]:
 
 
 def ccarena_processes() -> set[int]:
-    out = subprocess.run(["pgrep", "-f", "ccarena-(flow|link) --config .*/runs/"], capture_output=True, text=True)
+    out = subprocess.run(["pgrep", "-f", "ccarena-(flow|link) --config .*/(runs|superseded)/"], capture_output=True, text=True)
     return {int(p) for p in out.stdout.split()}
 
 
@@ -117,7 +117,8 @@ def no_leaks():
     names, owners = foreign_runs()
     left_ns = ccarena_namespaces() - before_ns - names
     left_p = {p for p in ccarena_processes() - before_p if not (_ancestors(p) & owners)}
-    left_cg = ccarena_cgroups() - before_cg - foreign_cgroups()
+    left_cg = {d for d in ccarena_cgroups() - before_cg - foreign_cgroups()
+               if os.path.isdir(d)}     # not one another run removed meanwhile
     assert left_ns == set(), "namespaces left behind"
     assert left_p == set(), "processes left behind"
     assert left_cg == set(), "cgroups left behind"

@@ -177,7 +177,8 @@ def _measure(r: PlannedRun, results: ResultsDir, reruns: int, unhelped: set, exe
     """Run `r` (execute(**kw) -> meta), and again while only the machine's noise made it
     invalid, up to `reruns` times. The new attempt is staged: until it is complete, the
     one it would replace stays the run's (an interruption loses neither). `unhelped`:
-    cells whose re-runs were invalid all the same, not re-run any more (updated here)."""
+    cells whose last re-runs were invalid for noise all the same, not re-run until one of
+    their runs is valid (updated here)."""
     meta = execute()
     if reruns and r.cell in unhelped and validity.noise_only(meta):
         meta["rerun_skipped"] = ("an earlier run of this cell was run again and was "
@@ -193,8 +194,10 @@ def _measure(r: PlannedRun, results: ResultsDir, reruns: int, unhelped: set, exe
         results.supersede(r.label, aside["attempt"], meta)
         set_aside.append(aside)
         meta = new
-    if set_aside and not meta["valid"]:
+    if set_aside and validity.noise_only(meta):
         unhelped.add(r.cell)
+    elif meta["valid"]:
+        unhelped.discard(r.cell)    # the noise was passing after all
     return meta
 
 

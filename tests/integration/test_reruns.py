@@ -39,9 +39,10 @@ def test_a_run_invalid_for_noise_is_run_again_and_the_attempt_kept(tmp_path, no_
     assert [d.name for d in res.run_dirs()] == ["c000-r1"]
     meta = res.run_meta(res.run_dirs()[0])
     [first] = meta["superseded"]
-    assert first["attempt"] == 1 and first["invalid_reasons"] == [NOISE]
+    # (the machine's real noise may add reasons of its own: they are noise too)
+    assert first["attempt"] == 1 and NOISE in first["invalid_reasons"]
     old = json.loads((res.path / first["dir"] / "meta.json").read_text())
-    assert old["superseded_by_rerun"] and not old["valid"] and old["noise_reasons"] == [NOISE]
+    assert old["superseded_by_rerun"] and not old["valid"] and validity.noise_only(old)
     assert old["seed"] == meta["seed"] and old["run_id"] == first["run_id"] != meta["run_id"]
     assert (res.path / first["dir"] / "flow_metrics.parquet").exists()    # kept whole
     # the set-aside attempt is in no table; the runs table says the run was re-run
@@ -93,7 +94,7 @@ def test_an_interrupted_rerun_leaves_the_earlier_attempt_in_place(tmp_path, no_l
                   results_base=tmp_path, progress=False, on_testbed=interrupt_the_second)
     [res_dir] = [p for p in tmp_path.iterdir() if p.is_dir()]
     meta = json.loads((res_dir / "runs" / "c000-r1" / "meta.json").read_text())
-    assert meta["run_id"] == built[0] and meta["invalid_reasons"] == [NOISE]
+    assert meta["run_id"] == built[0] and NOISE in meta["invalid_reasons"]
     assert "superseded_by_rerun" not in meta
     # the unfinished attempt is only in the staging directory, incomplete
     assert not (res_dir / "superseded" / ".c000-r1.next" / "meta.json").exists()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,10 +90,16 @@ class ResultsDir:
         write_json(self.path / "runs" / label / "meta.json", meta)
 
     def supersede(self, label: str, attempt: int, old_meta: dict) -> None:
-        run = self.path / "runs" / label
-        write_json(run / "meta.json", {**old_meta, "superseded_by_rerun": True})
-        run.rename(self.path / "superseded" / f"{label}.{attempt}")
-        (self.path / "superseded" / f".{label}.next").rename(run)
+        run, aside = self.path / "runs" / label, self.path / "superseded" / f"{label}.{attempt}"
+        # Ctrl-C or SIGTERM between the two renames would leave the run in no table: they
+        # wait until both are done
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            run.rename(aside)
+            (self.path / "superseded" / f".{label}.next").rename(run)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        write_json(aside / "meta.json", {**old_meta, "superseded_by_rerun": True})
 
     # -- reading ---------------------------------------------------------------------------
     def check_version(self) -> dict:
