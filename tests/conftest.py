@@ -31,7 +31,8 @@ def ccarena_namespaces() -> set[str]:
 
 
 def ccarena_processes() -> set[int]:
-    out = subprocess.run(["pgrep", "-f", "ccarena-(flow|link) --config .*/(runs|superseded)/"], capture_output=True, text=True)
+    out = subprocess.run(["pgrep", "-f", "ccarena-(flow|link) --config .*/(runs|superseded)/"],
+                         capture_output=True, text=True)
     return {int(p) for p in out.stdout.split()}
 
 
