@@ -37,13 +37,13 @@ def cmd_run(args) -> int:
     if args.dry_run:
         from .runner import preflight
         plan = make_plan(study, seed=args.seed, shuffle=not args.no_shuffle if args.no_shuffle
-                         else None, repetitions=args.repetitions)
+                         else None, repetitions=args.repetitions, reruns=args.reruns)
         print(f"study {study.name}{f' (scale {study.scale})' if study.scale else ''}: "
               f"{len(plan.study.cells)} cells x "
               f"{args.repetitions or study.repetitions} repetitions = {len(plan.runs)} runs, "
               f"{'shuffled' if plan.shuffled else 'in order'} (seed {plan.seed}); "
               f"about {len(plan.runs) * (study.duration_s + 1):.0f} s")
-        reruns = study.reruns if args.reruns is None else args.reruns
+        reruns = plan.reruns
         print(f"a run the machine's noise makes invalid is run again up to {reruns} "
               f"time{'s' if reruns != 1 else ''}" if reruns else
               "a run the machine's noise makes invalid is kept as it is (reruns = 0)")

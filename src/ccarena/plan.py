@@ -32,11 +32,12 @@ class Plan:
     seed: int
     shuffled: bool
     runs: list[PlannedRun] = field(default_factory=list)
+    reruns: int = 1     # how often a run invalid for the machine's noise is run again
 
     def to_json(self) -> dict:
         return {
             "version": 1, "study": self.study.name, "scale": self.study.scale,
-            "seed": self.seed, "shuffled": self.shuffled,
+            "seed": self.seed, "shuffled": self.shuffled, "reruns": self.reruns,
             "cells": {c: p for c, p in self.cells().items()},
             "runs": [{"index": r.index, "cell": r.cell, "rep": r.rep, "seed": r.seed,
                       "label": r.label} for r in self.runs],
@@ -50,7 +51,7 @@ class Plan:
 
 
 def make_plan(study: Study, seed: int | None = None, shuffle: bool | None = None,
-              repetitions: int | None = None) -> Plan:
+              repetitions: int | None = None, reruns: int | None = None) -> Plan:
     seed = seed if seed is not None else (study.seed if study.seed is not None
                                           else secrets.randbelow(2**31))
     shuffle = study.shuffle if shuffle is None else shuffle
@@ -67,4 +68,5 @@ def make_plan(study: Study, seed: int | None = None, shuffle: bool | None = None
         rng.shuffle(runs)
     for i, r in enumerate(runs):
         r.index = i
-    return Plan(study=study, seed=seed, shuffled=shuffle, runs=runs)
+    return Plan(study=study, seed=seed, shuffled=shuffle, runs=runs,
+                reruns=study.reruns if reruns is None else reruns)

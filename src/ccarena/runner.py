@@ -144,13 +144,14 @@ def run_study(study: Study, *, results_base="results", seed=None, shuffle=None,
     a cell's re-runs ended invalid all the same, its noise is taken for its own (e.g. a
     workload that saturates the CPU) and its later runs are not re-run."""
     pf = preflight(study, force_cc)
-    plan = make_plan(study, seed=seed, shuffle=shuffle, repetitions=repetitions)
+    plan = make_plan(study, seed=seed, shuffle=shuffle, repetitions=repetitions,
+                     reruns=reruns)
     results = ResultsDir.create(study.name, results_base)
     results.write_study(study, plan, study.path)
     write_json(results.path / "preflight.json", pf)
     write_json(results.path / "environment.json", environment.machine())
     cell_index = {r.cell: int(r.cell[1:]) for r in plan.runs}
-    reruns = study.reruns if reruns is None else reruns
+    reruns = plan.reruns        # recorded in plan.json
     unhelped: set[str] = set()      # cells whose re-runs were invalid all the same
     bar = _Progress(len(plan.runs), study.name) if progress else None
     with _sigterm_as_exception(), ccmod.acquire(sorted(pf["algorithms"]), _study_token(),

@@ -36,3 +36,11 @@ def test_shuffle_can_be_turned_off():
     shuffled = make_plan(s, seed=1, shuffle=True)
     assert sorted(r.label for r in shuffled.runs) == sorted(r.label for r in p.runs)
     assert [r.label for r in shuffled.runs] != [r.label for r in p.runs]
+
+
+def test_the_plan_records_how_often_a_noisy_run_is_run_again():
+    s = loads_study(TEXT)
+    assert make_plan(s, seed=1).to_json()["reruns"] == 1            # the default
+    assert make_plan(s, seed=1, reruns=0).to_json()["reruns"] == 0  # --reruns 0
+    s3 = loads_study(TEXT.replace("repetitions = 4", "repetitions = 4\nreruns = 3"))
+    assert make_plan(s3, seed=1).to_json()["reruns"] == 3
