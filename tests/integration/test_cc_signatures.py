@@ -185,20 +185,31 @@ def test_cubic_window_follows_the_cubic_function(tmp_path, no_leaks):
     grows only ~5 segments/s), and an epoch lasts 4-9 s. Each epoch (Open state after a
     reduction, >= 2.5 s) is fitted with a cubic polynomial: its t^3 coefficient is C and
     its value at the inflection is W_max. At least one epoch must pass its inflection:
-    concave approach to W_max, a plateau, then convex probing, with the inflection at K."""
+    concave approach to W_max, a plateau, then convex probing, with the inflection at K.
+    An epoch whose reduction met the kernel fault (a corrupted ssthresh the guard repaired:
+    docs/algorithms.md, Known issue) is not the algorithm's shape and is not fitted, and
+    the next epoch's W_max and K are not predicted (only C is checked there). CI once saw
+    the fault at the second reduction of a 16 s run, leaving no epoch to fit, so the run
+    is 24 s (room for one more)."""
     text = study_text('rate = "20mbit"\nrtt = "80ms"\nbuffer = "60p"', bulk("cubic"),
-                      name="sig-cubic", duration="16s", warmup="0s")
+                      name="sig-cubic", duration="24s", warmup="0s")
     res = run(text, tmp_path, force_cc="bpf")
     m = runs_by_cc(res)["cubic"]
     tr = sender_trace(m)
     red = reductions(tr)
     st, t = tr["ca_state"].to_numpy(), tr["t"].to_numpy()
     cw = tr["snd_cwnd"].to_numpy().astype(float)
-    wmax_prev, fitted, crossed = 0.0, [], []
+    bad = corrupted(tr).to_numpy()
+    wmax_prev, fitted, crossed, known = 0.0, [], [], True
     for k, r in enumerate(red.itertuples()):
         wmax = r.w * (1 + 0.7) / 2 if r.w < wmax_prev else r.w
         wmax_prev = wmax
         end = red["i"].iat[k + 1] if k + 1 < len(red) else len(tr)
+        if bad[r.i:end].any():
+            # the fault's episode: not fitted, and the next epoch's W_max (which fast
+            # convergence derives from this one's) is not predicted
+            known = False
+            continue
         ix = np.arange(r.i, end)
         ix = ix[st[ix] == 0]
         if len(ix) < 50 or t[ix[-1]] - t[ix[0]] < 2.5:
@@ -212,10 +223,13 @@ def test_cubic_window_follows_the_cubic_function(tmp_path, no_leaks):
                            infl=round(infl, 2), K=round(K, 2), w_infl=round(w_infl, 1),
                            span=(round(T[0], 2), round(T[-1], 2))))
         assert 0.2 <= c3 <= 0.8, f"C {fitted[-1]} {note(m)}"
-        assert abs(w_infl - wmax) <= 0.07 * wmax, f"W_max {fitted[-1]} {note(m)}"
+        if known:
+            assert abs(w_infl - wmax) <= 0.07 * wmax, f"W_max {fitted[-1]} {note(m)}"
         if T[0] + 0.5 < infl < T[-1] - 0.5:
             crossed.append(fitted[-1])
-            assert abs(infl - K) <= 1.0, f"K {fitted[-1]} {note(m)}"
+            if known:
+                assert abs(infl - K) <= 1.0, f"K {fitted[-1]} {note(m)}"
+        known = True
     assert crossed, f"no epoch passed its inflection: {fitted} {note(m)}"
 
 
