@@ -73,9 +73,11 @@ def cmd_run(args) -> int:
 
 
 def _count(v: str) -> int:
-    """--reruns: as study.reruns accepts (0..10)."""
-    if not v.isdigit() or int(v) > 10:
-        raise argparse.ArgumentTypeError(f"expected a whole number from 0 to 10, got {v!r}")
+    """--reruns: as study.reruns accepts."""
+    from .spec.schema import MAX_RERUNS
+    if not v.isdigit() or int(v) > MAX_RERUNS:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 0 to {MAX_RERUNS}, "
+                                         f"got {v!r}")
     return int(v)
 
 

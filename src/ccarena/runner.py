@@ -229,7 +229,8 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
     if superseded:
         meta["superseded"] = list(superseded)
     reasons: list[str] = []
-    noise: list[str] = []       # the reasons that are the machine's noise (validity.py)
+    noise: list[str] = []       # reasons that are the machine's noise (validity.py);
+    #                             joined to `reasons` at the end
     tables: dict[str, pd.DataFrame] = {}
     bpf_algs = sorted({k for k in kernel_names.values() if k.startswith("cca_")})
     guard0: dict = {}
@@ -304,7 +305,6 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
                 lost = meta["trace"].get("lost", 0) or 0
                 if lost:
                     noise.append(f"tcp_probe tracer lost {lost} events")
-                    reasons.append(noise[-1])
             for c in caps_:
                 c.stop()
             pt = [p.finish(timeout_s=2.0) for p in pings]
@@ -319,9 +319,7 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
                 b = study.bottleneck
                 meta["shaper"] = validity.shaper_delivery(tables["link_stats"], {
                     0: b.rate_bps, 1: b.reverse_rate_bps or b.rate_bps})
-                found = validity.check_shaper(meta["shaper"])
-                reasons += found
-                noise += found
+                noise += validity.check_shaper(meta["shaper"])
                 sampler = None
             if link_proc is not None:
                 rc = link_proc.terminate(timeout_s=10)
@@ -379,9 +377,10 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
                 "ca_states": [s for s in range(8) if g1.late_states >> s & 1]}
             reasons.append(f"{k}: {g1.late - g0.late} corrupted ssthresh/cwnd values repaired "
                            "by its guard during the run")
+    reasons += noise
     meta["valid"] = not reasons
     meta["invalid_reasons"] = reasons
-    meta["noise_reasons"] = [r for r in reasons if r in noise]
+    meta["noise_reasons"] = noise
     _store_run(rd, tables, meta)
     return meta
 
@@ -413,7 +412,8 @@ def _flows_meta(study: Study, kernel_names: dict, pf: dict) -> list[dict]:
 def _collect(raw: Path, tables: dict, meta: dict, reasons: list[str], noise: list[str],
              study: Study) -> None:
     """Read every part's raw output into tables; check what the kernel says it ran. The
-    machine-noise checks' findings go to `noise` as well as to `reasons`."""
+    machine-noise checks' findings go to `noise`, the others to `reasons` (execute_run
+    joins them)."""
     parts = {k: [] for k in ("tcpinfo", "rx", "rr", "conns", "udp")}
     engines = {}
     for hd in sorted(p for p in raw.glob("*") if p.is_dir() and p.name not in ("logs", "link")):
@@ -429,10 +429,10 @@ def _collect(raw: Path, tables: dict, meta: dict, reasons: list[str], noise: lis
         ej = hd / "engine.json"
         if ej.exists():
             engines[hd.name] = json.loads(ej.read_text())
-            found = validity.check_engine(hd.name, engines[hd.name])
-            reasons += found
-            if hd.name not in (meta.get("host_limits") or {}):
-                noise += found      # a CPU-limited host's gaps are the study's own doing
+            # a CPU-limited host's gaps are the study's own doing, not noise
+            limited = hd.name in (meta.get("host_limits") or {})
+            (reasons if limited else noise).extend(
+                validity.check_engine(hd.name, engines[hd.name]))
     for k, v in parts.items():
         if v:
             tables[k] = pd.concat(v, ignore_index=True)
@@ -457,12 +457,8 @@ def _collect(raw: Path, tables: dict, meta: dict, reasons: list[str], noise: lis
         lj = link_dir / "link.json"
         if lj.exists():
             meta["link"] = json.loads(lj.read_text())
-            found = validity.check_link(meta["link"], meta.get("link_ingress"))
-            reasons += found
-            noise += found
-    found = validity.check_cpu(meta.get("cpu", {}))
-    reasons += found
-    noise += found
+            noise += validity.check_link(meta["link"], meta.get("link_ingress"))
+    noise += validity.check_cpu(meta.get("cpu", {}))
     reasons += _check_algorithms(tables.get("conns"), meta)
     t0 = meta.get("t0_ns")
     for k, df in tables.items():

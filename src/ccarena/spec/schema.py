@@ -138,10 +138,12 @@ def _take(ctx: Ctx, table: dict, prefix: str, spec: dict[str, Callable], require
     return out
 
 
+MAX_RERUNS = 10    # study.reruns and `ccarena run --reruns`
+
 STUDY_KEYS = {
     "name": lambda v: _str(v), "description": lambda v: _str(v),
     "duration": _time_pos, "warmup": _time_nonneg, "repetitions": _int(1, 100000),
-    "reruns": _int(0, 10),
+    "reruns": _int(0, MAX_RERUNS),
     "default_scale": lambda v: _str(v),
     "seed": _int(0), "shuffle": _bool, "sample_interval": _time_pos,
     "extends": lambda v: _str(v),

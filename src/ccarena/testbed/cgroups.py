@@ -206,6 +206,6 @@ def cleanup_stale(live_run_ids: set[str]) -> list[str]:
                 groups.setdefault(n, HostCgroup(n)).dirs.append(os.path.join(b, n))
     removed = []
     for cg in groups.values():
-        left = cg.remove(timeout_s=5.0)
-        removed += [d for d in cg.dirs if not any(x.startswith(f"cgroup {d}:") for x in left)]
+        cg.remove(timeout_s=5.0)
+        removed += [d for d in cg.dirs if not os.path.isdir(d)]
     return removed
