@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ccarena import plots
+from ccarena.report import figures as plots
 from ccarena.analysis import cell_stats
 from ccarena.metrics import run_metrics
-from ccarena.metrics.synthetic import synthetic_run
+from ccarena.analysis.synthetic import synthetic_run
 
 
 def shrink(p: Path) -> None:

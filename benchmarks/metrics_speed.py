@@ -7,7 +7,7 @@ import argparse
 import time
 
 from ccarena.metrics import goodput_series, jain_series, run_metrics
-from ccarena.metrics.synthetic import synthetic_run
+from ccarena.analysis.synthetic import synthetic_run
 
 
 def main() -> int:

@@ -9,8 +9,8 @@ import statistics
 import sys
 import time
 
-from ccarena import netns
-from ccarena.spec.load import loads_study
+from ccarena.testbed import netns
+from ccarena.study.load import loads_study
 from ccarena.testbed.build import Testbed
 from ccarena.testbed.topology import plan_dumbbell
 

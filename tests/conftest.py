@@ -25,8 +25,8 @@ def pytest_collection_modifyitems(config, items):
 
 
 def ccarena_namespaces() -> set[str]:
-    from ccarena import netns
-    from ccarena.testbed.registry import RUN_NS
+    from ccarena.testbed import netns
+    from ccarena.testbed.leftovers import RUN_NS
     return {n for n in netns.list_names("cca") if RUN_NS.match(n)}
 
 
@@ -91,7 +91,7 @@ def foreign_runs(ids: bool = False) -> tuple:
     OUTSIDE this test's process tree own right now (another session or a study running
     beside the tests): the leak checks must not blame this test for them."""
     import json
-    from ccarena.testbed import registry
+    from ccarena.testbed import leftovers as registry
     me = os.getpid()
     names, owners, rids = set(), set(), set()
     if os.path.isdir(registry.RUNS_DIR):

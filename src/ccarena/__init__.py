@@ -9,19 +9,19 @@ The Python API is what the CLI uses:
 """
 __version__ = "0.1.0"
 
-from .errors import CcarenaError, SpecError, CommandError  # noqa: E402,F401
+from ccarena.errors import CcarenaError, SpecError, CommandError  # noqa: E402,F401
 
 
 def load_study(path, **kw):
-    from .spec.load import load_study as _load
+    from ccarena.study.load import load_study as _load
     return _load(path, **kw)
 
 
 def run_study(study, **kw):
-    from .runner import run_study as _run
+    from ccarena.run.execute import run_study as _run
     return _run(study, **kw)
 
 
 def open_results(path):
-    from .store.results import open_results as _open
+    from ccarena.store.results import open_results as _open
     return _open(path)

@@ -8,7 +8,7 @@ import os
 import shutil
 from pathlib import Path
 
-from .errors import PreflightError
+from ccarena.errors import PreflightError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

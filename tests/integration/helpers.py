@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import textwrap
 
-from ccarena.spec.load import loads_study
+from ccarena.study.load import loads_study
 
 
 def bulk_study(name="it", rate="100mbit", delay=None, buffer="100p", cc="cubic",

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ccarena.runner import run_study
-from ccarena.spec.load import loads_study
+from ccarena.run.execute import run_study
+from ccarena.study.load import loads_study
 
 MSS = 1448                 # TCP payload of a full segment (1500 MTU, timestamps on)
 FRAME = 1514               # the Ethernet frame that carries it; the link's rate counts these

@@ -31,7 +31,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 
 import ccarena.cc as cc  # noqa: E402
-from ccarena.cc import loader, registry  # noqa: E402
+from ccarena.cc import loader
+from ccarena.cc import catalog as registry  # noqa: E402
 
 pytestmark = [
     pytest.mark.root,

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from ccarena import netns
+from ccarena.testbed import netns
 from ccarena.measure import records
 from ccarena.testbed import kernel_link
 from ccarena.testbed.build import Testbed

@@ -10,8 +10,8 @@ import pytest
 from conftest import ccarena_cgroups
 
 from ccarena.errors import PreflightError
-from ccarena.runner import run_study
-from ccarena.spec.load import loads_study
+from ccarena.run.execute import run_study
+from ccarena.study.load import loads_study
 
 pytestmark = pytest.mark.root
 
@@ -65,7 +65,8 @@ def test_cpu_limit_above_the_machine_is_refused(tmp_path, no_leaks):
 def test_teardown_kills_what_is_left_in_a_throttled_group_and_removes_it(no_leaks):
     """A process killed at 1 % of a core can take seconds to exit; teardown lifts the quota,
     kills what is still in the group (only the run's processes join it) and removes it."""
-    from ccarena.testbed import cgroups, registry
+    from ccarena.testbed import cgroups
+    from ccarena.testbed import leftovers as registry
     rid = secrets.token_hex(3)
     registry.register(rid, [])       # a live run's: other sessions' leak checks skip it
     cg = cgroups.create(rid, "s1", cgroups.HostLimits(cpus=0.01, memory=64 * 2**20))

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from ccarena.runner import run_study
+from ccarena.run.execute import run_study
 
 from conftest import ccarena_cli, ccarena_namespaces, foreign_runs
 from helpers import bulk_study
@@ -102,7 +102,7 @@ def test_a_run_stuck_in_a_step_is_stopped_recorded_and_cleaned(tmp_path, no_leak
     netlink call) must not hang the study: the watchdog stops the run at its bound, the
     run is stored invalid with where it was stuck, its network is gone, and the next run
     goes on."""
-    from ccarena import watchdog
+    from ccarena.run import watchdog
     from ccarena.testbed import kernel_link
     monkeypatch.setattr(watchdog, "SLACK_S", 20.0)
     real_stop, calls = kernel_link.QdiscSampler.stop, []

@@ -13,8 +13,8 @@ import pytest
 from scipy.stats import binom
 
 from ccarena.errors import CcarenaError, SpecError
-from ccarena.runner import run_study
-from ccarena.spec.load import loads_study
+from ccarena.run.execute import run_study
+from ccarena.study.load import loads_study
 
 from linkhelpers import (FRAME, PAYLOAD_SHARE, dumbbell, late_allowance_s, noise, run,
                          run_table, runs, steady)

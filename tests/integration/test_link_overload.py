@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
-from ccarena.runner import run_study
-from ccarena.spec.load import loads_study
+from ccarena.run.execute import run_study
+from ccarena.study.load import loads_study
 
 pytestmark = pytest.mark.root
 
@@ -44,7 +44,7 @@ def test_overload_is_dropped_and_counted_with_bounded_memory(tmp_path, no_leaks)
     # what the routers' ports failed to hand to the link is counted, per direction, and
     # on this kernel their hand-off fifo was in place (docs/link.md)
     assert set(meta["link_ingress"]) == {"w2e", "e2w"}, meta.get("link_ingress")
-    from ccarena.testbed.user_link import HANDOFF_MIN_KERNEL, HANDOFF_QDISC_LIMIT, kernel_version
+    from ccarena.testbed.user_link import (HANDOFF_MIN_KERNEL, HANDOFF_QDISC_LIMIT, kernel_version)
     cfg = json.loads((res.run_dirs()[0] / "raw" / "link" / "link.config.json").read_text())
     want = HANDOFF_QDISC_LIMIT if kernel_version() >= HANDOFF_MIN_KERNEL else None
     assert cfg["handoff_fifo"] == want

@@ -5,8 +5,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from ccarena.runner import run_study
-from ccarena.spec.load import loads_study
+from ccarena.run.execute import run_study
+from ccarena.study.load import loads_study
 from linkhelpers import late_allowance_s
 
 pytestmark = pytest.mark.root

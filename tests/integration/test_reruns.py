@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from ccarena import validity
-from ccarena.runner import run_study
-from ccarena.summary import render
+from ccarena.run import validity
+from ccarena.run.execute import run_study
+from ccarena.report.summary import render
 from helpers import bulk_study
 
 pytestmark = pytest.mark.root

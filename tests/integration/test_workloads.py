@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from ccarena.errors import PreflightError
-from ccarena.runner import run_study
-from ccarena.spec.load import loads_study
+from ccarena.run.execute import run_study
+from ccarena.study.load import loads_study
 from linkhelpers import failed_parts
 
 pytestmark = pytest.mark.root

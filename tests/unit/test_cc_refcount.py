@@ -12,7 +12,7 @@ import pytest
 import ccarena.cc.hold as acq
 from ccarena.cc import loader
 from ccarena.cc.refcount import AlgoDir, algo_dirs, pid_alive, proc_start
-from ccarena.cc.registry import Algo
+from ccarena.cc.catalog import Algo
 
 
 def dead_pid() -> int:

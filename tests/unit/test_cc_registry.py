@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ccarena.cc import CompileError, UnknownAlgorithm, available, registry, resolve
+from ccarena.cc import CompileError, UnknownAlgorithm, available, resolve
+from ccarena.cc import catalog as registry
 
 
 @pytest.fixture

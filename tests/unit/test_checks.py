@@ -5,8 +5,8 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from ccarena.checks import evaluate
-from ccarena.spec.load import loads_study
+from ccarena.analysis.checks import evaluate
+from ccarena.study.load import loads_study
 
 STUDY = '''
 [study]

@@ -5,9 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ccarena.metrics import (bdp_bytes, convergence_time, goodput_series, jain, jain_groups,
-                             jain_series, mathis_bps, percentiles, run_metrics,
-                             window_limit_bps)
+from ccarena.metrics import (bdp_bytes, convergence_time, goodput_series, jain, jain_groups, jain_series, mathis_bps, percentiles, run_metrics, window_limit_bps)
 
 DT = 0.01
 
@@ -364,7 +362,7 @@ def test_a_run_without_flows_or_tables():
 def test_missing_columns_give_nan_not_errors():
     # tables as an older or partial writer might leave them: every metric that can still be
     # computed is, the others are NaN
-    from ccarena.metrics.synthetic import synthetic_run
+    from ccarena.analysis.synthetic import synthetic_run
     tables, m = synthetic_run(n_flows=2, duration_s=4.0, warmup_s=1.0)
     cut = {"tcpinfo": tables["tcpinfo"].drop(columns=["srtt_us", "bytes_sent", "snd_wnd"]),
            "rx": tables["rx"].drop(columns=["conn"]),  # unusable: no connection id

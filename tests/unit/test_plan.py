@@ -1,5 +1,5 @@
-from ccarena.plan import make_plan
-from ccarena.spec.load import loads_study
+from ccarena.study.plan import make_plan
+from ccarena.study.load import loads_study
 
 TEXT = '''
 [study]

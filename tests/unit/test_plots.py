@@ -3,9 +3,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ccarena import plots
+from ccarena.report import figures as plots
 from ccarena.analysis import cell_stats
-from ccarena.metrics.synthetic import synthetic_run
+from ccarena.analysis.synthetic import synthetic_run
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

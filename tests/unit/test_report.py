@@ -9,8 +9,9 @@ import subprocess
 import pandas as pd
 import pytest
 
-from ccarena.metrics.synthetic import write_synthetic_study
-from ccarena.report import load_results, write_report
+from ccarena.analysis.synthetic import write_synthetic_study
+from ccarena.report import write_report
+from ccarena.report.load import load_results
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

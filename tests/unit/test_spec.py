@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from ccarena.errors import SpecError
-from ccarena.spec.load import load_study
+from ccarena.study.load import load_study
 
 STUDIES = Path(__file__).resolve().parents[2] / "studies"
 

@@ -1,5 +1,5 @@
 """Run validity from the tools' self-accounting (ccarena.validity)."""
-from ccarena import validity
+from ccarena.run import validity
 
 
 def test_link_losses_in_its_own_paths_flag_the_run():

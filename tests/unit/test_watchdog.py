@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from ccarena import watchdog
+from ccarena.run import watchdog
 
 
 def test_an_overrun_raises_and_leaves_the_stacks(tmp_path):

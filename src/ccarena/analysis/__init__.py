@@ -5,8 +5,7 @@ Contract: pure functions over pandas DataFrames (runs.parquet rows), no I/O —
 metrics)`, `summarize(x)`. Invalid runs (`valid` False) are excluded and counted in
 `n_invalid`, never averaged in. Formulas: docs/metrics.md.
 """
-from .stats import (SUMMARY_COLS, cell_stats, compare, compare_studies,  # noqa: F401
-                    param_columns, summarize, valid_mask)
+from ccarena.analysis.stats import (SUMMARY_COLS, cell_stats, compare, compare_studies, param_columns, summarize, valid_mask)
 
 # The run metrics worth a table in a report, in reading order.
 KEY_METRICS = ["goodput_bps", "utilisation", "jain", "jain_cc", "convergence_s",

@@ -9,9 +9,9 @@ making them usable for a run (docs/dev/contracts.md §4, docs/algorithms.md).
   namespace (late, at entry); ``run_guard_counts(kernel_name, inodes)`` → summed over a run's
 """
 
-from .hold import GuardCounts, acquire, cleanup_stale, guard_counts, run_guard_counts
-from .errors import CCError, CompileError, LoadError, UnknownAlgorithm
-from .registry import CATALOG, Algo, available, resolve
+from ccarena.cc.hold import GuardCounts, acquire, cleanup_stale, guard_counts, run_guard_counts
+from ccarena.cc.errors import CCError, CompileError, LoadError, UnknownAlgorithm
+from ccarena.cc.catalog import CATALOG, Algo, available, resolve
 
 __all__ = [
     "Algo", "CATALOG", "CCError", "CompileError", "LoadError", "UnknownAlgorithm",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 try:
-    from ..errors import CcarenaError
+    from ccarena.errors import CcarenaError
 except ImportError:  # pragma: no cover - the package without its error module
     CcarenaError = Exception  # type: ignore[misc,assignment]
 

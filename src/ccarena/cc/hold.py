@@ -14,10 +14,10 @@ import subprocess
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, NamedTuple
 
-from . import loader
-from .errors import CCError
-from .refcount import AlgoDir, algo_dirs, run_dir
-from .registry import PREFIX, Algo, resolve
+from ccarena.cc import loader
+from ccarena.cc.errors import CCError
+from ccarena.cc.refcount import AlgoDir, algo_dirs, run_dir
+from ccarena.cc.catalog import PREFIX, Algo, resolve
 
 
 def _modprobe(algo: Algo) -> None:

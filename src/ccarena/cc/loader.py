@@ -19,10 +19,10 @@ import subprocess
 import time
 from pathlib import Path
 
-from . import paths
-from .errors import CCError, LoadError
-from .refcount import pid_alive, proc_start
-from .registry import kernel_available
+from ccarena.cc import paths
+from ccarena.cc.errors import CCError, LoadError
+from ccarena.cc.refcount import pid_alive, proc_start
+from ccarena.cc.catalog import kernel_available
 
 READY_TIMEOUT_S = 30.0
 # Holders this process started (they outlive it if need be). Kept so that a holder

@@ -6,7 +6,7 @@ import os
 import signal
 from pathlib import Path
 
-from ..proc import NsProcess
+from ccarena.testbed.proc import NsProcess
 
 
 class Pcap:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..proc import NsProcess
+from ccarena.testbed.proc import NsProcess
 
 _REPLY = re.compile(r"^\[(\d+\.\d+)\].*icmp_seq=(\d+).*time=([\d.]+) ms")
 _NOANSWER = re.compile(r"^\[(\d+\.\d+)\].*no answer yet for icmp_seq=(\d+)")

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import ResultsError
+from ccarena.errors import ResultsError
 
 TYPES = {"u8": "u1", "u16": "<u2", "u32": "<u4", "u64": "<u8", "i32": "<i4", "i64": "<i8",
          "f64": "<f8", "i8": "i1", "i16": "<i2", "f32": "<f4"}

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .. import netns
-from ..paths import require_binary
-from ..proc import NsProcess
-from ..workload.engine import BASE_PORT
+from ccarena.testbed import netns
+from ccarena.paths import require_binary
+from ccarena.testbed.proc import NsProcess
+from ccarena.workload.engine import BASE_PORT
 
 PORTS = f"{BASE_PORT}-{BASE_PORT + 999}"
 

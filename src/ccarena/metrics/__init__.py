@@ -9,10 +9,9 @@ Contract:
   bdp_bytes, window_limit_bps, mathis_bps).
 Every metric, its formula and unit: docs/metrics.md.
 """
-from .formulas import (MATHIS_C, bdp_bytes, convergence_time, jain, jain_groups,  # noqa: F401
-                       mathis_bps, percentiles, window_limit_bps)
-from .run import run_metrics  # noqa: F401
-from .series import DEFAULT_INTERVAL_S, goodput_series, jain_series  # noqa: F401
+from ccarena.metrics.formulas import (MATHIS_C, bdp_bytes, convergence_time, jain, jain_groups, mathis_bps, percentiles, window_limit_bps)
+from ccarena.metrics.run import run_metrics  # noqa: F401
+from ccarena.metrics.series import DEFAULT_INTERVAL_S, goodput_series, jain_series  # noqa: F401
 
 __all__ = ["run_metrics", "goodput_series", "jain_series", "jain", "jain_groups",
            "percentiles", "convergence_time", "bdp_bytes", "window_limit_bps", "mathis_bps",

@@ -16,10 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import formulas as F
-from .series import (DEFAULT_INTERVAL_S, _jain_frame, cum_at, fairness_columns,
-                     flow_table, goodput_matrix, interval_edges, nonempty, run_timing,
-                     usable, with_t)
+from ccarena.metrics import formulas as F
+from ccarena.metrics.series import (DEFAULT_INTERVAL_S, _jain_frame, cum_at, fairness_columns, flow_table, goodput_matrix, interval_edges, nonempty, run_timing, usable, with_t)
 
 FLOW_ID_COLUMNS = ["run_id", "flow", "name", "kind", "cc", "from", "to", "start_s", "stop_s",
                    "dir", "window_s", "conn", "n_conns"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .formulas import jain_rows
+from ccarena.metrics.formulas import jain_rows
 
 # Flows that always have data to send: only these compete for a fair share.
 BACKLOGGED_KINDS = ("bulk", "parallel")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..plots import unit_of
+from ccarena.report.figures import unit_of
 
 CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:1.5em auto;

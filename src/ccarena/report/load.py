@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import ResultsError
-from ..metrics import run_metrics
-from ..store.results import rerun_columns
+from ccarena.errors import ResultsError
+from ccarena.metrics import run_metrics
+from ccarena.store.results import rerun_columns
 
 RUN_TABLES = ("tcpinfo", "rx", "conns", "rr", "ping", "link_stats")
 

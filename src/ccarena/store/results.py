@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import __version__
-from ..errors import ResultsError
+from ccarena import __version__
+from ccarena.errors import ResultsError
 
 FORMAT_VERSION = 1
 MARKER = "ccarena-results.json"
@@ -150,7 +150,7 @@ class ResultsDir:
     # -- aggregates ------------------------------------------------------------------------
     def rebuild_aggregates(self) -> None:
         """runs.parquet, flows.parquet and cells.parquet from the completed run dirs."""
-        from ..analysis import cell_stats
+        from ccarena.analysis import cell_stats
         runs, flows = [], []
         for d in self.run_dirs():
             meta = self.run_meta(d)

@@ -5,4 +5,4 @@ build.py     applies a plan through netlink inside the namespaces; always tears 
 kernel_link.py / user_link.py   the two link backends behind one interface
 caps.py      what this kernel can do (probed, never guessed)
 registry.py  live-run records so `ccarena cleanup` can remove what a crashed run left"""
-from .topology import Topology, plan_dumbbell  # noqa: F401
+from ccarena.testbed.topology import Topology, plan_dumbbell  # noqa: F401

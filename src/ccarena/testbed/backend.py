@@ -6,9 +6,9 @@ user:   ccarena-link in its own namespace: every feature, exact per-packet logs.
 `auto` takes the kernel when it can meet every need of the study, else the user link."""
 from __future__ import annotations
 
-from ..errors import PreflightError
-from ..paths import find_binary
-from ..spec.model import Study
+from ccarena.errors import PreflightError
+from ccarena.paths import find_binary
+from ccarena.study.model import Study
 
 KERNEL_AQM = {"red": "red", "codel": "codel", "fq_codel": "fq_codel"}
 

@@ -16,11 +16,11 @@ import threading
 from pyroute2 import IPRoute
 from pyroute2.netlink.exceptions import NetlinkError
 
-from .. import netns
-from ..errors import TestbedError
-from ..spec.model import Study
-from . import registry
-from .topology import Topology
+from ccarena.testbed import netns
+from ccarena.errors import TestbedError
+from ccarena.study.model import Study
+from ccarena.testbed import leftovers
+from ccarena.testbed.topology import Topology
 
 log = logging.getLogger(__name__)
 NUD_PERMANENT = 0x80
@@ -66,7 +66,7 @@ class Testbed:
 
     def build(self) -> None:
         t = self.topo
-        registry.register(t.run_id, t.namespaces)
+        leftovers.register(t.run_id, t.namespaces)
         for ns in t.namespaces:
             netns.create(ns)
         try:
@@ -102,7 +102,7 @@ class Testbed:
                 errors.append(f"{ns}: {e}")
         for cg in self.cgroups.values():
             errors += cg.remove()    # after the namespaces' processes were killed above
-        registry.unregister(self.topo.run_id)
+        leftovers.unregister(self.topo.run_id)
         if errors:
             raise TestbedError("teardown left: " + "; ".join(errors))
 
@@ -156,7 +156,7 @@ class Testbed:
             netns.sysctl_set(self.topo.routers[role], {"net.ipv4.conf.all.forwarding": "1"})
 
     def _cgroups(self):
-        from .cgroups import HostLimits, create
+        from ccarena.testbed.cgroups import HostLimits, create
         for host in self.topo.hosts:
             hs = self.study.hosts.get(host)
             lim = HostLimits(hs.cpus, hs.cpuset, hs.memory) if hs else HostLimits()

@@ -8,7 +8,7 @@ import os
 import secrets
 import subprocess
 
-from .. import netns
+from ccarena.testbed import netns
 
 QDISCS = ("pfifo", "bfifo", "htb", "tbf", "netem", "red", "codel", "fq_codel", "fq", "prio")
 

@@ -19,7 +19,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 
-from ..errors import TestbedError
+from ccarena.errors import TestbedError
 
 ROOT = "/sys/fs/cgroup"
 PERIOD_US = 100_000

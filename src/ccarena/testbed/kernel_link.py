@@ -13,10 +13,10 @@ import time
 import numpy as np
 from pyroute2 import IPRoute
 
-from .. import netns
-from ..errors import CommandError
-from ..spec.model import LinkSpec, Study
-from .topology import Topology
+from ccarena.testbed import netns
+from ccarena.errors import CommandError
+from ccarena.study.model import LinkSpec, Study
+from ccarena.testbed.topology import Topology
 
 STATS_DTYPE = np.dtype([("t_ns", "<u8"), ("dir", "u1"), ("qlen_pkts", "<u4"),
                         ("qlen_bytes", "<u8"), ("arrivals", "<u4"), ("departures", "<u4"),

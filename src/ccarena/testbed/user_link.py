@@ -9,12 +9,13 @@ import re
 import subprocess
 from pathlib import Path
 
-from .. import netns, units
-from ..errors import TestbedError
-from ..paths import require_binary
-from ..proc import NsProcess
-from ..spec.model import LinkSpec, Study
-from .topology import Topology
+from ccarena.testbed import netns
+from ccarena import units
+from ccarena.errors import TestbedError
+from ccarena.paths import require_binary
+from ccarena.testbed.proc import NsProcess
+from ccarena.study.model import LinkSpec, Study
+from ccarena.testbed.topology import Topology
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ def _queue(link: LinkSpec, study: Study, topo: Topology) -> dict:
         else:
             q["k_packets"] = _count(k)
     elif link.queue == "classes":
-        from ..workload.engine import port_of
+        from ccarena.workload.engine import port_of
         q["classes"] = []
         for c in a.get("classes", []):
             present = {f.name for f in study.flows}   # a disabled flow has no port

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import netns
-from ..errors import PreflightError
-from ..spec.model import FlowSpec, Study
-from .engine import port_of
+from ccarena.testbed import netns
+from ccarena.errors import PreflightError
+from ccarena.study.model import FlowSpec, Study
+from ccarena.workload.engine import port_of
 
-from ..spec.schema import PLACEHOLDER as _PLACEHOLDER  # noqa: E402
+from ccarena.study.schema import PLACEHOLDER as _PLACEHOLDER  # noqa: E402
 SHELL_WORDS = {"exec", "env", "timeout", "nice", "for", "while", "if", "{", "(", "set"}
 
 

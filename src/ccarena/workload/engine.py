@@ -10,10 +10,10 @@ import json
 import time
 from pathlib import Path
 
-from ..paths import require_binary
-from ..proc import NsProcess
-from ..spec.model import FlowSpec, Study
-from ..testbed.topology import Topology
+from ccarena.paths import require_binary
+from ccarena.testbed.proc import NsProcess
+from ccarena.study.model import FlowSpec, Study
+from ccarena.testbed.topology import Topology
 
 BASE_PORT = 5000
 UDP_PROBE_PORT = 7000      # + probe index: UDP echo listeners

@@ -16,7 +16,7 @@ import signal
 import threading
 from pathlib import Path
 
-from .errors import RunError
+from ccarena.errors import RunError
 
 # room for building the testbed, starting and stopping its parts and reading their output,
 # beyond the run's own duration; a large study (64 namespaces, cgroups) builds in ~30 s

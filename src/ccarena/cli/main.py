@@ -11,31 +11,23 @@ import signal
 import sys
 from pathlib import Path
 
-from . import __version__
-from .errors import CcarenaError
+from ccarena import __version__
+from ccarena.errors import CcarenaError
 
-STUDIES_DIR = Path(__file__).resolve().parents[2] / "studies"
-
-
-def resolve_study_path(name: str) -> Path:
-    p = Path(name)
-    if p.exists() or p.suffix == ".toml" or "/" in name:
-        return p
-    cand = STUDIES_DIR / f"{name}.toml"
-    return cand if cand.exists() else p
+from ccarena.study.catalog import builtin_studies, resolve_study_path
 
 
 def cmd_run(args) -> int:
-    from .plan import make_plan
-    from .spec.load import load_study
-    from .summary import render
+    from ccarena.study.plan import make_plan
+    from ccarena.study.load import load_study
+    from ccarena.report.summary import render
     overrides = {}
     if args.duration:
         overrides.setdefault("study", {})["duration"] = args.duration
     study = load_study(resolve_study_path(args.study), overrides=overrides or None,
                        scale=args.scale)
     if args.dry_run:
-        from .runner import preflight
+        from ccarena.run.execute import preflight
         plan = make_plan(study, seed=args.seed, shuffle=not args.no_shuffle if args.no_shuffle
                          else None, repetitions=args.repetitions, reruns=args.reruns)
         print(f"study {study.name}{f' (scale {study.scale})' if study.scale else ''}: "
@@ -57,24 +49,24 @@ def cmd_run(args) -> int:
             for n, a in pf["algorithms"].items():
                 print(f"algorithm {n}: {a['source']} ({a['kernel_name']})")
         return 0
-    from .runner import run_study
+    from ccarena.run.execute import run_study
     res = run_study(study, results_base=args.results, seed=args.seed,
                     shuffle=False if args.no_shuffle else None, repetitions=args.repetitions,
                     reruns=args.reruns, progress=not args.quiet, force_cc=args.cc_source,
                     event_log=args.event_log)
     render(res)
     print(f"results: {res.path}")
-    from .checks import run_checks
+    from ccarena.analysis.checks import run_checks
     ok = run_checks(res, study)
     if not args.no_report:
-        from .report import write_report
+        from ccarena.report import write_report
         print(f"report: {write_report(res.path)}")
     return 0 if ok else 3
 
 
 def _count(v: str) -> int:
     """--reruns: as study.reruns accepts."""
-    from .spec.schema import MAX_RERUNS
+    from ccarena.study.schema import MAX_RERUNS
     if not v.isdigit() or int(v) > MAX_RERUNS:
         raise argparse.ArgumentTypeError(f"expected a whole number from 0 to {MAX_RERUNS}, "
                                          f"got {v!r}")
@@ -82,7 +74,7 @@ def _count(v: str) -> int:
 
 
 def cmd_ls(args) -> int:
-    from .store.results import list_results
+    from ccarena.store.results import list_results
     rs = list_results(args.results)
     if not rs:
         print(f"no results under {args.results}/")
@@ -98,8 +90,8 @@ def cmd_ls(args) -> int:
 
 
 def cmd_show(args) -> int:
-    from .store.results import list_results, open_results
-    from .summary import render
+    from ccarena.store.results import list_results, open_results
+    from ccarena.report.summary import render
     p = Path(args.results_dir)
     if not p.exists():
         cands = [r for r in list_results(args.results) if r.path.name.startswith(args.results_dir)]
@@ -110,7 +102,7 @@ def cmd_show(args) -> int:
     if args.rebuild or not (res.path / "runs.parquet").exists():
         res.rebuild_aggregates()
     if args.markdown:
-        from .summary import markdown
+        from ccarena.report.summary import markdown
         print(markdown(res))
         return 0
     render(res)
@@ -118,9 +110,9 @@ def cmd_show(args) -> int:
 
 
 def cmd_cleanup(args) -> int:
-    from . import cc
-    from .testbed import registry
-    removed = registry.cleanup(all_runs=args.all)
+    from ccarena import cc
+    from ccarena.testbed import leftovers
+    removed = leftovers.cleanup(all_runs=args.all)
     for n in removed:      # namespace names, and cgroup directories (paths)
         print(f"removed {'cgroup' if n.startswith('/') else 'namespace'} {n}")
     for n in cc.cleanup_stale():
@@ -131,12 +123,12 @@ def cmd_cleanup(args) -> int:
 
 
 def cmd_doctor(args) -> int:
-    from .doctor import doctor
+    from ccarena.cli.doctor import doctor
     return doctor(args.study, as_json=args.json)
 
 
 def cmd_cc_list(args) -> int:
-    from . import cc
+    from ccarena import cc
     algs = cc.available()
     if args.json:
         print(json.dumps({n: {"source": a.source, "kernel_name": a.kernel_name, "why": a.why}
@@ -148,13 +140,8 @@ def cmd_cc_list(args) -> int:
 
 
 def cmd_studies(args) -> int:
-    import tomllib
-    for p in sorted(STUDIES_DIR.glob("*.toml")):
-        try:
-            d = tomllib.loads(p.read_text()).get("study", {})
-        except Exception:
-            d = {}
-        print(f"{p.stem:22s} {d.get('description', '').splitlines()[0] if d.get('description') else ''}")
+    for name, desc in builtin_studies().items():
+        print(f"{name:22s} {desc}")
     return 0
 
 
@@ -210,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("studies", help="list the built-in studies")
     s.set_defaults(func=cmd_studies)
     try:
-        from . import cli_analysis
+        from ccarena.cli import analysis as cli_analysis
         cli_analysis.register(sub)
     except ImportError:
         pass

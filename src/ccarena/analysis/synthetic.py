@@ -117,7 +117,7 @@ def write_synthetic_study(study_dir, *, buffers=(20, 100), ccs=(("cubic",), ("re
     """A small results directory: cells = buffers x ccs, `reps` runs each.
 
     invalid: run ids to mark invalid (to check they are counted, not averaged)."""
-    from .run import run_metrics  # local: synthetic is imported by tests without metrics
+    from ccarena.metrics.run import run_metrics  # local: synthetic is imported by tests without metrics
     d = Path(study_dir)
     (d / "runs").mkdir(parents=True, exist_ok=True)
     run_rows, flow_rows, cells, order = [], [], {}, []
@@ -151,7 +151,7 @@ def write_synthetic_study(study_dir, *, buffers=(20, 100), ccs=(("cubic",), ("re
     runs = pd.DataFrame(run_rows)
     runs.to_parquet(d / "runs.parquet", index=False)
     pd.concat(flow_rows, ignore_index=True).to_parquet(d / "flows.parquet", index=False)
-    from ..analysis import cell_stats
+    from ccarena.analysis import cell_stats
     metrics = ["goodput_bps", "utilisation", "jain", "rtt_mean_s", "rtt_p99_s", "loss_ratio"]
     cell_stats(runs, ["cell", *params], metrics).to_parquet(d / "cells.parquet", index=False)
     (d / "study.json").write_text(json.dumps({

@@ -26,7 +26,7 @@ import pandas as pd
 from rich.console import Console
 from rich.markup import escape
 
-from . import units
+from ccarena import units
 
 _REL = re.compile(r"^\s*([0-9.]+)\s*(%rate|\*base_rtt|\*rate)\s*$")
 TRENDS = ("increasing", "nondecreasing", "decreasing", "nonincreasing")

@@ -18,9 +18,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ..analysis import summarize, valid_mask  # noqa: E402
-from ..metrics.series import (DEFAULT_INTERVAL_S, goodput_series, jain_series,  # noqa: E402
-                              nonempty, usable, with_t)
+from ccarena.analysis import summarize, valid_mask  # noqa: E402
+from ccarena.metrics.series import (DEFAULT_INTERVAL_S, goodput_series, jain_series, nonempty, usable, with_t)
 
 __all__ = ["timeseries", "metric_vs_factor", "box", "cdf", "heatmap", "fairness_vs_flows",
            "unit_of", "natural_key"]

@@ -16,8 +16,8 @@ import copy
 import itertools
 from typing import Any
 
-from .. import units
-from ..errors import SpecError
+from ccarena import units
+from ccarena.errors import SpecError
 
 GENERATORS = {
     "linear": lambda x: x,
@@ -83,8 +83,8 @@ def expand_values(path: str, key: str, spec: Any) -> list:
 
 def set_path(raw: dict, dotted: str, value, path: str) -> None:
     """Write `value` at a sweep path inside a raw study dict (in place)."""
-    from .schema import FLOW_KEYS, HOST_KEYS, LINK_KEYS, PROBE_KEYS, STUDY_KEYS, TCP_KEYS, \
-        TESTBED_KEYS, TOPOLOGY_KEYS
+    from ccarena.study.schema import (FLOW_KEYS, HOST_KEYS, LINK_KEYS, PROBE_KEYS,
+                                      STUDY_KEYS, TCP_KEYS, TESTBED_KEYS, TOPOLOGY_KEYS)
     tables = {"study": STUDY_KEYS, "bottleneck": LINK_KEYS, "tcp": TCP_KEYS,
               "testbed": TESTBED_KEYS, "topology": TOPOLOGY_KEYS}
     parts = dotted.split(".")

@@ -7,7 +7,8 @@ import os
 import platform
 import subprocess
 
-from . import __version__, netns
+from ccarena import __version__
+from ccarena.testbed import netns
 
 HOST_SYSCTLS = (
     "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem",
@@ -28,7 +29,7 @@ def _version(argv) -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def machine() -> dict:
-    from .paths import find_binary
+    from ccarena.paths import find_binary
     u = platform.uname()
     tools = {"ccarena": __version__, "python": platform.python_version()}
     for name in ("ccarena-flow", "ccarena-link"):

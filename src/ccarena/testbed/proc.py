@@ -12,8 +12,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from . import netns
-from .errors import RunError
+from ccarena.testbed import netns
+from ccarena.errors import RunError
 
 
 class NsProcess:

@@ -8,7 +8,7 @@ import random
 import secrets
 from dataclasses import dataclass, field
 
-from .spec.model import Study
+from ccarena.study.model import Study
 
 
 @dataclass

@@ -8,10 +8,11 @@ import copy
 import tomllib
 from pathlib import Path
 
-from ..errors import SpecError
-from .model import Study
-from .schema import EXPECT_KEYS, Ctx, _str, _take, build_study
-from .sweep import cells as sweep_cells
+from ccarena.errors import SpecError
+from ccarena.study.catalog import resolve_study_path
+from ccarena.study.model import Study
+from ccarena.study.schema import EXPECT_KEYS, Ctx, _str, _take, build_study
+from ccarena.study.sweep import cells as sweep_cells
 
 MAX_EXTENDS_DEPTH = 8
 
@@ -68,7 +69,7 @@ def parse_study(raw: dict, path: str = "<string>", extra_algorithms=()) -> Study
     # the user's own BPF algorithms count as known (docs/algorithms.md: a <name>.bpf.c in
     # CCARENA_CC_PATH or ~/.config/ccarena/cc is used by name); whether one compiles and
     # loads is the run's preflight, as for the shipped ones. Looked up once per study.
-    from ..cc.paths import extra_dirs
+    from ccarena.cc.paths import extra_dirs
     extra_algorithms = set(extra_algorithms) | {
         p.name[: -len(".bpf.c")] for d in extra_dirs() for p in d.glob("*.bpf.c")}
     study = build_study({k: v for k, v in raw.items() if k != "sweep"}, path, extra_algorithms)
@@ -158,7 +159,8 @@ def scale_checks(base: list, over, scale: str, path: str) -> list:
 
 def load_study(path, overrides: dict | None = None, extra_algorithms=(),
                scale: str | None = None) -> Study:
-    p = Path(path)
+    """A study from a file, or a built-in study by name (see `ccarena studies`)."""
+    p = resolve_study_path(path)
     raw = resolve_extends(p)
     raw, chosen = apply_scale(raw, scale, str(p))
     if overrides:

@@ -29,9 +29,9 @@ def _tracefs() -> str:
 
 
 def facts() -> dict:
-    from . import cc
-    from .paths import find_binary
-    from .testbed import caps
+    from ccarena import cc
+    from ccarena.paths import find_binary
+    from ccarena.testbed import caps
     c = caps.probe()
     try:
         algs = {n: {"source": a.source, "kernel_name": a.kernel_name, "why": a.why}
@@ -54,7 +54,7 @@ def _af_xdp() -> dict:
     socket family exists and the kernel takes TX checksum metadata (6.8+). Native XDP on
     veth is not probed; `auto` falls back if attaching fails, and says so in link.json."""
     import socket
-    from .testbed.user_link import link_io
+    from ccarena.testbed.user_link import link_io
     import re
     try:
         socket.socket(44, socket.SOCK_RAW, 0).close()      # AF_XDP (needs CAP_NET_RAW)
@@ -83,9 +83,9 @@ def doctor(study_path: str | None = None, as_json: bool = False) -> int:
         essential.append("ccarena-flow is not built (make build)")
     study_info = None
     if study_path:
-        from .cli import resolve_study_path
-        from .runner import preflight
-        from .spec.load import load_study
+        from ccarena.study.catalog import resolve_study_path
+        from ccarena.run.execute import preflight
+        from ccarena.study.load import load_study
         st = load_study(resolve_study_path(study_path))
         try:
             pf = preflight(st)

@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .errors import CcarenaError, ResultsError
+from ccarena.errors import CcarenaError, ResultsError
 
 PER_RUN = ("tcpinfo", "rx", "conns", "rr", "ping", "link_stats", "link_events")
 STUDY_TABLES = ("runs", "flows", "cells")
@@ -62,7 +62,7 @@ def views(con) -> list[str]:
 # -- handlers -------------------------------------------------------------------------------
 
 def cmd_report(args) -> int:
-    from .report import write_report
+    from ccarena.report import write_report
     d = resolve_results(args.results_dir, args.results)
     out = write_report(d, out=args.out, max_timeseries=args.max_timeseries,
                        figure_format="svg" if args.svg else "png")
@@ -118,9 +118,9 @@ def cmd_query(args) -> int:
 def cmd_compare(args) -> int:
     import pandas as pd
 
-    from .analysis import KEY_METRICS, compare_studies
-    from .report.html import fmt_metric
-    from .report.load import load_results
+    from ccarena.analysis import KEY_METRICS, compare_studies
+    from ccarena.report.html import fmt_metric
+    from ccarena.report.load import load_results
     a = load_results(resolve_results(args.a, args.results))
     b = load_results(resolve_results(args.b, args.results))
     metrics = args.metric or [m for m in KEY_METRICS if m in a.runs and m in b.runs]
@@ -162,13 +162,13 @@ def cmd_compare(args) -> int:
 
 def cmd_check(args) -> int:
     """Re-evaluate a stored study's checks, or another study file's, without re-running."""
-    from .checks import run_checks
-    from .report.load import load_results
-    from .spec.load import load_study, parse_study
+    from ccarena.analysis.checks import run_checks
+    from ccarena.report.load import load_results
+    from ccarena.study.load import load_study, parse_study
     d = resolve_results(args.results_dir, args.results)
     res = load_results(d)
     if args.study:
-        from .cli import resolve_study_path
+        from ccarena.study.catalog import resolve_study_path
         study = load_study(resolve_study_path(args.study))
     elif res.study:
         study = parse_study(res.study, str(d / "study.json"))

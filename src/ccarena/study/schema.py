@@ -8,10 +8,9 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from .. import units
-from ..errors import SpecError
-from .model import (FLOW_KINDS, Buffer, FlowSpec, HostSpec, LinkSpec, ProbeSpec, Study,
-                    TcpSettings)
+from ccarena import units
+from ccarena.errors import SpecError
+from ccarena.study.model import (FLOW_KINDS, Buffer, FlowSpec, HostSpec, LinkSpec, ProbeSpec, Study, TcpSettings)
 
 # Algorithms a study may name. Availability on this machine is checked before a run
 # (ccarena.cc); this list only catches typos early.

@@ -26,8 +26,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import paths
-from .errors import CompileError, UnknownAlgorithm
+from ccarena.cc import paths
+from ccarena.cc.errors import CompileError, UnknownAlgorithm
 
 AVAILABLE_FILE = "/proc/sys/net/ipv4/tcp_available_congestion_control"
 PREFIX = "cca_"

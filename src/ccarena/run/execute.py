@@ -17,23 +17,28 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import cc as ccmod
-from . import environment, netns, validity, watchdog
-from .errors import CcarenaError, PreflightError
-from .measure import cpu, records
-from .measure.pcap import Pcap
-from .measure.ping import PingProbe
-from .measure.tracer import Tracer
-from .plan import PlannedRun, make_plan
-from .spec.model import Study
-from .store.results import ResultsDir, write_json
-from .testbed import backend as backend_mod
-from .testbed import caps as caps_mod
-from .testbed import kernel_link, user_link
-from .testbed.build import Testbed
-from .testbed.topology import plan_dumbbell
-from .workload.commands import Commands, check_programs
-from .workload.engine import PROBE_FLOW_ID, Engines, algorithms_of, host_configs
+from ccarena import cc as ccmod
+from ccarena.run import environment
+from ccarena.testbed import netns
+from ccarena.run import validity
+from ccarena.run import watchdog
+from ccarena.errors import CcarenaError, PreflightError
+from ccarena.measure import cpu
+from ccarena.measure import records
+from ccarena.measure.pcap import Pcap
+from ccarena.measure.ping import PingProbe
+from ccarena.measure.tracer import Tracer
+from ccarena.study.plan import PlannedRun, make_plan
+from ccarena.study.model import Study
+from ccarena.store.results import ResultsDir, write_json
+from ccarena.testbed import backend as backend_mod
+from ccarena.testbed import caps as caps_mod
+from ccarena.testbed import kernel_link
+from ccarena.testbed import user_link
+from ccarena.testbed.build import Testbed
+from ccarena.testbed.topology import plan_dumbbell
+from ccarena.workload.commands import Commands, check_programs
+from ccarena.workload.engine import PROBE_FLOW_ID, Engines, algorithms_of, host_configs
 
 START_LEAD_S = 0.3
 WAIT_MARGIN_S = 15.0
@@ -52,7 +57,7 @@ def preflight(study: Study, force_cc: str | None = None) -> dict:
         b, why = backend_mod.choose(cell, caps)
         out["cells"][i] = {"backend": b, "why": why}
         if b == "user":
-            from .testbed.user_link import link_io
+            from ccarena.testbed.user_link import link_io
             try:
                 out["cells"][i]["io"] = link_io(cell.offloads)
             except ValueError as e:
@@ -62,7 +67,7 @@ def preflight(study: Study, force_cc: str | None = None) -> dict:
         check_host_limits(cell)
         check_probes(cell)
         if any(f.kind != "command" for f in cell.flows):
-            from .paths import require_binary
+            from ccarena.paths import require_binary
             require_binary("ccarena-flow", "the flow engine")
     missing = []
     for n in sorted(names):
@@ -83,13 +88,13 @@ def check_probes(study: Study) -> None:
             raise PreflightError(f"{study.path}: probe {p.name}: pcap needs tcpdump, which is "
                                  "not installed (apt-get install tcpdump)")
         if p.kind == "tcp_probe":
-            from .paths import require_binary
+            from ccarena.paths import require_binary
             require_binary("ccarena-trace", "the tcp_probe tracer")
 
 
 def check_host_limits(study: Study) -> None:
     """CPU and memory limits must fit this machine and need cgroups."""
-    from .testbed import cgroups
+    from ccarena.testbed import cgroups
     ncpu = os.cpu_count() or 1
     allowed = os.sched_getaffinity(0)
     for h, hs in study.hosts.items():
@@ -482,7 +487,7 @@ def _check_algorithms(conns: pd.DataFrame | None, meta: dict) -> list[str]:
 
 
 def _store_run(rd: Path, tables: dict, meta: dict) -> None:
-    from .metrics import run_metrics
+    from ccarena.metrics import run_metrics
     for k, df in tables.items():
         df.to_parquet(rd / f"{k}.parquet", index=False)
     try:

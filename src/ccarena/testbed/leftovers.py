@@ -9,8 +9,8 @@ import json
 import os
 import re
 
-from ..netns import list_names, remove
-from .topology import PREFIX
+from ccarena.testbed.netns import list_names, remove
+from ccarena.testbed.topology import PREFIX
 
 RUN_NS = re.compile(r"^" + PREFIX + r"([0-9a-f]{6})-[a-z0-9]+$")   # cca<run_id>-<role>
 STATE_DIR = os.environ.get("CCARENA_STATE_DIR", "/run/ccarena")
@@ -71,7 +71,7 @@ def cleanup(all_runs: bool = False) -> list[str]:
             continue
         remove(name)
         removed.append(name)
-    from .cgroups import cleanup_stale as cgroups_cleanup
+    from ccarena.testbed.cgroups import cleanup_stale as cgroups_cleanup
     removed += cgroups_cleanup(live)
     if os.path.isdir(RUNS_DIR):
         for fn in os.listdir(RUNS_DIR):

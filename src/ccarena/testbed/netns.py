@@ -21,7 +21,7 @@ import struct
 import subprocess
 import time
 
-from .errors import TestbedError
+from ccarena.errors import TestbedError
 
 NETNS_DIR = "/run/netns"
 CLONE_NEWNET = 0x40000000
