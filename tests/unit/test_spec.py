@@ -135,9 +135,9 @@ def test_sweeps_are_cartesian_and_generated(tmp_path):
         "flow.bulk.cc" = ["reno", "cubic", "bbr"]
         ''')))
     assert len(s.cells) == 6
-    combos = {(p["bottleneck.buffer"], p["flow.bulk.cc"]) for p, _ in s.cells}
+    combos = {(p["bottleneck.buffer"], p["flow.bulk.cc"]) for p in (c.params for c in s.cells)}
     assert ("20p", "bbr") in combos and ("100p", "reno") in combos
-    cell = dict(((p["bottleneck.buffer"], p["flow.bulk.cc"]), c) for p, c in s.cells)
+    cell = {(c.params["bottleneck.buffer"], c.params["flow.bulk.cc"]): c.study for c in s.cells}
     assert cell[("20p", "bbr")].bottleneck.buffer.size == 20
     assert cell[("20p", "bbr")].flows[0].cc == "bbr"
 
@@ -150,7 +150,7 @@ def test_sweeps_are_cartesian_and_generated(tmp_path):
 def test_generated_sequences(tmp_path, gen, extra, values):
     s = load_study(write(tmp_path, BASE + f'\n[sweep]\n"bottleneck.delay" = '
                          f'{{ generate = "{gen}", {extra} }}\n'))
-    got = [round(c.bottleneck.delay_s * 1000, 6) for _, c in s.cells]
+    got = [round(c.bottleneck.delay_s * 1000, 6) for c in (x.study for x in s.cells)]
     assert got == values
 
 
@@ -195,7 +195,7 @@ def test_scales_override_the_study(tmp_path):
     quick = load_study(p, scale="quick")
     assert quick.scale == "quick" and quick.duration_s == 3 and quick.repetitions == 1
     # the scale replaced one sweep key and kept the other
-    assert sorted(c["flow.bulk.cc"] + c["bottleneck.buffer"] for c, _ in quick.cells) == \
+    assert sorted(c["flow.bulk.cc"] + c["bottleneck.buffer"] for c in (x.params for x in quick.cells)) == \
         ["reno100p", "reno20p"]
     assert load_study(p, scale="full").scale == "full"
     with pytest.raises(SpecError, match="no scale 'huge'; this study has: quick"):
@@ -267,7 +267,7 @@ def test_parallel_tcp_quick_weakens_only_the_fairness_check():
 def test_disabled_flows_vanish_and_can_be_swept(tmp_path):
     p = write(tmp_path, BASE + '\n[sweep]\n"flow.web.enabled" = [true, false]\n')
     s = load_study(p)
-    names = sorted(tuple(f.name for f in c.flows) for _, c in s.cells)
+    names = sorted(tuple(f.name for f in c.flows) for c in (x.study for x in s.cells))
     assert names == [("bulk",), ("bulk", "web")]
 
 
@@ -276,7 +276,7 @@ def test_each_pair_replicates_a_flow_per_pair(tmp_path):
                         'from = "s"\nto = "r"\ncc = "reno"\neach_pair = true')
     s = load_study(write(tmp_path, text + '\n[sweep]\n"topology.pairs" = [2, 3]\n'))
     by_pairs = {c.pairs: [(f.name, f.src, f.dst) for f in c.flows if f.kind == "bulk"]
-                for _, c in s.cells}
+                for c in (x.study for x in s.cells)}
     assert by_pairs[2] == [("bulk.1", "s1", "r1"), ("bulk.2", "s2", "r2")]
     assert by_pairs[3] == [("bulk.1", "s1", "r1"), ("bulk.2", "s2", "r2"),
                            ("bulk.3", "s3", "r3")]
@@ -286,7 +286,7 @@ def test_first_pair_leaves_the_lower_pairs_to_other_flows(tmp_path):
     text = BASE.replace('from = "s1"\nto = "r1"\ncc = "reno"',
                         'from = "s"\nto = "r"\ncc = "reno"\neach_pair = true\nfirst_pair = 2')
     s = load_study(write(tmp_path, text + '\n[sweep]\n"topology.pairs" = [2, 4]\n'))
-    by_pairs = {c.pairs: [f.name for f in c.flows if f.kind == "bulk"] for _, c in s.cells}
+    by_pairs = {c.pairs: [f.name for f in c.flows if f.kind == "bulk"] for c in (x.study for x in s.cells)}
     assert by_pairs == {2: ["bulk.2"], 4: ["bulk.2", "bulk.3", "bulk.4"]}
     expect_error(tmp_path, text.replace("first_pair = 2", "first_pair = 3"),
                  "flow.bulk.first_pair", "from 1 to topology.pairs = 2, got 3")

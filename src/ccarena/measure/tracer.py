@@ -10,9 +10,9 @@ from pathlib import Path
 from ccarena.testbed import netns
 from ccarena.paths import require_binary
 from ccarena.testbed.proc import NsProcess
-from ccarena.workload.engine import BASE_PORT
+from ccarena.study.resolve import BASE_PORT, MAX_FLOW_PORTS
 
-PORTS = f"{BASE_PORT}-{BASE_PORT + 999}"
+PORTS = f"{BASE_PORT}-{BASE_PORT + MAX_FLOW_PORTS - 1}"
 
 
 class Tracer:

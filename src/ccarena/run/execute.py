@@ -38,7 +38,8 @@ from ccarena.testbed import user_link
 from ccarena.testbed.build import Testbed
 from ccarena.testbed.topology import plan_dumbbell
 from ccarena.workload.commands import Commands, check_programs
-from ccarena.workload.engine import PROBE_FLOW_ID, Engines, algorithms_of, host_configs
+from ccarena.study.resolve import PROBE_FLOW_ID
+from ccarena.workload.engine import Engines, algorithms_of, host_configs
 
 START_LEAD_S = 0.3
 WAIT_MARGIN_S = 15.0
@@ -323,7 +324,7 @@ def execute_run(r: PlannedRun, results: ResultsDir, backend: str, kernel_names: 
                 meta["qdisc_sampler"] = {"reads": sampler.reads, "failed": sampler.failed_reads}
                 b = study.bottleneck
                 meta["shaper"] = validity.shaper_delivery(tables["link_stats"], {
-                    0: b.rate_bps, 1: b.reverse_rate_bps or b.rate_bps})
+                    0: b.rate_bps, 1: b.reverse_rate_bps})
                 noise += validity.check_shaper(meta["shaper"])
                 sampler = None
             if link_proc is not None:

@@ -1,6 +1,6 @@
 """Load a study file: read TOML, resolve `extends`, validate the base and every sweep cell.
 
-`load_study(path)` returns a Study whose `.cells` lists (params, Study) for each cell, so a
+`load_study(path)` returns a Study whose `.cells` lists a Cell (index, params, Study) each, so a
 study that loads has no invalid cell left to fail half-way through a sweep."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ccarena.errors import SpecError
 from ccarena.study.catalog import resolve_study_path
-from ccarena.study.model import Study
+from ccarena.study.model import Cell, Study
 from ccarena.study.schema import EXPECT_KEYS, Ctx, _str, _take, build_study
 from ccarena.study.sweep import cells as sweep_cells
 
@@ -85,10 +85,10 @@ def parse_study(raw: dict, path: str = "<string>", extra_algorithms=()) -> Study
                 raise SpecError(path, e.key, f"{e.reason} (in the sweep cell {where})") from None
             raise
         cell.raw = cell_raw
-        cells.append((params, cell))
+        cells.append(Cell(index=len(cells), params=params, study=cell))
     for k in raw.get("sweep", {}):
-        study.sweep[k] = [p[k] for p, _ in cells]
-    study.cells = cells  # type: ignore[attr-defined]
+        study.sweep[k] = [c.params[k] for c in cells]
+    study.cells = cells
     return study
 
 

@@ -29,9 +29,11 @@ class LinkSpec:
     aqm: dict[str, Any] = field(default_factory=dict)
     ecn: bool = False
     backend: str = "auto"  # auto | kernel | user
-    reverse_rate_bps: int | None = None  # None: same as rate
+    reverse_rate_bps: int | None = None  # resolved: the forward rate unless given
     trace: str | None = None             # mahimahi trace (absolute path), senders->receivers
     rate_schedule: list[tuple[float, int | None]] = field(default_factory=list)  # (t_s, bps)
+    # resolved (study.resolve): the queue's parameters with every default applied
+    queue_params: Any = None
 
 
 @dataclass
@@ -79,7 +81,7 @@ class FlowSpec:
     dst: str            # the host that receives it ("to")
     kind: str = "bulk"
     cc: str = "cubic"   # algorithm of the data sender
-    receiver_cc: str | None = None  # algorithm of the other end (None: its host default)
+    receiver_cc: str | None = None  # algorithm of the other end (resolved: its host's cc)
     start_s: float = 0.0
     stop_s: float | None = None     # None: the study's duration
     bytes: int | None = None        # bulk/parallel: stop after this many bytes
@@ -94,6 +96,7 @@ class FlowSpec:
     response: int = 1000            # rr
     run: str | None = None          # command: shell command line (placeholders: see schema)
     check: bool = True              # command: a non-zero exit makes the run invalid
+    port: int = 0                   # resolved: the flow's listener port
 
 
 @dataclass
@@ -106,6 +109,14 @@ class ProbeSpec:
     size: int = 64            # udp datagram bytes
     hosts: list[str] = field(default_factory=list)   # tcp_probe, pcap: where
     snaplen: int = 128        # pcap bytes per packet
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One point of the sweep: its index, the swept values, and the study it gives."""
+    index: int
+    params: dict
+    study: "Study"
 
 
 @dataclass
@@ -134,6 +145,7 @@ class Study:
     expect: list[dict] = field(default_factory=list)
     raw: dict = field(default_factory=dict)   # the merged TOML, for sweeps and the record
     scale: str | None = None                  # the [scale.<name>] applied, if any
+    cells: list["Cell"] = field(default_factory=list)   # the sweep's cells (study.load)
 
     @property
     def host_names(self) -> list[str]:

@@ -8,10 +8,10 @@ import random
 import secrets
 from dataclasses import dataclass, field
 
-from ccarena.study.model import Study
+from ccarena.study.model import Cell, Study
 
 
-@dataclass
+@dataclass(frozen=True)
 class PlannedRun:
     index: int          # position in execution order
     cell: str           # "c000"
@@ -19,7 +19,6 @@ class PlannedRun:
     params: dict
     study: Study        # the cell's resolved study
     seed: int           # per-run seed (link RNG, paced gaps, ...)
-    run_id: str = ""    # 6 hex digits, set at execution; names namespaces and directories
 
     @property
     def label(self) -> str:
@@ -57,16 +56,15 @@ def make_plan(study: Study, seed: int | None = None, shuffle: bool | None = None
     shuffle = study.shuffle if shuffle is None else shuffle
     reps = repetitions or study.repetitions
     rng = random.Random(seed)
-    runs = []
-    cells = getattr(study, "cells", [({}, study)])
+    drafts = []
+    cells = study.cells or [Cell(0, {}, study)]
     width = max(3, len(str(len(cells) - 1)))
-    for ci, (params, cell_study) in enumerate(cells):
+    for c in cells:
         for rep in range(1, reps + 1):
-            runs.append(PlannedRun(index=0, cell=f"c{ci:0{width}d}", rep=rep, params=params,
-                                   study=cell_study, seed=rng.randrange(2**31)))
+            drafts.append((f"c{c.index:0{width}d}", rep, c, rng.randrange(2**31)))
     if shuffle:
-        rng.shuffle(runs)
-    for i, r in enumerate(runs):
-        r.index = i
+        rng.shuffle(drafts)
+    runs = [PlannedRun(index=i, cell=label, rep=rep, params=c.params, study=c.study, seed=seed_)
+            for i, (label, rep, c, seed_) in enumerate(drafts)]
     return Plan(study=study, seed=seed, shuffled=shuffle, runs=runs,
                 reruns=study.reruns if reruns is None else reruns)

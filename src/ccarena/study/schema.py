@@ -10,7 +10,9 @@ from typing import Any, Callable
 
 from ccarena import units
 from ccarena.errors import SpecError
-from ccarena.study.model import (FLOW_KINDS, Buffer, FlowSpec, HostSpec, LinkSpec, ProbeSpec, Study, TcpSettings)
+from ccarena.study.model import (FLOW_KINDS, Buffer, FlowSpec, HostSpec, LinkSpec, ProbeSpec,
+                                 Study, TcpSettings)
+from ccarena.study.resolve import DEFAULT_CC, AqmError, resolve
 
 # Algorithms a study may name. Availability on this machine is checked before a run
 # (ccarena.cc); this list only catches typos early.
@@ -156,88 +158,13 @@ LINK_KEYS = {
 }
 
 
-AQM_KEYS = {
-    "droptail": set(), "red": {"min", "max", "max_p", "weight"},
-    "codel": {"target", "interval"}, "fq_codel": {"target", "interval", "flows", "quantum"},
-    "step": {"k"}, "classes": {"classes", "default"},
-}
-CLASS_KEYS = {"hosts", "flows", "ports", "protocols", "buffer"}
-
-
-def _threshold(v, mtu: int) -> int:
-    """A queue threshold in packets ('30p', 30) or bytes ('45KB') -> packets."""
-    if isinstance(v, bool):
-        raise ValueError(f"expected packets like \"30p\" or a size, got {v!r}")
-    if isinstance(v, int):
-        n = v
-    else:
-        kind, n = units.parse_buffer(v)
-        if kind == "bytes":
-            n = max(1, n // (mtu + 14))
-    if n <= 0:
-        raise ValueError(f"must be positive, got {v!r}")
-    return n
-
-
-def _check_aqm(ctx: Ctx, link: LinkSpec, mtu: int) -> None:
-    """`bottleneck.aqm` keys depend on the queue; check them here so a bad value is a
-    spec error naming its key, not a link failing at run time."""
-    q, a = link.queue, link.aqm
-    key = lambda k: f"bottleneck.aqm.{k}"  # noqa: E731
-    # a study that sweeps the queue keeps every queue's parameters in one table: a key
-    # must belong to some queue; the active queue's keys are checked
-    known = set().union(*AQM_KEYS.values())
-    for k in a:
-        if k not in known:
-            raise ctx.err(key(k), f"not a parameter of any queue; queue {q!r} takes: "
-                          + (", ".join(sorted(AQM_KEYS[q])) or "none"))
+def _check_aqm(ctx: Ctx, study: Study) -> None:
+    """Resolve the study's defaults (study.resolve); a queue parameter that cannot be used
+    is a spec error naming its key under bottleneck.aqm, not a link failing at run time."""
     try:
-        limit = link.buffer.packets(mtu)
-        if q == "red":
-            lo = _threshold(a.get("min", max(5, limit // 10)), mtu)
-            hi = _threshold(a.get("max", min(3 * lo, limit - 1)), mtu)
-            if not lo < hi:
-                raise ctx.err(key("max"), f"RED thresholds out of order: min {lo} must be "
-                              f"below max {hi} (packets)")
-            if hi > limit:
-                raise ctx.err(key("max"), f"RED max threshold {hi} is above the buffer "
-                              f"({limit} packets)")
-            for k in ("max_p", "weight"):
-                if k in a and not (isinstance(a[k], (int, float)) and 0 < a[k] <= 1):
-                    raise ctx.err(key(k), f"must be in (0, 1], got {a[k]!r}")
-        elif q in ("codel", "fq_codel"):
-            for k in ("target", "interval"):
-                if k in a and units.parse_time(a[k]) <= 0:
-                    raise ctx.err(key(k), f"must be a positive time, got {a[k]!r}")
-            if "flows" in a and not (isinstance(a["flows"], int) and a["flows"] >= 1):
-                raise ctx.err(key("flows"), "must be a positive integer")
-            if "quantum" in a and units.parse_size(a["quantum"]) < 64:
-                raise ctx.err(key("quantum"), "must be at least 64 bytes")
-        elif q == "step":
-            _threshold(a.get("k", "20p"), mtu)
-        elif q == "classes":
-            cls = a.get("classes")
-            if not isinstance(cls, list) or not cls:
-                raise ctx.err(key("classes"), "a list of class tables is needed, e.g. "
-                              "[ { flows = [\"web\"] }, { } ]")
-            for i, c in enumerate(cls):
-                if not isinstance(c, dict):
-                    raise ctx.err(key(f"classes[{i}]"), "expected a table")
-                for k in c:
-                    if k not in CLASS_KEYS:
-                        raise ctx.err(key(f"classes[{i}].{k}"), "unknown key; accepted: "
-                                      + ", ".join(sorted(CLASS_KEYS)))
-                for p in c.get("protocols", []):
-                    if p not in ("icmp", "tcp", "udp"):
-                        raise ctx.err(key(f"classes[{i}].protocols"),
-                                      f"{p!r} is not one of: icmp, tcp, udp")
-                if "buffer" in c:
-                    units.parse_buffer(c["buffer"])
-            d = a.get("default", len(cls) - 1)
-            if not isinstance(d, int) or not 0 <= d < len(cls):
-                raise ctx.err(key("default"), f"must be a class index 0..{len(cls) - 1}")
-    except ValueError as e:
-        raise ctx.err("bottleneck.aqm", str(e)) from None
+        resolve(study)
+    except AqmError as e:
+        raise ctx.err(f"bottleneck.aqm.{e.key}", e.reason) from None
 
 
 def _schedule(v):
@@ -365,16 +292,15 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
         if not os.path.isfile(tp):
             raise ctx.err("bottleneck.trace", f"no such trace file {tp!r}")
         study.bottleneck.trace = tp
-    _check_aqm(ctx, study.bottleneck, study.mtu)
-    if study.bottleneck.queue != "droptail" and study.bottleneck.rate_bps is None:
-        raise ctx.err("bottleneck.queue", f"{study.bottleneck.queue!r} needs a bottleneck.rate "
-                      "(a queue only builds up behind a rate limit)")
 
     tcp = _take(ctx, raw.get("tcp", {}), "tcp", TCP_KEYS)
     study.tcp = TcpSettings(**tcp)
     tb = _take(ctx, raw.get("testbed", {}), "testbed", TESTBED_KEYS)
     study.offloads = tb.get("offloads", False)
     study.mtu = tb.get("mtu", 1500)
+    if study.bottleneck.queue != "droptail" and study.bottleneck.rate_bps is None:
+        raise ctx.err("bottleneck.queue", f"{study.bottleneck.queue!r} needs a bottleneck.rate "
+                      "(a queue only builds up behind a rate limit)")
 
     names = set(study.host_names)
     hosts_raw = raw.get("hosts", {})
@@ -453,6 +379,7 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
         if "trend" in e and "over" not in e:
             raise ctx.err(f"expect[{i}].over", "a trend needs the swept factor it runs over")
     study.expect = exp
+    _check_aqm(ctx, study)
     return study
 
 
@@ -573,7 +500,7 @@ def _flow(ctx: Ctx, study: Study, label: str, f: dict[str, Any], i: int, seen: s
         raise ctx.err(f"{label}.to", "a flow needs two different hosts")
     kind = f.get("kind", "bulk")
     src_host = study.hosts.get(f["from"])
-    cc = f.get("cc") or (src_host.cc if src_host and src_host.cc else "cubic")
+    cc = f.get("cc") or (src_host.cc if src_host and src_host.cc else DEFAULT_CC)
     _check_alg(ctx, f"{label}.cc", cc)
     if "receiver_cc" in f:
         _check_alg(ctx, f"{label}.receiver_cc", f["receiver_cc"])

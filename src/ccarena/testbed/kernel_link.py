@@ -6,6 +6,7 @@ Delay, jitter and loss (netem, where the kernel has it) sit on the far router's 
 ports, so the delay line does not count against the bottleneck buffer."""
 from __future__ import annotations
 
+import math
 import subprocess
 import threading
 import time
@@ -16,6 +17,7 @@ from pyroute2 import IPRoute
 from ccarena.testbed import netns
 from ccarena.errors import CommandError
 from ccarena.study.model import LinkSpec, Study
+from ccarena.study.resolve import CodelParams, FqCodelParams, RedParams
 from ccarena.testbed.topology import Topology
 
 STATS_DTYPE = np.dtype([("t_ns", "<u8"), ("dir", "u1"), ("qlen_pkts", "<u4"),
@@ -50,19 +52,59 @@ def bottleneck_lines(dev: str, link: LinkSpec, rate_bps: int | None, mtu: int) -
 
 
 def _aqm_leaf(link: LinkSpec, mtu: int) -> str:
-    a = link.aqm
+    """The kernel qdisc for the resolved queue (LinkSpec.queue_params): the same
+    parameters the user-space link gets, in tc's units."""
+    qp = link.queue_params
     limit = link.buffer.packets(mtu)
     ecn = " ecn" if link.ecn else ""
-    if link.queue == "codel":
-        return f"codel limit {limit} target {a.get('target', '5ms')} " \
-               f"interval {a.get('interval', '100ms')}{ecn}"
-    if link.queue == "fq_codel":
-        return f"fq_codel limit {limit} target {a.get('target', '5ms')} " \
-               f"interval {a.get('interval', '100ms')}{ecn}"
-    lim_b = link.buffer.bytes(mtu)
-    return (f"red limit {lim_b} min {a.get('min', lim_b // 6)} max {a.get('max', lim_b // 2)} "
-            f"avpkt {mtu} burst {a.get('burst', 20)} probability {a.get('max_p', 0.1)} "
-            f"bandwidth {link.rate_bps}bit{ecn}")
+    if isinstance(qp, CodelParams):
+        return (f"codel limit {limit} target {qp.target_s * 1e6:.0f}us "
+                f"interval {qp.interval_s * 1e6:.0f}us{ecn}")
+    if isinstance(qp, FqCodelParams):
+        return (f"fq_codel limit {limit} flows {qp.flows} quantum {qp.quantum} "
+                f"target {qp.target_s * 1e6:.0f}us interval {qp.interval_s * 1e6:.0f}us{ecn}")
+    if isinstance(qp, RedParams):
+        frame = mtu + 14
+        lo, hi = ((qp.min_th * frame, qp.max_th * frame) if qp.unit == "packets"
+                  else (qp.min_th, qp.max_th))
+        burst = red_burst(lo, frame, red_wlog(qp.weight))
+        return (f"red limit {link.buffer.bytes(mtu)} min {lo} max {hi} avpkt {frame} "
+                f"burst {burst} probability {qp.max_p} bandwidth {link.rate_bps}bit{ecn}")
+    raise ValueError(f"queue {link.queue!r} has no kernel qdisc")
+
+
+def red_wlog(weight: float) -> int:
+    """The kernel's RED averages with weight 2^-Wlog: the power of two nearest `weight`."""
+    return max(1, min(31, round(math.log2(1 / weight))))
+
+
+def red_burst(min_bytes: int, avpkt: int, wlog: int) -> int:
+    """tc does not take RED's weight; it derives Wlog from `burst` (packets): the smallest
+    w with  burst + 1 - min/avpkt <= (1 - (1 - 2^-w)^burst) / 2^-w  (Floyd & Jacobson
+    1993, §9: a burst of that many packets arriving at an empty queue must not reach
+    min_th). Returns the burst for which tc picks `wlog`, so both backends average alike;
+    if none does (min_th below two packets), the burst whose Wlog comes closest."""
+    def wlog_of(burst: int) -> int | None:
+        a = burst + 1 - min_bytes / avpkt
+        if a < 1:
+            return None
+        w = 1
+        while w < 32:
+            W = 2.0 ** -w
+            if a <= (1 - (1 - W) ** burst) / W:
+                return w
+            w += 1
+        return None
+    best, best_d = 1, 99
+    for burst in range(1, 20001):
+        got = wlog_of(burst)
+        if got is None:
+            continue
+        if got == wlog:
+            return burst
+        if abs(got - wlog) < best_d:
+            best, best_d = burst, abs(got - wlog)
+    return best
 
 
 def netem_lines(dev: str, delay_s: float, jitter_s: float, loss: float) -> list[str]:
@@ -80,7 +122,7 @@ def apply(topo: Topology, study: Study) -> None:
     b = study.bottleneck
     rl, rr = topo.routers["rl"], topo.routers["rr"]
     _tc_batch(rl, bottleneck_lines("bn", b, b.rate_bps, study.mtu))
-    _tc_batch(rr, bottleneck_lines("bn", b, b.reverse_rate_bps or b.rate_bps, study.mtu))
+    _tc_batch(rr, bottleneck_lines("bn", b, b.reverse_rate_bps, study.mtu))
     # One-way delay each way on the far side's access ports; loss on the data direction.
     for host, (ns, dev) in topo.access_ports.items():
         hs = study.hosts.get(host)

@@ -15,6 +15,8 @@ from ccarena.errors import TestbedError
 from ccarena.paths import require_binary
 from ccarena.testbed.proc import NsProcess
 from ccarena.study.model import LinkSpec, Study
+from ccarena.study.resolve import (ClassesParams, CodelParams, FqCodelParams, RedParams,
+                                   StepParams, port_of)
 from ccarena.testbed.topology import Topology
 
 log = logging.getLogger(__name__)
@@ -33,57 +35,37 @@ def late_tolerance_ns(study: Study) -> int:
     return int(max(100e-6, 0.05 * study.base_rtt_s, frame_s) * 1e9)
 
 
-def _ns(v) -> int:
-    return int(round(units.parse_time(v) * 1e9))
-
-
 def _queue(link: LinkSpec, study: Study, topo: Topology) -> dict:
-    """The study's queue and `aqm` table (in study units) -> the link's queue config."""
-    a = dict(link.aqm)
+    """The resolved queue (LinkSpec.queue_params, study.resolve) -> the link's queue
+    config (contract §3)."""
+    qp = link.queue_params
     q: dict = {"kind": link.queue}
-    if link.queue == "red":
-        pk = link.buffer.packets(study.mtu)
-        lo = a.get("min", max(5, pk // 10))
-        hi = a.get("max", min(3 * _count(lo), pk - 1) if isinstance(lo, int) else None)
-        if isinstance(lo, str) and not lo.endswith("p"):
-            q.update(unit="bytes", min_th=units.parse_size(lo), max_th=units.parse_size(hi))
-        else:
-            q.update(unit="packets", min_th=_count(lo), max_th=_count(hi))
-        q["max_p"] = float(a.get("max_p", 0.1))
-        q["weight"] = float(a.get("weight", 0.002))
-    elif link.queue in ("codel", "fq_codel"):
-        q["target_ns"] = _ns(a.get("target", "5ms"))
-        q["interval_ns"] = _ns(a.get("interval", "100ms"))
-        if link.queue == "fq_codel":
-            q["flows"] = int(a.get("flows", 1024))
-            q["quantum"] = int(units.parse_size(a.get("quantum", study.mtu + 14)))
-    elif link.queue == "step":
-        k = a.get("k", "20p")
-        if isinstance(k, str) and not k.endswith("p"):
-            q["k_bytes"] = units.parse_size(k)
-        else:
-            q["k_packets"] = _count(k)
-    elif link.queue == "classes":
-        from ccarena.workload.engine import port_of
+    if isinstance(qp, RedParams):
+        q.update(unit=qp.unit, min_th=qp.min_th, max_th=qp.max_th, max_p=qp.max_p,
+                 weight=qp.weight)
+    elif isinstance(qp, (CodelParams, FqCodelParams)):
+        q["target_ns"] = int(round(qp.target_s * 1e9))
+        q["interval_ns"] = int(round(qp.interval_s * 1e9))
+        if isinstance(qp, FqCodelParams):
+            q["flows"] = qp.flows
+            q["quantum"] = qp.quantum
+    elif isinstance(qp, StepParams):
+        q["k_packets" if qp.unit == "packets" else "k_bytes"] = qp.k
+    elif isinstance(qp, ClassesParams):
+        present = {f.name for f in study.flows}   # a disabled flow has no port
         q["classes"] = []
-        for c in a.get("classes", []):
-            present = {f.name for f in study.flows}   # a disabled flow has no port
-            cls = {"ips": [topo.host_ip[h] for h in c.get("hosts", [])],
-                   "ports": [port_of(study, f) for f in c.get("flows", []) if f in present]
-                   + c.get("ports", [])}
-            if c.get("protocols"):
-                cls["protocols"] = [IP_PROTOCOLS[p] for p in c["protocols"]]
-            if "buffer" in c:
-                kind, n = units.parse_buffer(c["buffer"])
-                cls["buffer"] = {kind: n}
+        for c in qp.classes:
+            cls = {"ips": [topo.host_ip[h] for h in c.hosts],
+                   "ports": [port_of(study, f) for f in c.flows if f in present]
+                   + list(c.ports)}
+            if c.protocols:
+                cls["protocols"] = [IP_PROTOCOLS[p] for p in c.protocols]
+            if c.buffer:
+                cls["buffer"] = {c.buffer[0]: c.buffer[1]}
             q["classes"].append(cls)
-        if "default" in a:
-            q["default"] = int(a["default"])
+        if "default" in link.aqm:
+            q["default"] = qp.default
     return q
-
-
-def _count(v) -> int:
-    return int(str(v).rstrip("p")) if isinstance(v, str) else int(v)
 
 
 def _direction(link: LinkSpec, rate_bps, loss: float, study: Study, topo: Topology) -> dict:
@@ -232,7 +214,7 @@ def make_config(topo: Topology, study: Study, out_dir: Path, seed: int,
         # lateness that matters is relative to the path (see late_tolerance_ns)
         "late_tolerance_ns": late_tolerance_ns(study),
         "w2e": _direction(b, b.rate_bps, b.loss, study, topo),
-        "e2w": {**_direction(b, b.reverse_rate_bps or b.rate_bps, 0.0, study, topo),
+        "e2w": {**_direction(b, b.reverse_rate_bps, 0.0, study, topo),
                 "rate_schedule": None, "trace_file": None},
         "hosts": hosts,
     }

@@ -21,7 +21,7 @@ import pandas as pd
 from ccarena.testbed import netns
 from ccarena.errors import PreflightError
 from ccarena.study.model import FlowSpec, Study
-from ccarena.workload.engine import port_of
+from ccarena.study.resolve import port_of
 
 from ccarena.study.schema import PLACEHOLDER as _PLACEHOLDER  # noqa: E402
 SHELL_WORDS = {"exec", "env", "timeout", "nice", "for", "while", "if", "{", "(", "set"}

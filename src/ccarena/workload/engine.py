@@ -2,8 +2,8 @@
 
 Roles: for bulk, parallel and paced flows the data sender connects (client) to a listener on
 the receiver; for download and rr the receiver connects and the data sender serves. Each
-flow has its own listener port (BASE_PORT + flow index) so a server-side algorithm can be
-chosen per flow."""
+flow has its own listener port (FlowSpec.port, study.resolve) so a server-side algorithm
+can be chosen per flow."""
 from __future__ import annotations
 
 import json
@@ -13,18 +13,11 @@ from pathlib import Path
 from ccarena.paths import require_binary
 from ccarena.testbed.proc import NsProcess
 from ccarena.study.model import FlowSpec, Study
+from ccarena.study.resolve import PROBE_FLOW_ID, UDP_PROBE_PORT
 from ccarena.testbed.topology import Topology
 
-BASE_PORT = 5000
-UDP_PROBE_PORT = 7000      # + probe index: UDP echo listeners
-PROBE_FLOW_ID = 10000      # + probe index: flow ids of UDP probes (not study flows)
 END_GRACE_S = 0.5
 CLIENT_SENDS = {"bulk", "parallel", "paced"}
-
-
-def default_cc(study: Study, host: str) -> str:
-    hs = study.hosts.get(host)
-    return hs.cc if hs and hs.cc else "cubic"
 
 
 def roles(f: FlowSpec) -> tuple[str, str]:
@@ -38,16 +31,9 @@ def algorithms_of(study: Study) -> dict[int, tuple[str, str]]:
     for i, f in enumerate(study.flows):
         if f.kind == "command":
             continue
-        other = f.receiver_cc or default_cc(study, f.dst)
+        other = f.receiver_cc
         out[i] = (f.cc, other) if f.kind in CLIENT_SENDS else (other, f.cc)
     return out
-
-
-def port_of(study: Study, flow_name: str) -> int:
-    for i, f in enumerate(study.flows):
-        if f.name == flow_name:
-            return BASE_PORT + i
-    raise KeyError(flow_name)
 
 
 def _ns(x: float | None) -> int | None:
@@ -73,7 +59,7 @@ def host_configs(study: Study, topo: Topology, raw_dir: Path, kernel_names: dict
             continue
         client, server = roles(f)
         ccl, ccs = algs[i]
-        port = BASE_PORT + i
+        port = f.port
         cfg(server)["listen"].append({"port": port, "cc": kernel_names.get(ccs, ccs)})
         fl = {"flow": i, "kind": f.kind, "dst": topo.host_ip[server], "port": port,
               "cc": kernel_names.get(ccl, ccl), "start_ns": _ns(f.start_s),
