@@ -18,7 +18,7 @@ def load_study(path, **kw):
 
 
 def run_study(study, **kw):
-    from ccarena.run.execute import run_study as _run
+    from ccarena.run.executor import run_study as _run
     return _run(study, **kw)
 
 

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from ccarena.run import validity
-from ccarena.run.execute import run_study
+from ccarena.run.executor import run_study
 from ccarena.report.summary import render
 from helpers import bulk_study
 

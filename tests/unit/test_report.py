@@ -11,7 +11,7 @@ import pytest
 
 from ccarena.analysis.synthetic import write_synthetic_study
 from ccarena.report import write_report
-from ccarena.report.load import load_results
+from ccarena.store.results import open_results as load_results
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

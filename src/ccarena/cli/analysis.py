@@ -14,9 +14,12 @@ import sys
 from pathlib import Path
 
 from ccarena.errors import CcarenaError, ResultsError
+from ccarena.store.results import open_results
+from ccarena.store.tables import RUN_TABLES
+from ccarena.store.tables import STUDY_TABLES as STUDY_TABLE_DOCS
 
-PER_RUN = ("tcpinfo", "rx", "conns", "rr", "ping", "link_stats", "link_events")
-STUDY_TABLES = ("runs", "flows", "cells")
+PER_RUN = tuple(RUN_TABLES)
+STUDY_TABLES = tuple(STUDY_TABLE_DOCS)
 
 
 def resolve_results(arg: str, base: str = "results") -> Path:
@@ -37,21 +40,37 @@ def _sql_str(p: Path) -> str:
 
 
 def connect(results_dir):
-    """In-memory DuckDB with views over a results directory: runs, flows, cells and the
-    per-run tables unioned over all runs (tcpinfo, rx, conns, rr, ping, link_stats,
-    link_events; columns matched by name). Views exist only for files that exist."""
+    """In-memory DuckDB over a results directory: tables runs, flows, cells (as the store
+    reads them: rebuilt when missing or stale) and views of the per-run tables unioned over
+    the complete runs (store.tables.RUN_TABLES; columns matched by name). A damaged run
+    file is left out (the store names it in `problems`); views exist only for tables some
+    run has."""
     import duckdb
-    d = Path(results_dir)
+    res = open_results(results_dir)
     con = duckdb.connect(":memory:")
-    for t in STUDY_TABLES:
-        if (d / f"{t}.parquet").exists():
-            con.execute(f"CREATE VIEW {t} AS SELECT * FROM read_parquet("
-                        f"{_sql_str(d / f'{t}.parquet')})")
+    frames = {"runs": res.runs, "flows": res.flows, "cells": res.cells}
+    for t, df in frames.items():
+        if len(df.columns):
+            con.register(f"_{t}", df)
+            con.execute(f"CREATE VIEW {t} AS SELECT * FROM _{t}")
     for t in PER_RUN:
-        if any((d / "runs").glob(f"*/{t}.parquet")):
-            con.execute(f"CREATE VIEW {t} AS SELECT * FROM read_parquet("
-                        f"{_sql_str(d / 'runs' / '*' / f'{t}.parquet')}, union_by_name=true)")
+        files = [d / f"{t}.parquet" for d in res.run_dirs() if (d / f"{t}.parquet").exists()]
+        good = [f for f in files if _readable(f, res)]
+        if good:
+            lst = ", ".join(_sql_str(f) for f in good)
+            con.execute(f"CREATE VIEW {t} AS SELECT * FROM read_parquet([{lst}], "
+                        "union_by_name=true)")
     return con
+
+
+def _readable(p: Path, res) -> bool:
+    import pyarrow.parquet as pq
+    try:
+        pq.read_metadata(p)
+        return True
+    except Exception as e:  # noqa: BLE001 — pyarrow raises many types for damaged files
+        res.problems.append(f"{p}: unreadable ({str(e).splitlines()[0]}); left out")
+        return False
 
 
 def views(con) -> list[str]:
@@ -120,9 +139,8 @@ def cmd_compare(args) -> int:
 
     from ccarena.analysis import KEY_METRICS, compare_studies
     from ccarena.report.html import fmt_metric
-    from ccarena.report.load import load_results
-    a = load_results(resolve_results(args.a, args.results))
-    b = load_results(resolve_results(args.b, args.results))
+    a = open_results(resolve_results(args.a, args.results))
+    b = open_results(resolve_results(args.b, args.results))
     metrics = args.metric or [m for m in KEY_METRICS if m in a.runs and m in b.runs]
     by = args.by or None
     if by is None:
@@ -163,10 +181,9 @@ def cmd_compare(args) -> int:
 def cmd_check(args) -> int:
     """Re-evaluate a stored study's checks, or another study file's, without re-running."""
     from ccarena.analysis.checks import run_checks
-    from ccarena.report.load import load_results
     from ccarena.study.load import load_study, parse_study
     d = resolve_results(args.results_dir, args.results)
-    res = load_results(d)
+    res = open_results(d)
     if args.study:
         from ccarena.study.catalog import resolve_study_path
         study = load_study(resolve_study_path(args.study))

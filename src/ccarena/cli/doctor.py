@@ -84,7 +84,7 @@ def doctor(study_path: str | None = None, as_json: bool = False) -> int:
     study_info = None
     if study_path:
         from ccarena.study.catalog import resolve_study_path
-        from ccarena.run.execute import preflight
+        from ccarena.run.preflight import preflight
         from ccarena.study.load import load_study
         st = load_study(resolve_study_path(study_path))
         try:

@@ -27,7 +27,7 @@ def cmd_run(args) -> int:
     study = load_study(resolve_study_path(args.study), overrides=overrides or None,
                        scale=args.scale)
     if args.dry_run:
-        from ccarena.run.execute import preflight
+        from ccarena.run.preflight import preflight
         plan = make_plan(study, seed=args.seed, shuffle=not args.no_shuffle if args.no_shuffle
                          else None, repetitions=args.repetitions, reruns=args.reruns)
         print(f"study {study.name}{f' (scale {study.scale})' if study.scale else ''}: "
@@ -49,7 +49,7 @@ def cmd_run(args) -> int:
             for n, a in pf["algorithms"].items():
                 print(f"algorithm {n}: {a['source']} ({a['kernel_name']})")
         return 0
-    from ccarena.run.execute import run_study
+    from ccarena.run.executor import run_study
     res = run_study(study, results_base=args.results, seed=args.seed,
                     shuffle=False if args.no_shuffle else None, repetitions=args.repetitions,
                     reruns=args.reruns, progress=not args.quiet, force_cc=args.cc_source,
@@ -99,8 +99,13 @@ def cmd_show(args) -> int:
             raise CcarenaError(f"no results directory {args.results_dir!r}")
         p = cands[-1].path
     res = open_results(p)
-    if args.rebuild or not (res.path / "runs.parquet").exists():
-        res.rebuild_aggregates()
+    if args.rebuild:
+        from ccarena.analysis import aggregates
+        from ccarena.store.atomic import StoreError
+        try:
+            aggregates.refresh(res)
+        except StoreError as e:     # a read-only copy: show what it holds, in memory
+            print(f"ccarena: not rebuilt on disk: {e}", file=sys.stderr)
     if args.markdown:
         from ccarena.report.summary import markdown
         print(markdown(res))

@@ -2,7 +2,7 @@
 
 Contract: `write_report(study_dir, out=None, max_timeseries=12, figure_format="png")
 -> Path` reads the study
-directory with pandas (report.load; no ccarena.store), computes cell statistics over the
+directory through the store, computes cell statistics over the
 valid runs, draws the figures with ccarena.plots into a temporary directory and embeds
 them (base64 PNG, or inline SVG), and writes `<study_dir>/report.html` (or `out`). The page has no
 external resources and no scripts. Sections: summary, checks (invalid runs with their
@@ -22,9 +22,9 @@ import pandas as pd
 from ccarena.report import figures as plots
 from ccarena.analysis import KEY_METRICS, cell_stats, valid_mask
 from ccarena.report.html import esc, figure, fmt_metric, fmt_num, kv_table, page, table
-from ccarena.report.load import Results, load_results
+from ccarena.store.results import ResultsDir as Results
 
-__all__ = ["write_report", "load_results", "Results"]
+__all__ = ["write_report"]
 
 FACTOR_METRICS = ["goodput_bps", "utilisation", "jain", "rtt_mean_s", "rtt_p99_s",
                   "loss_ratio", "retrans_ratio", "convergence_s", "fct_mean_s"]
@@ -362,7 +362,7 @@ def write_report(study_dir, out=None, max_timeseries: int = 12,
     inlines vector figures (sharper, larger) instead of base64 PNGs."""
     if figure_format not in ("png", "svg"):
         raise ValueError(f"report figures: format {figure_format!r} (use png or svg)")
-    res = load_results(study_dir)
+    res = Results.open(study_dir)
     out = Path(out) if out else res.path / "report.html"
     runs = res.runs.copy()
     if {"goodput_bps", "n_flows"} <= set(runs.columns):  # mean per flow, beside the models

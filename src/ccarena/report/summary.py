@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ccarena.analysis.aggregates import flow_cells
+
 COLUMNS = (  # (metric, header, scale, format)
     ("goodput_bps", "goodput Mbit/s", 1e-6, "{:.2f}"),
     ("rtt_mean_s", "RTT ms", 1e3, "{:.2f}"),
@@ -32,7 +34,9 @@ def table_rows(results) -> tuple[list[str], list[list[str]]]:
     """The summary as (headers, rows): one row per cell and flow. Metric columns appear
     only when some cell has a value; a swept flow.<name>.cc would repeat the cc column."""
     cells = results.cells
-    plan = results.plan_json()
+    if not len(cells):     # not written yet, or older than the runs
+        cells = flow_cells(results)
+    plan = results.plan
     params = list(next(iter(plan.get("cells", {}).values()), {}) or {})
     params = [p for p in params if not (p.startswith("flow.") and p.endswith(".cc"))]
     have = set(cells.loc[cells["mean"].notna(), "metric"]) if len(cells) else set()

@@ -1,85 +1,116 @@
-"""Results directories: results/<study>-<YYYYmmdd-HHMMSS>/ with versioned metadata,
-per-run Parquet tables and study-level aggregates.
+"""Results directories: the only reader and writer of a study's stored results.
 
-Each run is written completely (tables, metrics, meta.json last) as soon as it ends, and
-the aggregates are rebuilt from the run directories, so an interrupted study keeps every
-completed run and `ccarena show` can rebuild what the interruption cut short."""
+    results/<study>-<YYYYmmdd-HHMMSS>/
+        ccarena-results.json   format marker and version (checked on every open)
+        study.toml study.json plan.json preflight.json environment.json
+        runs/<label>/          one run: raw/, <table>.parquet (store.tables), flow_metrics,
+                               metrics.json, meta.json (written last: its manifest lists
+                               every file with its size, so a run is complete only when
+                               all its files are)
+        superseded/            attempts set aside for the machine's noise
+        runs.parquet flows.parquet cells.parquet   summaries over the complete runs
+
+Every file is written atomically (store.atomic). Reading never trusts a summary that is
+missing, unreadable or older than the runs: runs and flows are rebuilt from the run
+directories; a damaged run file is named in `problems` and skipped, never fatal. The store
+computes no statistics: cells.parquet is written by analysis.aggregates."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import time
-from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import pandas as pd
 
 from ccarena import __version__
 from ccarena.errors import ResultsError
+from ccarena.store import atomic
+from ccarena.store.tables import RUN_METRICS, RUN_TABLES
 
 FORMAT_VERSION = 1
 MARKER = "ccarena-results.json"
-RUN_TABLES = ("tcpinfo", "rx", "conns", "rr", "ping", "udp", "tcpprobe", "link_stats",
-              "link_events", "commands")
-
-
-def _json_default(o):
-    if hasattr(o, "item"):
-        return o.item()
-    if isinstance(o, Path):
-        return str(o)
-    if isinstance(o, set):
-        return sorted(o)
-    raise TypeError(repr(o))
+STATES = ("valid", "invalid", "missing")
 
 
 def write_json(path: Path, obj) -> None:
-    tmp = path.with_name("." + path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1, default=_json_default))
-    tmp.replace(path)
+    atomic.write_json(Path(path), obj)
 
 
-@dataclass
+def _read_json(p: Path):
+    return json.loads(p.read_text())
+
+
 class ResultsDir:
-    path: Path
+    """One results directory. Writing: create, write_study, new_run/staging_dir, write_run,
+    supersede. Reading (pandas): runs, flows, cells, table(name), run_tables(run_id),
+    metas, factors, study, plan, status()."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        self.problems: list[str] = []    # damaged files met while reading (skipped)
+
+    def __repr__(self) -> str:
+        return f"ResultsDir({str(self.path)!r})"
 
     # -- creation --------------------------------------------------------------------------
     @classmethod
     def create(cls, study_name: str, base: Path | str = "results") -> "ResultsDir":
         base = Path(base).absolute()
+        if base.exists() and not base.is_dir():
+            raise atomic.StoreError(f"creating results under {base}: it is a file, not a "
+                                    "directory; give another --results")
+        atomic.mkdir(base)
         stamp = time.strftime("%Y%m%d-%H%M%S")
         p = base / f"{study_name}-{stamp}"
         n = 1
         while p.exists():
             n += 1
             p = base / f"{study_name}-{stamp}-{n}"
-        (p / "runs").mkdir(parents=True)
-        write_json(p / MARKER, {"format_version": FORMAT_VERSION, "ccarena": __version__,
-                                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                                "study": study_name})
+        atomic.mkdir(p / "runs")
+        atomic.write_json(p / MARKER, {"format_version": FORMAT_VERSION, "ccarena": __version__,
+                                       "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                       "study": study_name})
         return cls(p)
+
+    @classmethod
+    def open(cls, path) -> "ResultsDir":
+        r = cls(path)
+        r.check_version()
+        return r
 
     def write_study(self, study, plan, source_path: str | None) -> None:
         if source_path and Path(source_path).is_file():
-            shutil.copyfile(source_path, self.path / "study.toml")
-        write_json(self.path / "study.json", study.raw)
-        write_json(self.path / "plan.json", plan.to_json())
+            atomic.copy_file(Path(source_path), self.path / "study.toml")
+        atomic.write_json(self.path / "study.json", study.raw)
+        atomic.write_json(self.path / "plan.json", plan.to_json())
 
-    def run_dir(self, label: str) -> Path:
+    def write_json(self, name: str, obj) -> None:
+        atomic.write_json(self.path / name, obj)
+
+    def write_table(self, name: str, df: pd.DataFrame) -> None:
+        """A study-level table (runs, flows, cells) as <name>.parquet."""
+        atomic.write_parquet(self.path / f"{name}.parquet", df)
+
+    def new_run(self, label: str) -> Path:
+        """An empty directory for run `label` (what an interrupted attempt left is removed:
+        a run without its meta.json was never complete)."""
         d = self.path / "runs" / label
-        d.mkdir(parents=True, exist_ok=True)
-        return d
+        if d.exists() and not (d / "meta.json").exists():
+            shutil.rmtree(d)
+        return atomic.mkdir(d)
 
-    # A run that the machine's noise made invalid is run again (runner.run_study): the new
+    # A run that the machine's noise made invalid is run again (run.executor): the new
     # attempt is written to staging_dir(label) and, once complete, supersede() moves the
     # old one to superseded/<label>.<attempt>/ and the new one to runs/<label>/.
     def staging_dir(self, label: str) -> Path:
         d = self.path / "superseded" / f".{label}.next"
         if d.exists():
             shutil.rmtree(d)
-        d.mkdir(parents=True)
-        return d
+        return atomic.mkdir(d)
 
     def aside_record(self, label: str, attempt: int, meta: dict) -> dict:
         """What the next attempt records of the one it supersedes."""
@@ -87,7 +118,7 @@ class ResultsDir:
                 "run_id": meta["run_id"], "invalid_reasons": meta.get("invalid_reasons", [])}
 
     def update_meta(self, label: str, meta: dict) -> None:
-        write_json(self.path / "runs" / label / "meta.json", meta)
+        atomic.write_json(self.path / "runs" / label / "meta.json", meta)
 
     def supersede(self, label: str, attempt: int, old_meta: dict) -> None:
         run, aside = self.path / "runs" / label, self.path / "superseded" / f"{label}.{attempt}"
@@ -99,14 +130,38 @@ class ResultsDir:
             (self.path / "superseded" / f".{label}.next").rename(run)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
-        write_json(aside / "meta.json", {**old_meta, "superseded_by_rerun": True})
+        atomic.fsync_dir(self.path / "runs")
+        atomic.write_json(aside / "meta.json", {**old_meta, "superseded_by_rerun": True})
+
+    def write_run(self, rd: Path, tables: dict, flows: pd.DataFrame | None,
+                  run: dict | None, meta: dict) -> None:
+        """Store one run: every table, its metrics, and meta.json last with the manifest
+        of what was written ({file: bytes}), which is what makes the run complete."""
+        files = {}
+        for k, df in tables.items():
+            atomic.write_parquet(rd / f"{k}.parquet", df)
+            files[f"{k}.parquet"] = (rd / f"{k}.parquet").stat().st_size
+        if flows is not None:
+            atomic.write_parquet(rd / f"{RUN_METRICS}.parquet", flows)
+            files[f"{RUN_METRICS}.parquet"] = (rd / f"{RUN_METRICS}.parquet").stat().st_size
+        if run is not None:
+            atomic.write_json(rd / "metrics.json", run)
+            files["metrics.json"] = (rd / "metrics.json").stat().st_size
+        meta["files"] = files
+        atomic.write_json(rd / "meta.json", meta)
 
     # -- reading ---------------------------------------------------------------------------
     def check_version(self) -> dict:
         m = self.path / MARKER
+        if not self.path.is_dir():
+            raise ResultsError(f"opening results {self.path}: no such directory")
         if not m.exists():
             raise ResultsError(f"{self.path}: not a ccarena results directory (no {MARKER})")
-        meta = json.loads(m.read_text())
+        try:
+            meta = _read_json(m)
+        except (OSError, ValueError) as e:
+            raise ResultsError(f"{m}: unreadable ({e}); the directory cannot be "
+                               "identified") from None
         v = meta.get("format_version", 0)
         if v > FORMAT_VERSION:
             raise ResultsError(f"{self.path}: results format {v} is newer than this ccarena "
@@ -114,61 +169,194 @@ class ResultsDir:
         return meta
 
     def run_dirs(self) -> list[Path]:
-        """Completed runs only: a run is complete when its meta.json exists."""
-        return sorted(p.parent for p in (self.path / "runs").glob("*/meta.json"))
+        """Complete runs only: meta.json exists and every file its manifest lists is there
+        with its size (older results without a manifest: meta.json alone)."""
+        return list(self._complete)
+
+    @cached_property
+    def _complete(self) -> dict[Path, dict]:
+        out = {}
+        for p in sorted((self.path / "runs").glob("*/meta.json")):
+            meta = self._meta(p)
+            if meta is None:
+                continue
+            bad = [f for f, n in (meta.get("files") or {}).items()
+                   if not (p.parent / f).exists() or (p.parent / f).stat().st_size != n]
+            if bad:
+                self._problem(f"{p.parent}: incomplete run (missing or truncated: "
+                              f"{', '.join(bad)}); skipped")
+                continue
+            out[p.parent] = meta
+        return out
+
+    def incomplete_runs(self) -> list[Path]:
+        """Run directories that were started and never completed (an interruption)."""
+        done = set(self.run_dirs())
+        return sorted(p for p in (self.path / "runs").glob("*") if p.is_dir() and p not in done)
 
     def run_meta(self, run_dir: Path) -> dict:
-        return json.loads((run_dir / "meta.json").read_text())
+        return _read_json(Path(run_dir) / "meta.json")
+
+    def _meta(self, p: Path) -> dict | None:
+        try:
+            return _read_json(p)
+        except (OSError, ValueError) as e:
+            self._problem(f"{p}: unreadable ({e}); the run is skipped")
+            return None
+
+    def _problem(self, msg: str) -> None:
+        if msg not in self.problems:
+            self.problems.append(msg)
+
+    @property
+    def metas(self) -> dict[str, dict]:
+        """run_id -> meta.json of every complete run."""
+        return {str(m.get("run_id") or d.name): m for d, m in self._complete.items()}
+
+    @property
+    def dirs(self) -> dict[str, Path]:
+        """run_id -> its directory (named by label)."""
+        return {str(m.get("run_id") or d.name): d for d, m in self._complete.items()}
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.dirs.get(str(run_id), self.path / "runs" / str(run_id))
+
+    def _parquet(self, p: Path) -> pd.DataFrame | None:
+        try:
+            return pd.read_parquet(p)
+        except FileNotFoundError:
+            return None
+        except Exception as e:  # noqa: BLE001 — pyarrow raises many types for damaged files
+            self._problem(f"{p}: unreadable ({str(e).splitlines()[0]}); skipped")
+            return None
 
     def table(self, name: str) -> pd.DataFrame:
-        """A per-run table of every completed run, concatenated."""
-        parts = [pd.read_parquet(d / f"{name}.parquet") for d in self.run_dirs()
-                 if (d / f"{name}.parquet").exists()]
+        """A per-run table of every complete run, concatenated (damaged files skipped)."""
+        if name not in RUN_TABLES and name != RUN_METRICS:
+            raise ResultsError(f"{self.path}: no per-run table {name!r}; known: "
+                               + ", ".join(RUN_TABLES))
+        parts = [df for d in self.run_dirs() if (df := self._parquet(d / f"{name}.parquet"))
+                 is not None]
         return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+    def run_tables(self, run_id: str) -> dict[str, pd.DataFrame]:
+        """One run's per-run tables (an absent or damaged one: an empty frame)."""
+        d = self.run_dir(run_id)
+        out = {}
+        for n in RUN_TABLES:
+            df = self._parquet(d / f"{n}.parquet")
+            out[n] = df if df is not None else pd.DataFrame()
+        return out
+
+    def _fresh(self, name: str) -> pd.DataFrame | None:
+        """<name>.parquet if it is readable and not older than any complete run."""
+        p = self.path / f"{name}.parquet"
+        if not p.exists():
+            return None
+        newest = max((os.stat(d / "meta.json").st_mtime for d in self.run_dirs()), default=0)
+        if os.stat(p).st_mtime < newest:
+            return None
+        return self._parquet(p)
+
+    @cached_property
+    def _summaries(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        runs, flows = self._fresh("runs"), self._fresh("flows")
+        if runs is None or flows is None:
+            runs, flows = self.summary_tables()
+        return runs, flows
 
     @property
     def runs(self) -> pd.DataFrame:
-        p = self.path / "runs.parquet"
-        return pd.read_parquet(p) if p.exists() else pd.DataFrame()
+        return self._summaries[0]
 
     @property
     def flows(self) -> pd.DataFrame:
-        p = self.path / "flows.parquet"
-        return pd.read_parquet(p) if p.exists() else pd.DataFrame()
+        return self._summaries[1]
 
     @property
     def cells(self) -> pd.DataFrame:
-        p = self.path / "cells.parquet"
-        return pd.read_parquet(p) if p.exists() else pd.DataFrame()
+        """cells.parquet (analysis.aggregates writes it), if it is as new as the runs."""
+        c = self._fresh("cells")
+        return c if c is not None else pd.DataFrame()
 
-    def study_json(self) -> dict:
-        return json.loads((self.path / "study.json").read_text())
+    @cached_property
+    def study(self) -> dict:
+        """The study as run (study.json: the merged TOML)."""
+        return self._json("study.json")
 
-    def plan_json(self) -> dict:
-        return json.loads((self.path / "plan.json").read_text())
+    @cached_property
+    def plan(self) -> dict:
+        return self._json("plan.json")
 
-    # -- aggregates ------------------------------------------------------------------------
-    def rebuild_aggregates(self) -> None:
-        """runs.parquet, flows.parquet and cells.parquet from the completed run dirs."""
-        from ccarena.analysis import cell_stats
+    @cached_property
+    def environment(self) -> dict:
+        return self._json("environment.json")
+
+    @cached_property
+    def preflight(self) -> dict:
+        return self._json("preflight.json")
+
+    def _json(self, name: str) -> dict:
+        p = self.path / name
+        if not p.exists():
+            return {}
+        try:
+            return _read_json(p)
+        except (OSError, ValueError) as e:
+            self._problem(f"{p}: unreadable ({e}); ignored")
+            return {}
+
+    @property
+    def name(self) -> str:
+        st = self.study.get("study") if isinstance(self.study.get("study"), dict) else {}
+        return st.get("name") or self.path.name
+
+    @cached_property
+    def factors(self) -> list[str]:
+        """The swept factors (dotted study keys), in plan order."""
+        out: list[str] = []
+        for p in (self.plan.get("cells") or {}).values():
+            out += [k for k in p if k not in out]
+        for m in self.metas.values():
+            out += [k for k in (m.get("cell_params") or {}) if k not in out]
+        return out
+
+    def status(self) -> pd.DataFrame:
+        """One row per planned run: label, cell, rep, state (valid | invalid | missing) and
+        the reasons of an invalid run. A run that was in flight when the study stopped is
+        missing. Without plan.json: the stored runs only."""
+        by_label = {m.get("label"): m for m in self.metas.values()}
+        planned = self.plan.get("runs") or [{"label": m.get("label"), "cell": m.get("cell"),
+                                             "rep": m.get("rep")} for m in by_label.values()]
+        rows = []
+        for r in planned:
+            m = by_label.get(r["label"])
+            state = "missing" if m is None else "valid" if m.get("valid", True) else "invalid"
+            rows.append({"label": r["label"], "cell": r["cell"], "rep": r["rep"],
+                         "state": state, "reasons": "; ".join((m or {}).get(
+                             "invalid_reasons") or [])})
+        return pd.DataFrame(rows, columns=["label", "cell", "rep", "state", "reasons"])
+
+    # -- summaries (concatenations, no statistics) -----------------------------------------
+    def summary_tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """runs (one row per complete run) and flows (one row per flow per run), from the
+        run directories."""
         runs, flows = [], []
-        for d in self.run_dirs():
-            meta = self.run_meta(d)
+        for rid, meta in self.metas.items():
+            d = self.dirs[rid]
             params = meta.get("cell_params", {})
-            m = json.loads((d / "metrics.json").read_text()) if (d / "metrics.json").exists() \
-                else {}
-            row = {"run_id": meta["run_id"], "label": meta["label"], "cell": meta["cell"],
-                   "rep": meta["rep"], "index": meta.get("index"), **params,
-                   **{k: v for k, v in m.items() if k not in ("run_id", "cell", "rep")},
-                   "valid": meta.get("valid", True),
-                   "invalid_reasons": "; ".join(meta.get("invalid_reasons", [])),
-                   "cpu_busy_frac": meta.get("cpu", {}).get("busy_frac"),
-                   "cpu_steal_frac": meta.get("cpu", {}).get("steal_frac"),
-                   **rerun_columns(meta)}
-            runs.append(row)
-            fp = d / "flow_metrics.parquet"
-            if fp.exists():
-                f = pd.read_parquet(fp)
+            m = self._json_rel(d / "metrics.json")
+            runs.append({"run_id": meta["run_id"], "label": meta["label"], "cell": meta["cell"],
+                         "rep": meta["rep"], "index": meta.get("index"), **params,
+                         **{k: v for k, v in m.items() if k not in ("run_id", "cell", "rep")},
+                         "valid": meta.get("valid", True),
+                         "invalid_reasons": "; ".join(meta.get("invalid_reasons", [])),
+                         "cpu_busy_frac": meta.get("cpu", {}).get("busy_frac"),
+                         "cpu_steal_frac": meta.get("cpu", {}).get("steal_frac"),
+                         **rerun_columns(meta)})
+            f = self._parquet(d / f"{RUN_METRICS}.parquet")
+            if f is not None:
+                f = f.copy()
                 f.insert(1, "cell", meta["cell"])
                 f.insert(2, "rep", meta["rep"])
                 for k, v in params.items():
@@ -182,16 +370,29 @@ class ResultsDir:
                 if df[c].dtype == object:
                     df[c] = df[c].map(lambda v: v if v is None or isinstance(v, (str, bool))
                                       else str(v))
-        rdf.to_parquet(self.path / "runs.parquet", index=False)
-        fdf.to_parquet(self.path / "flows.parquet", index=False)
-        if len(fdf):
-            params = [k for k in self.plan_json().get("cells", {}).get(
-                rdf["cell"].iloc[0], {}) ] if len(rdf) else []
-            top = fdf[fdf["conn"] == -1] if "conn" in fdf else fdf
-            metrics = [c for c in ("goodput_bps", "rtt_mean_s", "rtt_p95_s", "retrans_ratio",
-                                   "fct_s") if c in top.columns]
-            cs = cell_stats(top, by=["cell", *params, "name", "cc"], metrics=metrics)
-            cs.to_parquet(self.path / "cells.parquet", index=False)
+        return rdf, fdf
+
+    def _json_rel(self, p: Path) -> dict:
+        if not p.exists():
+            return {}
+        try:
+            return _read_json(p)
+        except (OSError, ValueError) as e:
+            self._problem(f"{p}: unreadable ({e}); the run's metrics are missing")
+            return {}
+
+    def rebuild_summaries(self) -> None:
+        """Write runs.parquet and flows.parquet anew from the run directories."""
+        self.forget()
+        runs, flows = self.summary_tables()
+        self.write_table("runs", runs)
+        self.write_table("flows", flows)
+        self.__dict__["_summaries"] = (runs, flows)
+
+    def forget(self) -> None:
+        """Drop what was read (after runs were added or changed)."""
+        for k in ("_summaries", "_complete", "factors"):
+            self.__dict__.pop(k, None)
 
 
 def rerun_columns(meta: dict) -> dict:
@@ -202,9 +403,7 @@ def rerun_columns(meta: dict) -> dict:
 
 
 def open_results(path) -> ResultsDir:
-    r = ResultsDir(Path(path))
-    r.check_version()
-    return r
+    return ResultsDir.open(path)
 
 
 def list_results(base: Path | str = "results") -> list[ResultsDir]:

@@ -1,0 +1,122 @@
+"""Collect: a run's raw outputs (the engines' .bin records and engine.json, the link's
+records and link.json, the tracer's records) read into tables, with what they say about
+the run's validity; and the kernel's word on which algorithm each socket ran.
+
+`collect(ctx)` fills ctx.tables and ctx.meta; failures go to ctx.reasons, the machine's
+noise to ctx.noise (validity.py tells which is which). Every table gets `run_id` and, where
+it has `t_ns`, `t` in seconds from t0."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from ccarena import cc as ccmod
+from ccarena.measure import records
+from ccarena.run import validity
+from ccarena.study.resolve import PROBE_FLOW_ID
+
+
+def collect(ctx) -> None:
+    """Read every part's raw output into tables; check what the kernel says it ran."""
+    raw, tables, meta, study = ctx.raw, ctx.tables, ctx.meta, ctx.study
+    reasons, noise = ctx.reasons, ctx.noise
+    parts = {k: [] for k in ("tcpinfo", "rx", "rr", "conns", "udp")}
+    engines = {}
+    for hd in sorted(p for p in raw.glob("*") if p.is_dir() and p.name not in ("logs", "link")):
+        for k in ("tcpinfo", "rx", "rr", "udp"):
+            df = records.read_bin(hd / f"{k}.bin")
+            if df is not None and len(df):
+                df.insert(0, "host", hd.name)
+                parts[k].append(df)
+        c = records.read_jsonl(hd / "conns.jsonl")
+        if c is not None and len(c):
+            c.insert(0, "host", hd.name)
+            parts["conns"].append(c)
+        ej = hd / "engine.json"
+        if ej.exists():
+            engines[hd.name] = json.loads(ej.read_text())
+            # a CPU-limited host's gaps are the study's own doing, not noise
+            limited = hd.name in (meta.get("host_limits") or {})
+            (reasons if limited else noise).extend(
+                validity.check_engine(hd.name, engines[hd.name]))
+    for k, v in parts.items():
+        if v:
+            tables[k] = pd.concat(v, ignore_index=True)
+    if "udp" in tables:      # -> the ping table's shape: probe, seq, rtt_s (NaN: no echo)
+        u = tables["udp"]
+        names = {PROBE_FLOW_ID + j: p.name for j, p in enumerate(study.probes)}
+        lost = u["rtt_ns"] == 0xFFFFFFFFFFFFFFFF
+        tables["udp"] = pd.DataFrame({
+            "t_ns": u["t_ns"], "probe": u["flow"].map(names), "seq": u["seq"],
+            "rtt_s": u["rtt_ns"].where(~lost).astype(float) / 1e9})
+    trace = records.read_bin(raw / "trace" / "tcpprobe.bin")
+    if trace is not None and len(trace):
+        trace = trace.sort_values("t_ns", kind="stable").reset_index(drop=True)
+        tables["tcpprobe"] = trace
+    meta["engines"] = engines
+    link_dir = raw / "link"
+    if link_dir.is_dir():
+        for k in ("link_stats", "link_events"):
+            df = records.read_bin(link_dir / f"{k}.bin")
+            if df is not None and len(df):
+                tables[k] = df
+        lj = link_dir / "link.json"
+        if lj.exists():
+            meta["link"] = json.loads(lj.read_text())
+            noise += validity.check_link(meta["link"], meta.get("link_ingress"))
+    noise += validity.check_cpu(meta.get("cpu", {}))
+    reasons += check_algorithms(tables.get("conns"), meta)
+    t0 = meta.get("t0_ns")
+    for k, df in tables.items():
+        df.insert(0, "run_id", meta["run_id"])
+        if t0 and "t_ns" in df.columns:
+            df["t"] = (df["t_ns"].astype("int64") - int(t0)) / 1e9
+
+
+def check_algorithms(conns: pd.DataFrame | None, meta: dict) -> list[str]:
+    """The data sender of each flow must have run the algorithm asked for (kernel's word)."""
+    if conns is None or not len(conns) or "cc" not in conns:
+        return []
+    out = []
+    for f in meta["flows"]:
+        rows = conns[(conns["flow"] == f["flow"]) & (conns.get("side") == "send")]
+        got = set(rows["cc"].dropna())
+        if got and got != {f["cc_kernel"]}:
+            out.append(f"flow {f['name']}: asked for {f['cc_kernel']}, the kernel ran "
+                       f"{', '.join(sorted(got))}")
+    return out
+
+
+
+
+def guard_counts(kernel_names: dict, inodes: list[int]) -> dict:
+    """What each BPF algorithm's guard has repaired so far in these namespaces."""
+    return {k: ccmod.run_guard_counts(k, inodes) for k in bpf_algorithms(kernel_names)}
+
+
+def bpf_algorithms(kernel_names: dict) -> list[str]:
+    return sorted({k for k in kernel_names.values() if k.startswith("cca_")})
+
+
+def judge_guards(ctx, before: dict, inodes: list[int]) -> None:
+    """BPF algorithms on this kernel can meet a corrupted ssthresh that their guard
+    repairs (docs/algorithms.md, "Known issue"): a late repair (the bad value acted for an
+    ACK) makes the run invalid; one redone at entry, before any use, is recorded only."""
+    meta = ctx.meta
+    for k in bpf_algorithms(ctx.kernel_names):
+        g0, g1 = before.get(k), ccmod.run_guard_counts(k, inodes)
+        if g0 is None or g1 is None:
+            continue
+        if g1.at_entry > g0.at_entry:
+            meta.setdefault("cc_guard_at_entry", {})[k] = g1.at_entry - g0.at_entry
+        if g1.late > g0.late:
+            meta.setdefault("cc_repairs", {})[k] = g1.late - g0.late
+            # where the fault entered: what the late repairs found corrupted, and the CA
+            # states they were made in (the namespaces are this run's own)
+            meta.setdefault("cc_repairs_found", {})[k] = {
+                "ssthresh": g1.late_ssthresh - g0.late_ssthresh,
+                "cwnd": g1.late_cwnd - g0.late_cwnd,
+                "ca_states": [s for s in range(8) if g1.late_states >> s & 1]}
+            ctx.reasons.append(f"{k}: {g1.late - g0.late} corrupted ssthresh/cwnd values "
+                               "repaired by its guard during the run")

@@ -1,0 +1,111 @@
+"""Run a study: preflight, the plan, then each planned run in plan order, storing each
+as it completes.
+
+    run_study(study) -> ResultsDir
+
+Preflight raises before anything is built (no backend, a missing algorithm or binary).
+SIGINT and SIGTERM tear the current run down; completed runs stay stored."""
+from __future__ import annotations
+
+import contextlib
+import secrets
+import signal
+
+from ccarena import cc as ccmod
+from ccarena.analysis import aggregates
+from ccarena.run import environment, validity
+from ccarena.run.execute import execute_run
+from ccarena.run.preflight import preflight
+from ccarena.run.progress import Progress
+from ccarena.store.results import ResultsDir
+from ccarena.study.model import Study
+from ccarena.study.plan import PlannedRun, make_plan
+
+
+class _Terminate(KeyboardInterrupt):
+    """SIGTERM, delivered as an exception so every `with` tears its part down."""
+
+
+@contextlib.contextmanager
+def _sigterm_as_exception():
+    def handler(signum, frame):
+        raise _Terminate()
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def run_study(study: Study, *, results_base="results", seed=None, shuffle=None,
+              repetitions=None, reruns=None, progress=True, force_cc=None, event_log=False,
+              on_run=None, on_testbed=None) -> ResultsDir:
+    """on_run(planned_run, meta) after each run; on_testbed(topology) once each run's
+    network is built (tests and tools that watch a run from outside use it).
+
+    A run that only the machine's noise made invalid (validity.noise_only) is run again,
+    up to `reruns` (default study.reruns) times, with the same seed; each attempt set aside
+    is kept under superseded/ and listed in the final attempt's meta["superseded"]. Once
+    a cell's re-runs ended invalid all the same, its noise is taken for its own (e.g. a
+    workload that saturates the CPU) and its later runs are not re-run."""
+    pf = preflight(study, force_cc)
+    plan = make_plan(study, seed=seed, shuffle=shuffle, repetitions=repetitions,
+                     reruns=reruns)
+    results = ResultsDir.create(study.name, results_base)
+    results.write_study(study, plan, study.path)
+    results.write_json("preflight.json", pf)
+    results.write_json("environment.json", environment.machine())
+    cell_index = {r.cell: int(r.cell[1:]) for r in plan.runs}
+    reruns = plan.reruns        # recorded in plan.json
+    unhelped: set[str] = set()      # cells whose re-runs were invalid all the same
+    bar = Progress(len(plan.runs), study.name) if progress else None
+    with _sigterm_as_exception(), ccmod.acquire(sorted(pf["algorithms"]), _study_token(),
+                                                 force=force_cc) as kernel_names:
+        try:
+            for r in plan.runs:
+                backend = pf["cells"][cell_index[r.cell]]["backend"]
+                if bar:
+                    bar.update(r)
+                meta = _measure(r, results, reruns, unhelped, lambda **kw: execute_run(
+                    r, results, backend, kernel_names, pf, event_log=event_log,
+                    on_testbed=on_testbed, **kw), bar)
+                aggregates.refresh(results)
+                if on_run:
+                    on_run(r, meta)
+        finally:
+            if bar:
+                bar.close()
+    return results
+
+
+def _measure(r: PlannedRun, results: ResultsDir, reruns: int, unhelped: set, execute,
+             bar) -> dict:
+    """Run `r` (execute(**kw) -> meta), and again while only the machine's noise made it
+    invalid, up to `reruns` times. The new attempt is staged: until it is complete, the
+    one it would replace stays the run's (an interruption loses neither). `unhelped`:
+    cells whose last re-runs were invalid for noise all the same, not re-run until one of
+    their runs is valid (updated here)."""
+    meta = execute()
+    if reruns and r.cell in unhelped and validity.noise_only(meta):
+        meta["rerun_skipped"] = ("an earlier run of this cell was run again and was "
+                                 "invalid all the same")
+        results.update_meta(r.label, meta)
+        return meta
+    set_aside: list[dict] = []
+    while not meta["valid"] and len(set_aside) < reruns and validity.noise_only(meta):
+        aside = results.aside_record(r.label, len(set_aside) + 1, meta)
+        if bar:
+            bar.rerun(r, aside["attempt"])
+        new = execute(superseded=set_aside + [aside], staged=True)
+        results.supersede(r.label, aside["attempt"], meta)
+        set_aside.append(aside)
+        meta = new
+    if set_aside and validity.noise_only(meta):
+        unhelped.add(r.cell)
+    elif meta["valid"]:
+        unhelped.discard(r.cell)    # the noise was passing after all
+    return meta
+
+
+def _study_token() -> str:
+    return "s" + secrets.token_hex(3)

@@ -1,0 +1,92 @@
+"""Preflight: everything that can be checked before anything is built.
+
+`preflight(study) -> {"cells": {i: {"backend", "why", "io"?}}, "algorithms": {name:
+{"source", "kernel_name", "why"}}}`; raises PreflightError naming what is missing (no
+link backend for a cell, an algorithm this machine cannot run, a program or binary that
+is not installed, host limits beyond this machine)."""
+from __future__ import annotations
+
+import os
+import shutil
+
+from ccarena import cc as ccmod
+from ccarena.errors import PreflightError
+from ccarena.paths import require_binary
+from ccarena.study.model import Cell, Study
+from ccarena.testbed import backend as backend_mod
+from ccarena.testbed import caps as caps_mod
+from ccarena.testbed import cgroups
+from ccarena.testbed.user_link import link_io
+from ccarena.workload.commands import check_programs
+
+
+def preflight(study: Study, force_cc: str | None = None) -> dict:
+    """Everything that can be checked without building: -> {cell: {"backend","why"}, ...}."""
+    caps = caps_mod.probe()
+    if caps.get("error") and not caps.get("veth"):
+        raise PreflightError(f"cannot build testbeds here: {caps['error']} "
+                             "(run `ccarena doctor`)")
+    out = {"cells": {}, "algorithms": {}}
+    names = set()
+    for i, cell in enumerate(c.study for c in (study.cells or [Cell(0, {}, study)])):
+        b, why = backend_mod.choose(cell, caps)
+        out["cells"][i] = {"backend": b, "why": why}
+        if b == "user":
+            try:
+                out["cells"][i]["io"] = link_io(cell.offloads)
+            except ValueError as e:
+                raise PreflightError(str(e)) from None
+        names |= cell.algorithms()
+        check_programs(cell)
+        check_host_limits(cell)
+        check_probes(cell)
+        if any(f.kind != "command" for f in cell.flows):
+            require_binary("ccarena-flow", "the flow engine")
+    missing = []
+    for n in sorted(names):
+        a = ccmod.resolve(n, force=force_cc)
+        out["algorithms"][n] = {"source": a.source, "kernel_name": a.kernel_name, "why": a.why}
+        if a.source == "unavailable":
+            missing.append(f"{n} ({a.why})")
+    if missing:
+        raise PreflightError(f"{study.path}: congestion control not available here: "
+                             + "; ".join(missing) + " (see `ccarena cc list`)")
+    return out
+
+
+def check_probes(study: Study) -> None:
+    for p in study.probes:
+        if p.kind == "pcap" and not shutil.which("tcpdump"):
+            raise PreflightError(f"{study.path}: probe {p.name}: pcap needs tcpdump, which is "
+                                 "not installed (apt-get install tcpdump)")
+        if p.kind == "tcp_probe":
+            require_binary("ccarena-trace", "the tcp_probe tracer")
+
+
+def check_host_limits(study: Study) -> None:
+    """CPU and memory limits must fit this machine and need cgroups."""
+    ncpu = os.cpu_count() or 1
+    allowed = os.sched_getaffinity(0)
+    for h, hs in study.hosts.items():
+        if hs.cpus is None and hs.cpuset is None and hs.memory is None:
+            continue
+        if cgroups.version() is None:
+            raise PreflightError(f"{study.path}: hosts.{h}: CPU and memory limits need "
+                                 "cgroups, and none are mounted at /sys/fs/cgroup")
+        if hs.cpus is not None and hs.cpus > ncpu:
+            raise PreflightError(f"{study.path}: hosts.{h}.cpus: {hs.cpus:g} CPUs is above "
+                                 f"this machine's {ncpu}")
+        if hs.cpuset is not None:
+            want = set()
+            for part in hs.cpuset.split(","):
+                a, _, b = part.partition("-")
+                want |= set(range(int(a), int(b or a) + 1))
+            if not want <= allowed:
+                raise PreflightError(f"{study.path}: hosts.{h}.cpuset: CPUs "
+                                     f"{sorted(want - allowed)} do not exist here (have "
+                                     f"{sorted(allowed)})")
+        if hs.memory is not None:
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+            if hs.memory > total:
+                raise PreflightError(f"{study.path}: hosts.{h}.memory: above this machine's "
+                                     f"{total / 2**30:.1f} GiB")
