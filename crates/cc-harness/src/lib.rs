@@ -123,6 +123,9 @@ pub struct Conn {
     pub algo: String,
     /// the sender always has data: after each ACK the window is filled (packets_out = cwnd)
     app_unlimited: std::cell::Cell<bool>,
+    /// snd_nxt before the refill of the last ACK of the previous round (see round_with)
+    round_target: std::cell::Cell<Option<u64>>,
+    pre_refill_nxt: std::cell::Cell<u64>,
     _not_send: PhantomData<*mut ()>,
 }
 
@@ -146,7 +149,7 @@ impl Conn {
         let name = CString::new(algo).unwrap();
         let s = unsafe { cch_new(name.as_ptr()) };
         assert!(!s.is_null(), "no algorithm {algo:?} in bpf/cc (have {ALGOS:?})");
-        Conn { s, algo: algo.to_string(), app_unlimited: std::cell::Cell::new(true), _not_send: PhantomData }
+        Conn { s, algo: algo.to_string(), app_unlimited: std::cell::Cell::new(true), round_target: std::cell::Cell::new(None), pre_refill_nxt: std::cell::Cell::new(0), _not_send: PhantomData }
     }
 
     /// Whether the sender fills the window after each ACK (default: yes).
@@ -298,24 +301,38 @@ impl Conn {
         } else if a.segs > 0 {
             self.cong_avoid(a.segs);
         }
+        self.pre_refill_nxt.set(self.get(Field::SndNxt));
         self.transmit();
     }
 
-    /// One round trip: one ACK per segment of the window at its start (`cwnd` ACKs of one
-    /// segment), spread evenly over `rtt_us` of the fake clock, each carrying `rtt_us`.
+    /// One round trip: the ACKs of the data outstanding when the previous round ended,
+    /// one ACK per segment, spread evenly over `rtt_us` of the fake clock, each carrying
+    /// the RTT sample `rtt_us`.
     pub fn round(&self, rtt_us: u32) {
         self.round_with(rtt_us, |_| rtt_us)
     }
 
     /// The same, with the RTT sample of the i-th ACK of the round from `rtt_of(i)`.
+    ///
+    /// Rounds are the algorithms' own: an algorithm that counts rounds records snd_nxt
+    /// on the ACK that ends a round, before that ACK's own transmission, and the next
+    /// round ends when snd_una reaches it (Vegas' rule). This round ends at the same ACK,
+    /// so every ACK of a harness round falls in one round of the algorithm.
     pub fn round_with(&self, rtt_us: u32, mut rtt_of: impl FnMut(u32) -> u32) {
         self.transmit();
-        let n = self.cwnd().max(1);
+        let mss = self.mss() as u64;
+        let una = self.get(Field::SndUna);
+        let target = match self.round_target.get() {
+            Some(t) if t > una => t,
+            _ => self.get(Field::SndNxt),
+        };
+        let n = ((target.saturating_sub(una)) / mss).max(1) as u32;
         let step = (rtt_us / n).max(1) as u64;
         for i in 0..n {
             advance_us(step);
             self.ack(Ack::new(1, rtt_of(i)));
         }
+        self.round_target.set(Some(self.pre_refill_nxt.get()));
     }
 
     /// tcp_init_cwnd_reduction + tcp_set_ca_state(state): high_seq = snd_nxt,
