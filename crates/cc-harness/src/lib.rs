@@ -117,6 +117,38 @@ impl Ack {
     }
 }
 
+/// A bottleneck as a fluid model, for growth over many rounds: a flow with window `w`
+/// (plus `other` segments of cross traffic) sees RTT = base + queue / rate, queue =
+/// the part of the window beyond the path's BDP; more than `buffer` queued is a loss.
+#[derive(Clone, Copy, Debug)]
+pub struct Path {
+    pub base_us: u32,
+    /// segments per second
+    pub rate_pps: f64,
+    /// segments
+    pub buffer: u32,
+}
+
+impl Path {
+    /// e.g. Path::new(20e6, 20_000, 300): 20 Mbit/s of 1514-byte frames, 20 ms, 300 p
+    pub fn new(rate_bps: f64, base_us: u32, buffer: u32) -> Path {
+        Path { base_us, rate_pps: rate_bps / (1514.0 * 8.0), buffer }
+    }
+    pub fn bdp(&self) -> f64 {
+        self.rate_pps * self.base_us as f64 / 1e6
+    }
+    /// segments queued with `inflight` segments in the network
+    pub fn queue(&self, inflight: f64) -> f64 {
+        (inflight - self.bdp()).max(0.0)
+    }
+    pub fn rtt_us(&self, inflight: f64) -> u32 {
+        self.base_us + (self.queue(inflight) / self.rate_pps * 1e6) as u32
+    }
+    pub fn overflows(&self, inflight: f64) -> bool {
+        self.queue(inflight) > self.buffer as f64
+    }
+}
+
 /// One connection of one algorithm, on the model socket.
 pub struct Conn {
     s: *mut c_void,
@@ -333,6 +365,15 @@ impl Conn {
             self.ack(Ack::new(1, rtt_of(i)));
         }
         self.round_target.set(Some(self.pre_refill_nxt.get()));
+    }
+
+    /// One round on `path` with `other` segments of cross traffic in the network: every
+    /// ACK carries the RTT of the window at the round's start. Returns true if the
+    /// round overflowed the buffer (the caller decides how the loss is detected).
+    pub fn round_on(&self, path: &Path, other: f64) -> bool {
+        let inflight = self.cwnd() as f64 + other;
+        self.round(path.rtt_us(inflight));
+        path.overflows(inflight)
     }
 
     /// tcp_init_cwnd_reduction + tcp_set_ca_state(state): high_seq = snd_nxt,
