@@ -376,6 +376,15 @@ impl Conn {
         path.overflows(inflight)
     }
 
+    /// `n` ACKs of one segment each, `gap_us` apart, each carrying `rtt_us`.
+    pub fn ack_segments(&self, n: u32, gap_us: u64, rtt_us: u32) {
+        self.transmit();
+        for _ in 0..n {
+            advance_us(gap_us);
+            self.ack(Ack::new(1, rtt_us));
+        }
+    }
+
     /// tcp_init_cwnd_reduction + tcp_set_ca_state(state): high_seq = snd_nxt,
     /// prior_cwnd = cwnd, PRR counters 0, ssthresh from the op, then the state change.
     fn start_reduction(&self, state: u8) {
