@@ -18,9 +18,11 @@ fn congestion_avoidance_adds_one_segment_per_rtt() {
     // RFC 5681 §3.1 eq. (3): cwnd += SMSS*SMSS/cwnd per ACK, i.e. one segment per RTT
     let c = Conn::new("reno");
     c.start_in_ca(40);
-    for k in 1..=10 {
-        c.round(20_000);
-        assert_eq!(c.cwnd(), 40 + k, "round {k}");
+    for k in 0..10 {
+        c.ack_segments(40 + k - 1, 500, 20_000);
+        assert_eq!(c.cwnd(), 40 + k, "not before cwnd acked segments");
+        c.ack_segments(1, 500, 20_000);
+        assert_eq!(c.cwnd(), 40 + k + 1, "+1 after cwnd acked segments");
     }
 }
 
