@@ -55,10 +55,13 @@ demo: install
 	$(VENV)/bin/ccarena run quickstart
 
 test: install
-	cargo test --release -q -p ccarena-flow -p ccarena-link -p ccarena-trace
+	cargo test --release -q -p ccarena-flow -p ccarena-link -p ccarena-trace -p ccarena-cc-harness
 	$(VENV)/bin/pytest -q -ra tests
 
+# no root needed: Python unit tests and the BPF congestion controls in user space
+# (crates/cc-harness, docs/dev/cc-harness.md)
 test-unit: python
+	cargo test -q -p ccarena-cc-harness
 	$(VENV)/bin/pytest -q -ra tests/unit
 
 bench: install

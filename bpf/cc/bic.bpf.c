@@ -11,8 +11,10 @@
  *   inc clamped to [S_min, S_max] = [0.01, 32] segments (additive increase when far)
  * On loss: fast convergence W_max = cwnd (2 - beta) / 2 if cwnd < W_max else cwnd;
  *   cwnd = cwnd (1 - beta), beta = 0.125.
- * Below low_window = 14 segments: standard TCP (RFC 5681). The per-RTT increase
- * is spread over the ACKs of the RTT (inc / cwnd per acked segment).
+ * Below low_window = 14 segments: standard TCP (RFC 5681). The per-RTT increase is
+ * fixed at the start of each round (from the window then: the midpoint is one RTT
+ * away) and spread over the ACKs of the round (inc / cwnd per acked segment);
+ * recomputing it per ACK from the growing window would fall short of the midpoint.
  */
 #include "cca_common.h"
 
@@ -23,7 +25,9 @@
 
 struct bic {
 	u64 acc;
+	u64 inc;        /* this round's increase, 1/1024 segments per RTT */
 	u32 w_max;
+	u32 round_end;  /* snd_nxt when the round began */
 };
 CCA_PRIV_CHECK(struct bic);
 
@@ -33,7 +37,9 @@ void BPF_PROG(cca_bic_init, struct sock *sk)
 	struct bic *ca = inet_csk_ca(sk);
 
 	ca->acc = 0;
+	ca->inc = 0;
 	ca->w_max = 0;
+	ca->round_end = tcp_sk(sk)->snd_una;
 }
 
 /* growth rule, run by cca_bic_cong_control (cca_common.h) */
@@ -51,12 +57,15 @@ static __always_inline void bic_cong_avoid(struct sock *sk, u32 ack, u32 acked)
 		cca_cong_avoid_ai(tp, cwnd, acked);
 		return;
 	}
-	if (cwnd < ca->w_max)
-		inc = (u64)(ca->w_max - cwnd) << 9;   /* half the distance, 1/1024 */
-	else
-		inc = (u64)(cwnd - ca->w_max) << 10;
-	inc = cca_max64(BIC_SMIN_FP, cca_min64(inc, BIC_SMAX_FP));
-	cca_cong_avoid_frac(tp, &ca->acc, inc, acked);
+	if (!cca_seq_before(tp->snd_una, ca->round_end) || !ca->inc) {
+		if (cwnd < ca->w_max)
+			inc = (u64)(ca->w_max - cwnd) << 9;   /* half the distance, 1/1024 */
+		else
+			inc = (u64)(cwnd - ca->w_max) << 10;
+		ca->inc = cca_max64(BIC_SMIN_FP, cca_min64(inc, BIC_SMAX_FP));
+		ca->round_end = tp->snd_nxt;
+	}
+	cca_cong_avoid_frac(tp, &ca->acc, ca->inc, acked);
 }
 
 /* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
@@ -65,6 +74,7 @@ static __always_inline u32 bic_ssthresh_for(struct sock *sk, u32 cwnd)
 	struct bic *ca = inet_csk_ca(sk);
 
 	ca->acc = 0;
+	ca->inc = 0;          /* the next round recomputes it */
 	/* fast convergence: (2 - beta) / 2 = 15/16 */
 	if (cwnd < ca->w_max)
 		ca->w_max = cwnd - (cwnd >> (BIC_BETA_SHIFT + 1));

@@ -11,7 +11,14 @@
  *   M     = marked / acked in the window          (segments whose ACK carried ECE)
  *   alpha = (1 - g) alpha + g M,  g = 1/16,  alpha starts at 1 (§3.3, conservative)
  * On ECE (the kernel enters CWR and asks for ssthresh): cwnd * (1 - alpha/2).
- * On loss: standard halving (§3.5). Growth: Reno's (RFC 5681).
+ * On loss, by duplicate ACKs or a retransmission time-out: standard halving (§3.5),
+ * also when the ACK that reveals it carries ECE and when a CWR reduction is under way:
+ * the set_state op sets ssthresh = max(prior_cwnd / 2, 2) on entering Recovery or Loss
+ * (the kernel does not ask the ssthresh op again in those cases). Growth: Reno's
+ * (RFC 5681). alpha is kept in 1/2^20 so that it decays all the way to (nearly) 0
+ * without marks; in 1/1024 the term alpha*g truncates to 0 below alpha = 16/1024.
+ * After an RTO alpha restarts at 1 (nothing is known about the path; §3.3's
+ * conservative start) — a ccarena choice, not in RFC 8257.
  * Receiver (§3.2): ECE mirrors the CE state of the data exactly; when the CE
  * state flips while an ACK is delayed, the ACK for the data before the flip is
  * sent at once (so the sender can count marks per segment).
@@ -21,10 +28,11 @@
 #include "cca_common.h"
 
 #define DCTCP_G_SHIFT   4          /* g = 1/16 */
-#define DCTCP_ALPHA_ONE 1024u      /* alpha in 1/1024 */
+#define DCTCP_ALPHA_SHIFT 20
+#define DCTCP_ALPHA_ONE (1u << DCTCP_ALPHA_SHIFT)   /* alpha in 1/2^20 */
 
 struct dctcp {
-	u32 alpha;              /* 0..1024 */
+	u32 alpha;              /* 0..2^20 */
 	u32 win_end;            /* snd_nxt at the start of the observation window */
 	u32 delivered_start;    /* tp->delivered at the window start */
 	u32 ce_start;           /* tp->delivered_ce at the window start */
@@ -76,7 +84,7 @@ void BPF_PROG(cca_dctcp_in_ack_event, struct sock *sk, u32 flags)
 			marked = cca_min(marked, acked);
 			m = (u32)((u64)marked * DCTCP_ALPHA_ONE / acked);
 		}
-		/* alpha = alpha - alpha*g + M*g, in 1/1024 */
+		/* alpha = alpha - alpha*g + M*g, in 1/2^20 */
 		alpha = alpha - (alpha >> DCTCP_G_SHIFT) + (m >> DCTCP_G_SHIFT);
 		ca->alpha = cca_min(alpha, DCTCP_ALPHA_ONE);
 	}
@@ -91,7 +99,7 @@ static __always_inline u32 dctcp_ssthresh_for(struct sock *sk, u32 cwnd)
 	if (!ca->ece_seen)
 		return cca_rfc5681_ssthresh(cwnd);           /* loss: §3.5 */
 	/* §3.4: cwnd * (1 - alpha / 2) */
-	return cca_max(cwnd - (u32)((u64)cwnd * ca->alpha >> 11), 2);
+	return cca_max(cwnd - (u32)((u64)cwnd * ca->alpha >> (DCTCP_ALPHA_SHIFT + 1)), 2);
 }
 
 CCA_SSTHRESH_OP(cca_dctcp, dctcp_ssthresh_for)
@@ -131,6 +139,13 @@ SEC("struct_ops")
 void BPF_PROG(cca_dctcp_set_state, struct sock *sk, u8 new_state)
 {
 	CCA_STATE_GUARD(sk, new_state, dctcp_ssthresh_for);
+	/* §3.5: a loss halves, whatever the ECE state of the ACK that showed it */
+	if ((new_state == TCP_CA_Recovery || new_state == TCP_CA_Loss) &&
+	    cca_ca_state(sk) != new_state) {
+		struct tcp_sock *tp = tcp_sk(sk);
+
+		tp->snd_ssthresh = cca_rfc5681_ssthresh(cca_sane_prior_cwnd(tp));
+	}
 	/* after an RTO nothing is known about the path: alpha back to 1 (conservative) */
 	if (new_state == TCP_CA_Loss) {
 		struct dctcp *ca = inet_csk_ca(sk);

@@ -6,16 +6,24 @@
  *   Bandwidth-Delay Product Paths", IETF draft-leith-tcp-htcp-06, 2008
  *   (§3 increase function, §4 adaptive backoff).
  *
- * Delta = time since the last congestion event, Delta_L = 1 s:
+ * Delta = time since the end of the last congestion event (the return to the Open
+ * state: draft §3, "the time elapsed since the last congestion event" counts from
+ * when the window stops being reduced), Delta_L = 1 s:
  *   alpha(Delta) = 1                                              Delta <= Delta_L
  *                = 1 + 10 (Delta - Delta_L) + ((Delta - Delta_L) / 2)^2   otherwise
  *   alpha <- 2 (1 - beta) alpha(Delta)   (keeps the average rate when beta != 0.5)
  * Per RTT cwnd grows by alpha segments. At a congestion event:
- *   beta = RTT_min / RTT_max (of the epoch that ends), within [0.5, 0.8];
- *   adaptive backoff: beta = 0.5 when the throughput before this event differs by
- *   more than 20 % from the one before the previous event (the path changed);
+ *   beta = RTT_min / RTT_max, within [0.5, 0.8] (draft §4.1); RTT_min and RTT_max are
+ *   the smallest and largest RTT samples of the connection, RTT_max from the Open state
+ *   only (recovery inflates RTTs) and kept across events (an epoch that starts at a
+ *   drained queue has not seen the full one yet); an RTO forgets RTT_max;
+ *   adaptive backoff (§4.2): beta = 0.5 when the throughput before this event differs
+ *   by more than 20 % from the one before the previous event (the path changed);
  *   cwnd <- beta cwnd.
- * Throughput before an event = data delivered per second over the last RTT.
+ * Throughput before an event = data delivered per second over the last RTT of the
+ * Open state (no sample spans a recovery).
+ * Undo of a spurious event (RFC 3522 / 2883): the window, the epoch start, beta and
+ * the throughput memory are restored as they were before it.
  * The optional RTT scaling of alpha (draft §3.2) is not applied.
  */
 #include "cca_common.h"
@@ -26,14 +34,18 @@
 
 struct htcp {
 	u64 acc;
-	u64 last_cong_us;     /* start of the current epoch */
+	u64 last_cong_us;     /* end of the last congestion event: Delta's origin */
+	u64 undo_last_cong_us;
 	u64 rate_start_us;    /* throughput sampling */
 	u32 rate_delivered;   /* tp->delivered at rate_start_us */
 	u32 rate;             /* segments per second over the last RTT */
 	u32 rate_prev_event;  /* throughput before the previous congestion event */
 	u32 rtt_min_us;
-	u32 rtt_max_us;       /* of the current epoch */
+	u32 rtt_max_us;       /* largest Open-state sample */
 	u32 beta;             /* 1/1024 */
+	u32 undo_beta;
+	u32 undo_rate_prev;
+	u8  in_event;         /* a reduction is under way: Delta restarts when it ends */
 };
 CCA_PRIV_CHECK(struct htcp);
 
@@ -52,6 +64,10 @@ void BPF_PROG(cca_htcp_init, struct sock *sk)
 	ca->rtt_min_us = 0;
 	ca->rtt_max_us = 0;
 	ca->beta = HTCP_BETA_MIN;
+	ca->undo_last_cong_us = now;
+	ca->undo_beta = HTCP_BETA_MIN;
+	ca->undo_rate_prev = 0;
+	ca->in_event = 0;
 }
 
 SEC("struct_ops")
@@ -70,6 +86,12 @@ void BPF_PROG(cca_htcp_pkts_acked, struct sock *sk, const struct ack_sample *sam
 			ca->rtt_max_us = rtt;
 	}
 	now = cca_now_us();
+	if (cca_ca_state(sk) != TCP_CA_Open) {
+		/* throughput is sampled in Open only: restart the sample after recovery */
+		ca->rate_start_us = now;
+		ca->rate_delivered = tp->delivered;
+		return;
+	}
 	dt = now - ca->rate_start_us;
 	if (dt >= cca_max(cca_srtt_us(tp), 1000)) {
 		ca->rate = (u32)cca_min64((u64)(tp->delivered - ca->rate_delivered) * CCA_USEC_PER_SEC / dt,
@@ -123,24 +145,56 @@ static __always_inline u32 htcp_ssthresh_for(struct sock *sk, u32 cwnd)
 		if ((u64)diff * 5 > prev)
 			beta = HTCP_BETA_MIN;
 	}
+	if (!ca->in_event) {
+		ca->undo_last_cong_us = ca->last_cong_us;
+		ca->undo_beta = ca->beta;
+		ca->undo_rate_prev = ca->rate_prev_event;
+	}
+	ca->in_event = 1;
 	ca->beta = beta;
 	ca->rate_prev_event = now_rate;
-	ca->last_cong_us = cca_now_us();
-	ca->rtt_max_us = 0;
 	ca->acc = 0;
 	return cca_max((u32)((u64)cwnd * beta >> 10), 2);
 }
 
 CCA_SSTHRESH_OP(cca_htcp, htcp_ssthresh_for)
 
-CCA_UNDO_PRIOR_OP(cca_htcp)
+/* undo_cwnd: a spurious event: the epoch goes on as if it had not happened (the kernel
+ * then sets the Open state, which must not restart Delta) */
+SEC("struct_ops")
+u32 BPF_PROG(cca_htcp_undo_cwnd, struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	struct htcp *ca = inet_csk_ca(sk);
 
-CCA_STATE_GUARD_OP(cca_htcp, htcp_ssthresh_for)
+	if (ca->in_event) {
+		ca->last_cong_us = ca->undo_last_cong_us;
+		ca->beta = ca->undo_beta;
+		ca->rate_prev_event = ca->undo_rate_prev;
+		ca->in_event = 0;
+	}
+	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
+}
+
+SEC("struct_ops")
+void BPF_PROG(cca_htcp_set_state, struct sock *sk, u8 new_state)
+{
+	struct htcp *ca = inet_csk_ca(sk);
+
+	CCA_STATE_GUARD(sk, new_state, htcp_ssthresh_for);
+	if (new_state == TCP_CA_Loss)
+		ca->rtt_max_us = 0;        /* RTO: nothing is known about the path any more */
+	if (new_state == TCP_CA_Open && ca->in_event) {
+		/* the event is over: Delta counts from here (draft §3) */
+		ca->last_cong_us = cca_now_us();
+		ca->in_event = 0;
+	}
+}
 
 CCA_CONG_CONTROL_OP(cca_htcp, htcp_ssthresh_for, htcp_cong_avoid)
 
 CCA_OPS(cca_htcp) = {
-	.set_state  = (void *)cca_htcp_state_guard,
+	.set_state  = (void *)cca_htcp_set_state,
 	.init       = (void *)cca_htcp_init,
 	.ssthresh   = (void *)cca_htcp_ssthresh,
 	.cong_control = (void *)cca_htcp_cong_control,

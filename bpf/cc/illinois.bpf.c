@@ -18,8 +18,11 @@
  *   d_1 = 0.01 d_m, d_2 = 0.1 d_m, d_3 = 0.8 d_m;  a in [0.3, 10], b in [0.125, 0.5].
  * Per RTT cwnd grows by alpha; a loss sets cwnd to (1 - beta) cwnd. Below
  * W_thresh = 10 segments (and until delay is measured): alpha = 1, beta = 0.5.
- * After a loss alpha is 1 until the next round's measurement (the paper's
- * rule that alpha must not jump to alpha_max right after congestion).
+ * alpha reaches alpha_max only after d_a has stayed at or below d_1 for theta = 5
+ * consecutive rounds once the delay had been above d_1 (§3: one low-delay RTT must not
+ * make the window jump); until then it keeps its last value. A flow whose delay never
+ * left the low zone uses alpha_max. After a loss alpha is 1 until the next round's
+ * measurement.
  */
 #include "cca_common.h"
 
@@ -30,6 +33,7 @@
 #define IL_BETA_MAX   512u           /* 0.5 */
 #define IL_BETA_BASE  512u
 #define IL_WIN_THRESH 10u
+#define IL_THETA      5u             /* low-delay rounds before alpha_max */
 
 struct illinois {
 	u64 acc;
@@ -40,6 +44,8 @@ struct illinois {
 	u32 round_end;
 	u32 alpha;          /* 1/1024 */
 	u32 beta;           /* 1/1024 */
+	u8  low_rounds;     /* consecutive rounds with d_a <= d_1 */
+	u8  above;          /* d_a has been above d_1 since alpha was last alpha_max */
 };
 CCA_PRIV_CHECK(struct illinois);
 
@@ -60,6 +66,8 @@ void BPF_PROG(cca_illinois_init, struct sock *sk)
 	ca->max_rtt = 0;
 	ca->alpha = IL_ALPHA_BASE;
 	ca->beta = IL_BETA_BASE;
+	ca->low_rounds = 0;
+	ca->above = 0;
 	il_round_reset(ca, tcp_sk(sk));
 }
 
@@ -97,8 +105,17 @@ static __always_inline void il_update(struct illinois *ca, const struct tcp_sock
 	d3 = dm * 8 / 10;
 
 	if (da <= d1 || dm == 0) {
-		ca->alpha = IL_ALPHA_MAX;
+		if (!ca->above) {
+			ca->alpha = IL_ALPHA_MAX;
+		} else if (++ca->low_rounds >= IL_THETA) {
+			ca->alpha = IL_ALPHA_MAX;
+			ca->low_rounds = 0;
+			ca->above = 0;
+		}
+		/* else: alpha keeps its value until theta low rounds have passed */
 	} else {
+		ca->above = 1;
+		ca->low_rounds = 0;
 		u64 num = (dm - d1) * IL_ALPHA_MIN * IL_ALPHA_MAX;             /* 1/1024^2 */
 		u64 den = (dm - d1) * IL_ALPHA_MIN + (da - d1) * (IL_ALPHA_MAX - IL_ALPHA_MIN);
 

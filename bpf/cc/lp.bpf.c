@@ -3,31 +3,40 @@
  * cca_lp — TCP-LP (Low Priority), written from
  *   A. Kuzmanovic, E. W. Knightly, "TCP-LP: A Distributed Algorithm for Low Priority
  *   Data Transfer", IEEE INFOCOM 2003 (§III-A early congestion indication,
- *   §III-B reaction: inference time-out, cwnd = 1 on a second indication).
+ *   §III-B reaction: inference time-out, minimum window on a second indication).
  *
- * TCP-LP yields to ordinary TCP: it backs off on a *delay* signal that fires
- * before the queue overflows.
- *   delay d: a smoothed estimate, sd <- 7/8 sd + 1/8 d
- *   early congestion indication (ECI):  sd > d_min + delta (d_max - d_min), delta = 0.15
- *   first ECI: cwnd <- cwnd / 2, start the inference time-out (itt) during which
- *     cwnd does not grow; a second ECI within itt: cwnd <- 1;
- *   itt expired without ECI: Reno's additive increase resumes.
- * The paper measures one-way delay from TCP timestamps; ccarena uses the RTT
- * sample of each ACK instead (same clock at both ends is not assumed, and on an
- * emulated path the reverse direction carries no queue, so RTT - RTT_min is the
- * forward queueing delay). itt = 3 smoothed RTTs; at most one ECI per RTT;
- * ECIs are only believed once d_max - d_min exceeds 1 ms (timer noise).
- * The second-ECI window is 2 segments, not the paper's 1: with one segment in
- * flight the receiver holds every ACK for its delayed-ACK timer (40 ms on Linux),
- * which both throttles the flow and reads as a 40 ms queue — the flow would never
- * leave cwnd = 1. For the same reason RTT samples taken with fewer than 2
- * segments outstanding are not used. Loss: standard halving.
- * ECIs are believed only after the first loss: the threshold is a fraction of
- * d_max - d_min, and d_max means something only once the buffer has been full.
- * Before that, the range is made of the flow's own few-packet bursts, the
- * threshold sits below the delay of its own window, and the flow never leaves
- * cwnd = 2 (seen on a 20 Mbit/s, 20 ms path: 1 Mbit/s alone). So TCP-LP starts with
- * Reno's slow start until the first loss, as the paper's flows effectively do.
+ * TCP-LP yields to ordinary TCP: it backs off on a *delay* signal that fires before
+ * the queue overflows.
+ *   early congestion indication (ECI, §III-A):  d > d_min + delta (d_max - d_min),
+ *     delta = 0.15, d the flow's delay, d_min/d_max the smallest/largest delay seen;
+ *   reaction (§III-B): the first ECI halves cwnd and starts the inference time-out
+ *     (itt), during which cwnd does not grow; a second ECI within itt sets cwnd to the
+ *     minimum; itt expired without ECI: the ordinary TCP behaviour resumes (slow start
+ *     below ssthresh, then Reno's additive increase).
+ *   An ECI changes cwnd only (ssthresh stays: it is not a loss) and is acted on only in
+ *   the Open state: during CWR/Recovery/Loss the loss response is in charge.
+ *   Loss: Reno's halving (RFC 5681).
+ *
+ * Deliberate deviations from the paper, and why:
+ * - The delay is the RTT, not the one-way delay from TCP timestamps (no assumption
+ *   about the receiver's clock; on an emulated path the reverse direction carries no
+ *   queue, so RTT - RTT_min is the forward queueing delay).
+ * - One delay sample per round trip: the smallest RTT of the round (as Vegas filters
+ *   delayed ACKs), instead of the paper's per-packet EWMA (gamma = 1/8). A per-ACK
+ *   filter follows single late ACKs and the flow's own bursts, and reads them as
+ *   early congestion. The round that follows a reaction is not judged: its packets
+ *   left before the reaction and carry the queue it is meant to drain.
+ * - d_min is the smallest round sample of the connection; d_max the largest round
+ *   sample of the current and the previous loss epoch (refreshed at each loss), not a
+ *   raw all-time maximum that one outlier would hold high for ever.
+ * - ECIs are believed only after the first loss: before it, the range d_max - d_min is
+ *   made of the flow's own slow-start queue, the threshold sits inside it, and the flow
+ *   would never leave a small window. TCP-LP starts like Reno until its first loss.
+ *   ECIs also need d_max - d_min >= 1 ms (timer noise).
+ * - itt = 3 smoothed RTTs; the minimum window is 2 segments, not 1: with one segment in
+ *   flight the receiver holds every ACK for its delayed-ACK timer (40 ms on Linux),
+ *   which both throttles the flow and reads as a 40 ms queue. For the same reason RTT
+ *   samples taken with fewer than 2 segments outstanding are not used.
  */
 #include "cca_common.h"
 
@@ -35,16 +44,25 @@
 #define LP_ITT_RTTS      3u
 #define LP_MIN_RANGE_US  1000u
 #define LP_MIN_CWND      2u
+#define LP_NONE          0xffffffffu
 
 struct lp {
 	u64 itt_end_us;     /* 0: not in an inference time-out */
-	u32 calibrated;     /* a loss was seen: d_max reflects a full buffer */
-	u64 last_eci_us;
-	u32 d_min;
-	u32 d_max;
-	u32 sd;             /* smoothed delay, us */
+	u32 round_end;      /* snd_nxt when the round began */
+	u32 round_min;      /* smallest RTT sample of this round, us (LP_NONE: none) */
+	u32 d_min;          /* smallest round sample of the connection (0: none) */
+	u32 d_max;          /* largest round sample of this and the previous loss epoch */
+	u32 d_max_epoch;    /* largest round sample since the last loss */
+	u8  calibrated;     /* a loss was seen: d_max reflects a full buffer */
+	u8  skip_round;     /* the round after a reaction is not judged */
 };
 CCA_PRIV_CHECK(struct lp);
+
+static __always_inline void lp_round_start(struct lp *ca, const struct tcp_sock *tp)
+{
+	ca->round_end = tp->snd_nxt;
+	ca->round_min = LP_NONE;
+}
 
 SEC("struct_ops")
 void BPF_PROG(cca_lp_init, struct sock *sk)
@@ -52,11 +70,45 @@ void BPF_PROG(cca_lp_init, struct sock *sk)
 	struct lp *ca = inet_csk_ca(sk);
 
 	ca->itt_end_us = 0;
-	ca->calibrated = 0;
-	ca->last_eci_us = 0;
 	ca->d_min = 0;
 	ca->d_max = 0;
-	ca->sd = 0;
+	ca->d_max_epoch = 0;
+	ca->calibrated = 0;
+	ca->skip_round = 0;
+	lp_round_start(ca, tcp_sk(sk));
+}
+
+/* one round's delay sample d: update the range, then §III-A/B */
+static __always_inline void lp_round_end(struct sock *sk, struct lp *ca, u32 d)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u64 now = cca_now_us();
+	u32 thresh;
+
+	if (!ca->d_min || d < ca->d_min)
+		ca->d_min = d;
+	ca->d_max_epoch = cca_max(ca->d_max_epoch, d);
+	ca->d_max = cca_max(ca->d_max, d);
+
+	if (ca->itt_end_us && now >= ca->itt_end_us)
+		ca->itt_end_us = 0;
+	if (ca->skip_round) {
+		ca->skip_round = 0;
+		return;
+	}
+	if (!ca->calibrated || ca->d_max - ca->d_min < LP_MIN_RANGE_US ||
+	    cca_ca_state(sk) != TCP_CA_Open)
+		return;
+	thresh = ca->d_min + (u32)((u64)(ca->d_max - ca->d_min) * LP_DELTA_1024 >> 10);
+	if (d <= thresh)
+		return;
+	if (ca->itt_end_us)
+		cca_set_cwnd(tp, LP_MIN_CWND);                        /* second ECI within itt */
+	else
+		cca_set_cwnd(tp, cca_max(tp->snd_cwnd >> 1, LP_MIN_CWND));
+	tp->snd_cwnd_cnt = 0;
+	ca->itt_end_us = now + (u64)LP_ITT_RTTS * cca_max(cca_srtt_us(tp), 1);
+	ca->skip_round = 1;
 }
 
 SEC("struct_ops")
@@ -65,37 +117,14 @@ void BPF_PROG(cca_lp_pkts_acked, struct sock *sk, const struct ack_sample *sampl
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct lp *ca = inet_csk_ca(sk);
 	s32 rtt = sample->rtt_us;
-	u64 now;
-	u32 srtt, thresh;
 
-	if (rtt <= 0 || sample->pkts_acked + tp->packets_out < 2)
+	if (rtt > 0 && sample->pkts_acked + tp->packets_out >= 2 && (u32)rtt < ca->round_min)
+		ca->round_min = rtt;
+	if (cca_seq_before(tp->snd_una, ca->round_end))
 		return;
-	if (!ca->d_min || (u32)rtt < ca->d_min)
-		ca->d_min = rtt;
-	if ((u32)rtt > ca->d_max)
-		ca->d_max = rtt;
-	ca->sd = ca->sd ? ca->sd - (ca->sd >> 3) + ((u32)rtt >> 3) : (u32)rtt;
-
-	now = cca_now_us();
-	if (ca->itt_end_us && now >= ca->itt_end_us)
-		ca->itt_end_us = 0;
-	if (!ca->calibrated || ca->d_max - ca->d_min < LP_MIN_RANGE_US)
-		return;
-	thresh = ca->d_min + (u32)((u64)(ca->d_max - ca->d_min) * LP_DELTA_1024 >> 10);
-	if (ca->sd <= thresh)
-		return;
-	srtt = cca_max(cca_srtt_us(tp), 1);
-	if (now - ca->last_eci_us < srtt)
-		return;                       /* one indication per RTT */
-	ca->last_eci_us = now;
-	if (ca->itt_end_us) {
-		/* second indication inside the inference time-out */
-		cca_set_cwnd(tp, LP_MIN_CWND);
-	} else {
-		cca_set_cwnd(tp, cca_max(tp->snd_cwnd >> 1, LP_MIN_CWND));
-	}
-	tp->snd_ssthresh = cca_max(tp->snd_cwnd, 2);
-	ca->itt_end_us = now + (u64)LP_ITT_RTTS * srtt;
+	if (ca->round_min != LP_NONE)
+		lp_round_end(sk, ca, ca->round_min);
+	lp_round_start(ca, tp);
 }
 
 /* growth rule, run by cca_lp_cong_control (cca_common.h) */
@@ -104,19 +133,27 @@ static __always_inline void lp_cong_avoid(struct sock *sk, u32 ack, u32 acked)
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct lp *ca = inet_csk_ca(sk);
 
-	if (ca->itt_end_us)
-		return;                       /* no growth during the inference time-out */
+	if (ca->itt_end_us) {
+		if (cca_now_us() < ca->itt_end_us)
+			return;               /* no growth during the inference time-out */
+		ca->itt_end_us = 0;
+	}
 	if (!cca_grow_prologue(sk, &acked))
 		return;
 	cca_cong_avoid_ai(tp, tp->snd_cwnd, acked);
 }
 
-/* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
+/* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h); a loss
+ * also closes the delay range's epoch */
 static __always_inline u32 lp_ssthresh_for(struct sock *sk, u32 cwnd)
 {
 	struct lp *ca = inet_csk_ca(sk);
 
 	ca->calibrated = 1;
+	if (ca->d_max_epoch) {
+		ca->d_max = ca->d_max_epoch;
+		ca->d_max_epoch = 0;
+	}
 	return cca_rfc5681_ssthresh(cwnd);
 }
 

@@ -12,9 +12,11 @@
  * / interval (delivered counts SACKed and cumulatively ACKed segments, so
  * duplicate ACKs count as the paper asks); BWE <- 7/8 BWE + 1/8 sample.
  * On congestion (3 dupACKs or timeout):  ssthresh = max(BWE * RTTmin / MSS, 2)
- * — the window the path carried without a queue — and PRR then brings cwnd to
- * ssthresh (fast recovery, cca_common.h's cong_control) or the kernel to 1
- * (timeout). Growth: Reno's.
+ * — the window the path carried without a queue — capped at the window before the
+ * loss (a loss never raises the window; the papers' "if cwnd > ssthresh then
+ * cwnd = ssthresh" after 3 DUPACKs keeps cwnd at most where it was), and PRR then
+ * brings cwnd to ssthresh (fast recovery, cca_common.h's cong_control) or the kernel
+ * to 1 (timeout). Growth: Reno's.
  * The sampling interval is max(RTT, 10 ms): on sub-millisecond paths one
  * sample per RTT would feed the filter with a handful of segments.
  */
@@ -82,6 +84,7 @@ static __always_inline u32 westwood_ssthresh_for(struct sock *sk, u32 cwnd)
 	if (!ca->bwe || !ca->rtt_min_us)
 		return cca_rfc5681_ssthresh(cwnd);   /* nothing measured yet: Reno */
 	w = ca->bwe * ca->rtt_min_us / CCA_USEC_PER_SEC / cca_max(tp->mss_cache, 1);
+	w = cca_min64(w, cwnd);
 	return (u32)cca_max64(w, 2);
 }
 

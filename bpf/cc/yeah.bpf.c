@@ -5,23 +5,34 @@
  *   PFLDnet 2007 (§2: fast and slow modes, precautionary decongestion, loss reaction).
  *
  * Once per RTT, with RTT_base the smallest RTT seen and RTT_min the smallest of
- * the last round:
+ * the last round (§2):
  *   Q = (RTT_min - RTT_base) * cwnd / RTT_min     packets queued by this flow
- *   L = RTT_base / (RTT_min - RTT_base)           network congestion level
- * Fast mode when Q < Q_max and L > 1/phi: Scalable TCP increase (a = 0.01 per ACK,
- * never slower than Reno). Slow mode otherwise: Reno increase, and — unless the
- * flow appears to compete with Reno flows (it was in slow mode for rho
- * consecutive rounds without its queue draining) — precautionary decongestion:
- * cwnd -= Q (at most cwnd / 2), ssthresh = cwnd.
+ *   L = (RTT_min - RTT_base) / RTT_base           network congestion level
+ * Fast mode when Q < Q_max and L <= 1/phi, i.e. queueing delay <= RTT_base / phi:
+ * Scalable TCP increase (a = 0.01 per ACK, never slower than Reno). Slow mode
+ * otherwise: Reno increase, and — unless the flow competes with Reno flows —
+ * precautionary decongestion when Q > Q_max: cwnd -= Q (at most cwnd / 2),
+ * ssthresh = cwnd.
+ * Competition with Reno (§2 asks the flow to detect it and then stop decongesting, or
+ * Reno flows would take the whole buffer): a decongestion by R segments shortens a lone
+ * flow's queueing delay by R / rate = R * RTT_min / cwnd; when other flows share the
+ * queue it shortens it only by YeAH's share of that. Two rounds after each
+ * decongestion (the first round still carries packets sent before it) the drop
+ * measured is compared with the drop expected: less than half of it is a failed
+ * decongestion, and two failed ones in a row mean the queue belongs to others: the
+ * flow competes with Reno, decongests no more and halves at a loss. Fast mode (a
+ * drained queue) clears that. This replaces the paper's count of rho = 16 slow-mode
+ * rounds, which a lone flow also reaches: in slow mode its own queue rises at Reno's
+ * one segment per round from RTT_base/phi to Q_max, tens of rounds with no competitor.
  * Loss: competing with Reno -> cwnd / 2; otherwise cwnd - max(cwnd / 8, Q)
  * (never below cwnd / 2).
- * Q_max = 80 packets, phi = 8, rho = 16 rounds.
+ * Q_max = 80 packets, phi = 8.
  */
 #include "cca_common.h"
 
 #define YEAH_QMAX   80u
 #define YEAH_PHI    8u
-#define YEAH_RHO    16u
+#define YEAH_FAILS  2u     /* failed decongestions in a row that mean Reno */
 #define YEAH_STCP_INV_A 100u
 
 struct yeah {
@@ -30,7 +41,10 @@ struct yeah {
 	u32 round_cnt;
 	u32 round_end;
 	u32 queue;        /* Q of the last round, packets */
-	u32 slow_rounds;  /* consecutive rounds in slow mode */
+	u32 dec_qdelay;   /* queueing delay when the last decongestion was made, us */
+	u32 dec_expect;   /* the drop of queueing delay it should bring if alone, us */
+	u8  dec_wait;     /* rounds until the last decongestion is judged (0: none) */
+	u8  dec_fails;    /* failed decongestions in a row */
 	u8  fast;         /* fast mode */
 	u8  reno_peer;    /* competing with Reno-like flows */
 };
@@ -50,7 +64,10 @@ void BPF_PROG(cca_yeah_init, struct sock *sk)
 
 	ca->base_rtt = 0;
 	ca->queue = 0;
-	ca->slow_rounds = 0;
+	ca->dec_qdelay = 0;
+	ca->dec_expect = 0;
+	ca->dec_wait = 0;
+	ca->dec_fails = 0;
 	ca->fast = 1;
 	ca->reno_peer = 0;
 	yeah_round_reset(ca, tcp_sk(sk));
@@ -80,21 +97,33 @@ static __always_inline void yeah_round_end(struct yeah *ca, struct tcp_sock *tp)
 	rtt = cca_max(ca->round_min_rtt, ca->base_rtt);
 	qdelay = rtt - ca->base_rtt;
 	ca->queue = (u32)((u64)qdelay * cwnd / rtt);
-	/* L > 1/phi  <=>  phi * RTT_base > queueing delay */
-	ca->fast = ca->queue < YEAH_QMAX && (u64)YEAH_PHI * ca->base_rtt > qdelay;
+	/* L <= 1/phi  <=>  phi * (RTT_min - RTT_base) <= RTT_base */
+	ca->fast = ca->queue < YEAH_QMAX && (u64)YEAH_PHI * qdelay <= ca->base_rtt;
+	if (ca->dec_wait && !--ca->dec_wait) {
+		/* judge the last decongestion: did the queueing delay drop as it would alone? */
+		u32 drop = ca->dec_qdelay > qdelay ? ca->dec_qdelay - qdelay : 0;
+
+		if (2 * (u64)drop < ca->dec_expect) {
+			if (++ca->dec_fails >= YEAH_FAILS)
+				ca->reno_peer = 1;
+		} else {
+			ca->dec_fails = 0;
+		}
+	}
 	if (ca->fast) {
-		ca->slow_rounds = 0;
+		ca->dec_fails = 0;
 		ca->reno_peer = 0;
 		return;
 	}
-	if (++ca->slow_rounds >= YEAH_RHO)
-		ca->reno_peer = 1;
-	if (!ca->reno_peer && ca->queue > YEAH_QMAX && !cca_in_slow_start(tp)) {
+	if (!ca->reno_peer && !ca->dec_wait && ca->queue > YEAH_QMAX && !cca_in_slow_start(tp)) {
 		/* precautionary decongestion */
 		u32 red = cca_min(ca->queue, cwnd >> 1);
 
 		cca_set_cwnd(tp, cca_max(cwnd - red, 2));
 		tp->snd_ssthresh = tp->snd_cwnd;
+		ca->dec_qdelay = qdelay;
+		ca->dec_expect = (u32)((u64)red * rtt / cca_max(cwnd, 1));
+		ca->dec_wait = 2;
 	}
 }
 

@@ -418,6 +418,8 @@ def test_hybla_slow_start_is_scaled_by_rho(tmp_path, no_leaks):
                       sweep='"flow.bulk.cc" = ["hybla", "reno"]')
     res = run(text, tmp_path)           # hybla: the BPF one; reno: the kernel's
     by = runs_by_cc(res)
+    # a kernel with its own hybla module would be chosen without this check
+    assert by["hybla"]["flows"][0]["cc_kernel"] == "cca_hybla", note(by["hybla"])
     at = {}
     for cc, m in by.items():
         ti = table(m, "tcpinfo").sort_values("t")
@@ -446,6 +448,8 @@ def test_lp_yields_to_reno_and_uses_the_link_alone(tmp_path, no_leaks):
     res = run(text, tmp_path)           # lp: the BPF one; reno: the kernel's
     (d,) = res.run_dirs()
     m = res.run_meta(d)
+    # the BPF TCP-LP is under test; a kernel with its own lp module would be chosen instead
+    assert m["flows"][0]["cc_kernel"] == "cca_lp", m["flows"]
     g = goodput_series(res.table("rx"), m, 1.0).pivot(index="t", columns="name",
                                                        values="goodput_bps")
     both = g.loc[5.0:9.0]                # Reno's first second (slow start) left out

@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Host stand-in for libbpf's <bpf/bpf_tracing.h> (crates/cc-harness): BPF_PROG(name,
+ * args...) declares the plain function name(args...), so a struct_ops program is an
+ * ordinary C function with the signature the kernel's struct tcp_congestion_ops expects,
+ * and the ops struct built by CCA_OPS() holds pointers the harness can call.
+ */
+#ifndef CCA_HARNESS_BPF_TRACING_H
+#define CCA_HARNESS_BPF_TRACING_H
+
+#define BPF_PROG(name, args...) name(args)
+
+#endif

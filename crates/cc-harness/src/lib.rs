@@ -1,0 +1,464 @@
+//! ccarena-cc-harness: the BPF congestion controls of bpf/cc, compiled unchanged for the
+//! host (build.rs) and driven deterministically from Rust tests: a socket with the
+//! kernel's struct layout, each struct tcp_congestion_ops op callable directly, and a
+//! fake clock (docs/dev/cc-harness.md).
+//!
+//! Two levels:
+//! - [`Conn`]'s op calls (`ssthresh`, `set_state`, `pkts_acked`, `cong_control`, ...) and
+//!   field accessors: exactly one kernel call, nothing else;
+//! - kernel-shaped sequences built from them, in the order tcp_ack() calls the ops
+//!   (net/ipv4/tcp_input.c): [`Conn::ack`] (RTT estimator, pkts_acked, in_ack_event,
+//!   cong_control, then the sender fills the window), [`Conn::round`] (one RTT of ACKs),
+//!   [`Conn::enter_recovery`] / [`Conn::enter_cwr`] / [`Conn::enter_loss`] /
+//!   [`Conn::exit_reduction`] / [`Conn::undo`] (tcp_init_cwnd_reduction,
+//!   tcp_enter_loss, tcp_set_ca_state, tcp_undo_cwnd_reduction).
+//!
+//! The clock and the map store are thread-local in the C model, so each test (a thread
+//! under `cargo test`) has its own; a [`Conn`] is therefore not `Send`.
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::marker::PhantomData;
+
+include!(concat!(env!("OUT_DIR"), "/algos.rs"));
+
+/// Fields of the model socket (csrc/model.c, enum cch_field).
+#[repr(i32)]
+#[derive(Clone, Copy, Debug)]
+pub enum Field {
+    Cwnd, Ssthresh, SrttUs, PacketsOut, SackedOut, LostOut, RetransOut, IsCwndLimited,
+    MaxPacketsOut, CaState, Mss, Delivered, DeliveredCe, SndUna, SndNxt, HighSeq, PriorCwnd,
+    PrrOut, CwndClamp, CwndCnt, UndoMarker, Reordering, EcnFlags, PriorSsthresh, RcvNxt,
+    PacingRate, AckPending, CwndStamp, NetnsInum,
+}
+
+/// struct tcp_congestion_ops members (enum cch_op).
+#[repr(i32)]
+#[derive(Clone, Copy, Debug)]
+pub enum Op { Init, Ssthresh, CongAvoid, SetState, CwndEvent, InAckEvent, PktsAcked, CongControl, UndoCwnd, Release }
+
+/// enum tcp_ca_state
+pub const OPEN: u8 = 0;
+pub const DISORDER: u8 = 1;
+pub const CWR: u8 = 2;
+pub const RECOVERY: u8 = 3;
+pub const LOSS: u8 = 4;
+/// enum tcp_ca_event
+pub const CA_EVENT_TX_START: i32 = 0;
+pub const CA_EVENT_CWND_RESTART: i32 = 1;
+pub const CA_EVENT_COMPLETE_CWR: i32 = 2;
+pub const CA_EVENT_LOSS: i32 = 3;
+pub const CA_EVENT_ECN_NO_CE: i32 = 4;
+pub const CA_EVENT_ECN_IS_CE: i32 = 5;
+/// in_ack_event flags (enum tcp_ca_ack_event_flags)
+pub const CA_ACK_SLOWPATH: u32 = 1;
+pub const CA_ACK_WIN_UPDATE: u32 = 2;
+pub const CA_ACK_ECE: u32 = 4;
+/// cong_control flags (net/ipv4/tcp_input.c FLAG_*)
+pub const FLAG_DATA_ACKED: i32 = 0x04;
+pub const FLAG_ECE: i32 = 0x40;
+pub const FLAG_SND_UNA_ADVANCED: i32 = 0x400;
+pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+pub const TCP_CONG_NEEDS_ECN: u32 = 0x2;
+
+extern "C" {
+    fn cch_new(name: *const c_char) -> *mut c_void;
+    fn cch_free(s: *mut c_void);
+    fn cch_set_now_ns(t: u64);
+    fn cch_now_ns() -> u64;
+    fn cch_send_ack_calls() -> u64;
+    fn cch_get(s: *mut c_void, f: c_int) -> u64;
+    fn cch_set(s: *mut c_void, f: c_int, v: u64) -> c_int;
+    fn cch_has_op(s: *mut c_void, op: c_int) -> c_int;
+    fn cch_ops_flags(s: *mut c_void) -> u32;
+    fn cch_ops_name(s: *mut c_void) -> *const c_char;
+    fn cch_priv(s: *mut c_void) -> *mut u8;
+    fn cch_op_init(s: *mut c_void);
+    fn cch_op_ssthresh(s: *mut c_void) -> u32;
+    fn cch_set_ca_state(s: *mut c_void, st: u8);
+    fn cch_op_cwnd_event(s: *mut c_void, ev: c_int);
+    fn cch_op_in_ack_event(s: *mut c_void, flags: u32);
+    fn cch_op_pkts_acked(s: *mut c_void, pkts: u32, rtt_us: i32, in_flight: u32);
+    fn cch_op_cong_control(s: *mut c_void, ack: u32, flag: c_int, acked_sacked: u32, losses: i32, rtt_us: i32, delivered: u32);
+    fn cch_op_cong_avoid(s: *mut c_void, ack: u32, acked: u32);
+    fn cch_op_undo_cwnd(s: *mut c_void) -> u32;
+    fn cch_guard_counts(s: *mut c_void, out: *mut u64) -> c_int;
+}
+
+/// The fake clock, in microseconds (shared by every connection of this thread).
+pub fn now_us() -> u64 {
+    unsafe { cch_now_ns() / 1000 }
+}
+pub fn set_now_us(t: u64) {
+    unsafe { cch_set_now_ns(t * 1000) }
+}
+pub fn advance_us(dt: u64) {
+    set_now_us(now_us() + dt)
+}
+/// Calls of bpf_tcp_send_ack on this thread.
+pub fn send_ack_calls() -> u64 {
+    unsafe { cch_send_ack_calls() }
+}
+
+/// One synthetic ACK (see [`Conn::ack`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Ack {
+    /// segments newly acknowledged (cumulatively)
+    pub segs: u32,
+    /// the RTT sample it carries (<= 0: none)
+    pub rtt_us: i32,
+    /// it carries ECE
+    pub ece: bool,
+    /// of the acknowledged segments, how many were CE-marked at the receiver
+    pub ce_segs: u32,
+}
+
+impl Ack {
+    pub fn new(segs: u32, rtt_us: u32) -> Ack {
+        Ack { segs, rtt_us: rtt_us as i32, ece: false, ce_segs: 0 }
+    }
+}
+
+/// A bottleneck as a fluid model, for growth over many rounds: a flow with window `w`
+/// (plus `other` segments of cross traffic) sees RTT = base + queue / rate, queue =
+/// the part of the window beyond the path's BDP; more than `buffer` queued is a loss.
+#[derive(Clone, Copy, Debug)]
+pub struct Path {
+    pub base_us: u32,
+    /// segments per second
+    pub rate_pps: f64,
+    /// segments
+    pub buffer: u32,
+}
+
+impl Path {
+    /// e.g. Path::new(20e6, 20_000, 300): 20 Mbit/s of 1514-byte frames, 20 ms, 300 p
+    pub fn new(rate_bps: f64, base_us: u32, buffer: u32) -> Path {
+        Path { base_us, rate_pps: rate_bps / (1514.0 * 8.0), buffer }
+    }
+    pub fn bdp(&self) -> f64 {
+        self.rate_pps * self.base_us as f64 / 1e6
+    }
+    /// segments queued with `inflight` segments in the network
+    pub fn queue(&self, inflight: f64) -> f64 {
+        (inflight - self.bdp()).max(0.0)
+    }
+    pub fn rtt_us(&self, inflight: f64) -> u32 {
+        self.base_us + (self.queue(inflight) / self.rate_pps * 1e6) as u32
+    }
+    pub fn overflows(&self, inflight: f64) -> bool {
+        self.queue(inflight) > self.buffer as f64
+    }
+}
+
+/// One connection of one algorithm, on the model socket.
+pub struct Conn {
+    s: *mut c_void,
+    pub algo: String,
+    /// the sender always has data: after each ACK the window is filled (packets_out = cwnd)
+    app_unlimited: std::cell::Cell<bool>,
+    /// snd_nxt before the refill of the last ACK of the previous round (see round_with)
+    round_target: std::cell::Cell<Option<u64>>,
+    pre_refill_nxt: std::cell::Cell<u64>,
+    _not_send: PhantomData<*mut ()>,
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        unsafe { cch_free(self.s) }
+    }
+}
+
+impl Conn {
+    /// A socket after the handshake (cwnd 10, ssthresh infinite, mss 1448, Open) with
+    /// `algo`'s ops attached and its init op run. Panics for an unknown algorithm.
+    pub fn new(algo: &str) -> Conn {
+        let c = Conn::bare(algo);
+        c.init();
+        c
+    }
+
+    /// The same without calling init.
+    pub fn bare(algo: &str) -> Conn {
+        let name = CString::new(algo).unwrap();
+        let s = unsafe { cch_new(name.as_ptr()) };
+        assert!(!s.is_null(), "no algorithm {algo:?} in bpf/cc (have {ALGOS:?})");
+        Conn { s, algo: algo.to_string(), app_unlimited: std::cell::Cell::new(true), round_target: std::cell::Cell::new(None), pre_refill_nxt: std::cell::Cell::new(0), _not_send: PhantomData }
+    }
+
+    /// Whether the sender fills the window after each ACK (default: yes).
+    pub fn set_app_unlimited(&self, on: bool) {
+        self.app_unlimited.set(on)
+    }
+
+    pub fn get(&self, f: Field) -> u64 {
+        unsafe { cch_get(self.s, f as c_int) }
+    }
+    pub fn set(&self, f: Field, v: u64) {
+        let rc = unsafe { cch_set(self.s, f as c_int, v) };
+        assert_eq!(rc, 0, "field {f:?} is read-only in the model");
+    }
+    pub fn cwnd(&self) -> u32 {
+        self.get(Field::Cwnd) as u32
+    }
+    pub fn ssthresh(&self) -> u32 {
+        self.get(Field::Ssthresh) as u32
+    }
+    pub fn state(&self) -> u8 {
+        self.get(Field::CaState) as u8
+    }
+    pub fn srtt_us(&self) -> u32 {
+        self.get(Field::SrttUs) as u32
+    }
+    pub fn set_cwnd(&self, w: u32) {
+        self.set(Field::Cwnd, w as u64)
+    }
+    pub fn set_ssthresh(&self, w: u32) {
+        self.set(Field::Ssthresh, w as u64)
+    }
+    pub fn mss(&self) -> u32 {
+        self.get(Field::Mss) as u32
+    }
+    pub fn has_op(&self, op: Op) -> bool {
+        unsafe { cch_has_op(self.s, op as c_int) != 0 }
+    }
+    pub fn ops_flags(&self) -> u32 {
+        unsafe { cch_ops_flags(self.s) }
+    }
+    pub fn ops_name(&self) -> String {
+        unsafe { CStr::from_ptr(cch_ops_name(self.s)) }.to_string_lossy().into_owned()
+    }
+    /// The algorithm's private state (icsk_ca_priv, 104 bytes).
+    pub fn private(&self) -> &[u8] {
+        unsafe { std::slice::from_raw_parts(cch_priv(self.s), 104) }
+    }
+    /// The cca_guard counters of this socket's namespace: [late, at_entry, late_ssthresh,
+    /// late_cwnd, late_states].
+    pub fn guard_counts(&self) -> [u64; 5] {
+        let mut out = [0u64; 5];
+        unsafe { cch_guard_counts(self.s, out.as_mut_ptr()) };
+        out
+    }
+
+    // ---- single op calls
+    pub fn init(&self) {
+        unsafe { cch_op_init(self.s) }
+    }
+    pub fn op_ssthresh(&self) -> u32 {
+        unsafe { cch_op_ssthresh(self.s) }
+    }
+    /// tcp_set_ca_state: the set_state op, then the kernel stores the state.
+    pub fn set_ca_state(&self, st: u8) {
+        unsafe { cch_set_ca_state(self.s, st) }
+    }
+    pub fn cwnd_event(&self, ev: i32) {
+        unsafe { cch_op_cwnd_event(self.s, ev) }
+    }
+    pub fn in_ack_event(&self, flags: u32) {
+        unsafe { cch_op_in_ack_event(self.s, flags) }
+    }
+    pub fn pkts_acked(&self, pkts: u32, rtt_us: i32, in_flight: u32) {
+        unsafe { cch_op_pkts_acked(self.s, pkts, rtt_us, in_flight) }
+    }
+    pub fn cong_control(&self, flag: i32, acked_sacked: u32, losses: i32, rtt_us: i32) {
+        let ack = self.get(Field::SndUna) as u32;
+        let d = self.get(Field::Delivered) as u32;
+        unsafe { cch_op_cong_control(self.s, ack, flag, acked_sacked, losses, rtt_us, d) }
+    }
+    pub fn cong_avoid(&self, acked: u32) {
+        let ack = self.get(Field::SndUna) as u32;
+        unsafe { cch_op_cong_avoid(self.s, ack, acked) }
+    }
+    pub fn op_undo_cwnd(&self) -> u32 {
+        unsafe { cch_op_undo_cwnd(self.s) }
+    }
+
+    // ---- kernel-shaped sequences
+    /// The RTT estimator of RFC 6298 §2 (srtt = 7/8 srtt + 1/8 R), as tcp_rtt_estimator
+    /// keeps it before the ops see the sample.
+    fn rtt_sample(&self, rtt_us: i32) {
+        if rtt_us <= 0 {
+            return;
+        }
+        let s = self.srtt_us();
+        let n = if s == 0 { rtt_us as u32 } else { s - s / 8 + rtt_us as u32 / 8 };
+        self.set(Field::SrttUs, n.max(1) as u64);
+    }
+
+    /// Fill the window, as the sender does after an ACK when it has data: packets_out =
+    /// cwnd (in Recovery: what PRR's cwnd allows), snd_nxt behind it.
+    pub fn transmit(&self) {
+        if !self.app_unlimited.get() {
+            return;
+        }
+        let cwnd = self.cwnd() as u64;
+        let out = self.get(Field::PacketsOut);
+        let mss = self.mss() as u64;
+        if cwnd > out {
+            let sent = cwnd - out;
+            self.set(Field::PacketsOut, cwnd);
+            self.set(Field::SndNxt, (self.get(Field::SndNxt) + sent * mss) & 0xffff_ffff);
+            if matches!(self.state(), CWR | RECOVERY) {
+                self.set(Field::PrrOut, self.get(Field::PrrOut) + sent);
+            }
+        }
+        self.set(Field::MaxPacketsOut, self.get(Field::MaxPacketsOut).max(self.get(Field::PacketsOut)));
+        self.set(Field::IsCwndLimited, 1);
+    }
+
+    /// One ACK in tcp_ack()'s order: snd_una and delivered advance (tcp_clean_rtx_queue,
+    /// with the RTT estimator and then pkts_acked), in_ack_event, then cong_control with
+    /// a rate sample of `segs` delivered segments; then the sender fills the window.
+    pub fn ack(&self, a: Ack) {
+        let mss = self.mss() as u64;
+        let in_flight = self.get(Field::PacketsOut) as u32;
+        if a.segs > 0 {
+            self.set(Field::SndUna, (self.get(Field::SndUna) + a.segs as u64 * mss) & 0xffff_ffff);
+            self.set(Field::PacketsOut, self.get(Field::PacketsOut).saturating_sub(a.segs as u64));
+            self.set(Field::Delivered, self.get(Field::Delivered) + a.segs as u64);
+            self.set(Field::DeliveredCe, self.get(Field::DeliveredCe) + a.ce_segs as u64);
+            self.rtt_sample(a.rtt_us);
+            self.pkts_acked(a.segs, a.rtt_us, in_flight);
+        }
+        let mut ev = CA_ACK_WIN_UPDATE;
+        let mut flag = 0;
+        if a.ece {
+            ev |= CA_ACK_ECE;
+            flag |= FLAG_ECE;
+        }
+        self.in_ack_event(ev);
+        if a.segs > 0 {
+            flag |= FLAG_DATA_ACKED | FLAG_SND_UNA_ADVANCED;
+        }
+        if self.has_op(Op::CongControl) {
+            self.cong_control(flag, a.segs, 0, a.rtt_us);
+        } else if a.segs > 0 {
+            self.cong_avoid(a.segs);
+        }
+        self.pre_refill_nxt.set(self.get(Field::SndNxt));
+        self.transmit();
+    }
+
+    /// One round trip: the ACKs of the data outstanding when the previous round ended,
+    /// one ACK per segment, spread evenly over `rtt_us` of the fake clock, each carrying
+    /// the RTT sample `rtt_us`.
+    pub fn round(&self, rtt_us: u32) {
+        self.round_with(rtt_us, |_| rtt_us)
+    }
+
+    /// The same, with the RTT sample of the i-th ACK of the round from `rtt_of(i)`.
+    ///
+    /// Rounds are the algorithms' own: an algorithm that counts rounds records snd_nxt
+    /// on the ACK that ends a round, before that ACK's own transmission, and the next
+    /// round ends when snd_una reaches it (Vegas' rule). This round ends at the same ACK,
+    /// so every ACK of a harness round falls in one round of the algorithm.
+    pub fn round_with(&self, rtt_us: u32, mut rtt_of: impl FnMut(u32) -> u32) {
+        self.transmit();
+        let mss = self.mss() as u64;
+        let una = self.get(Field::SndUna);
+        let target = match self.round_target.get() {
+            Some(t) if t > una => t,
+            _ => self.get(Field::SndNxt),
+        };
+        let n = ((target.saturating_sub(una)) / mss).max(1) as u32;
+        let step = (rtt_us / n).max(1) as u64;
+        for i in 0..n {
+            advance_us(step);
+            self.ack(Ack::new(1, rtt_of(i)));
+        }
+        self.round_target.set(Some(self.pre_refill_nxt.get()));
+    }
+
+    /// One round on `path` with `other` segments of cross traffic in the network: every
+    /// ACK carries the RTT of the window at the round's start. Returns true if the
+    /// round overflowed the buffer (the caller decides how the loss is detected).
+    pub fn round_on(&self, path: &Path, other: f64) -> bool {
+        let inflight = self.cwnd() as f64 + other;
+        self.round(path.rtt_us(inflight));
+        path.overflows(inflight)
+    }
+
+    /// `n` ACKs of one segment each, `gap_us` apart, each carrying `rtt_us`.
+    pub fn ack_segments(&self, n: u32, gap_us: u64, rtt_us: u32) {
+        self.transmit();
+        for _ in 0..n {
+            advance_us(gap_us);
+            self.ack(Ack::new(1, rtt_us));
+        }
+    }
+
+    /// tcp_init_cwnd_reduction + tcp_set_ca_state(state): high_seq = snd_nxt,
+    /// prior_cwnd = cwnd, PRR counters 0, ssthresh from the op, then the state change.
+    fn start_reduction(&self, state: u8) {
+        self.set(Field::HighSeq, self.get(Field::SndNxt));
+        self.set(Field::CwndCnt, 0);
+        self.set(Field::PriorCwnd, self.get(Field::Cwnd));
+        self.set(Field::PrrOut, 0);
+        self.set(Field::PriorSsthresh, self.ssthresh().max(self.cwnd() * 3 / 4) as u64);
+        self.set(Field::UndoMarker, self.get(Field::SndUna).max(1));
+        let ss = self.op_ssthresh();
+        self.set_ssthresh(ss);
+        self.set_ca_state(state);
+    }
+
+    /// A loss detected by duplicate ACKs / SACK (tcp_enter_recovery): at least one
+    /// outstanding segment is marked lost first, as tcp_fastretrans_alert does.
+    pub fn enter_recovery(&self) {
+        if self.get(Field::PacketsOut) > 0 && self.get(Field::LostOut) == 0 {
+            self.set(Field::LostOut, 1);
+        }
+        self.start_reduction(RECOVERY);
+    }
+
+    /// An ECN echo (tcp_enter_cwr), from Open or Disorder.
+    pub fn enter_cwr(&self) {
+        self.start_reduction(CWR);
+    }
+
+    /// A retransmission time-out (tcp_enter_loss): prior_cwnd, ssthresh from the op,
+    /// CA_EVENT_LOSS, cwnd = packets in flight + 1 (everything outstanding is lost: 1),
+    /// then the state change.
+    pub fn enter_loss(&self) {
+        self.set(Field::PriorSsthresh, self.ssthresh().max(self.cwnd() * 3 / 4) as u64);
+        self.set(Field::PriorCwnd, self.get(Field::Cwnd));
+        self.set(Field::UndoMarker, self.get(Field::SndUna).max(1));
+        let ss = self.op_ssthresh();
+        self.set_ssthresh(ss);
+        self.cwnd_event(CA_EVENT_LOSS);
+        self.set(Field::HighSeq, self.get(Field::SndNxt));
+        self.set(Field::PacketsOut, 0);
+        self.set_cwnd(1);
+        self.set_ca_state(LOSS);
+    }
+
+    /// The end of a reduction (snd_una passed high_seq): the holes are repaired, back to
+    /// Open.
+    pub fn exit_reduction(&self) {
+        for f in [Field::LostOut, Field::SackedOut, Field::RetransOut] {
+            self.set(f, 0);
+        }
+        self.set_ca_state(OPEN);
+    }
+
+    /// tcp_undo_cwnd_reduction: cwnd from the undo_cwnd op, ssthresh back to the prior
+    /// one if larger, undo_marker cleared, then back to Open.
+    pub fn undo(&self) {
+        for f in [Field::LostOut, Field::SackedOut, Field::RetransOut] {
+            self.set(f, 0);
+        }
+        let w = self.op_undo_cwnd();
+        self.set_cwnd(w);
+        let prior = self.get(Field::PriorSsthresh) as u32;
+        if prior > self.ssthresh() {
+            self.set_ssthresh(prior);
+        }
+        self.set(Field::UndoMarker, 0);
+        self.set_ca_state(OPEN);
+    }
+
+    /// Leave slow start at once: ssthresh = cwnd (as after a first reduction); a helper
+    /// for tests that start in congestion avoidance.
+    pub fn start_in_ca(&self, cwnd: u32) {
+        self.set_cwnd(cwnd);
+        self.set_ssthresh(cwnd);
+        self.transmit();
+    }
+}

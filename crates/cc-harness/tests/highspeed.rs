@@ -1,0 +1,83 @@
+//! cca_highspeed against RFC 3649 §5 (bpf/cc/highspeed.bpf.c): b(w) = (0.1 − 0.5)(ln w −
+//! ln 38)/(ln 83000 − ln 38) + 0.5, p(w) = 0.078/w^1.2, a(w) = w²·p(w)·2b(w)/(2 − b(w));
+//! standard TCP (a = 1, b = 0.5) at or below Low_Window = 38.
+use ccarena_cc_harness::*;
+
+fn b(w: f64) -> f64 {
+    (0.1 - 0.5) * (w.ln() - 38f64.ln()) / (83000f64.ln() - 38f64.ln()) + 0.5
+}
+fn a(w: f64) -> f64 {
+    let p = 0.078 / w.powf(1.2);
+    w * w * p * 2.0 * b(w) / (2.0 - b(w))
+}
+
+/// the (w, a·256, b·256) rows of hs_table in the C source
+fn table() -> Vec<(u32, u32, u32)> {
+    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../bpf/cc/highspeed.bpf.c")).unwrap();
+    let start = src.find("hs_table[HS_ROWS] = {").expect("hs_table");
+    let body = &src[start..src[start..].find("};").unwrap() + start];
+    body.lines()
+        .filter_map(|l| l.trim().strip_prefix('{').and_then(|r| r.strip_suffix("},")))
+        .map(|r| {
+            let v: Vec<u32> = r.split(',').map(|x| x.trim().parse().unwrap()).collect();
+            (v[0], v[1], v[2])
+        })
+        .collect()
+}
+
+#[test]
+fn every_table_row_is_rfc_3649s_a_and_b() {
+    let t = table();
+    assert_eq!(t.len(), 64);
+    assert_eq!(t[0], (38, 256, 128), "Low_Window: standard TCP");
+    assert_eq!(t[63].0, 83000);
+    for &(w, ra, rb) in &t[1..] {
+        let (ea, eb) = (a(w as f64) * 256.0, b(w as f64) * 256.0);
+        assert!((ra as f64 - ea).abs() <= 0.5, "w {w}: a {ra}/256, RFC {:.2}/256", ea);
+        assert!((rb as f64 - eb).abs() <= 0.5, "w {w}: b {rb}/256, RFC {:.2}/256", eb);
+    }
+    // the RFC's own Appendix B points
+    for (w, want) in [(118.0, 2.0), (347.0, 4.0), (1058.0, 8.0), (83000.0, 70.7)] {
+        assert!((a(w) - want).abs() < 0.05 * want, "a({w}) = {}", a(w));
+    }
+}
+
+#[test]
+fn growth_at_a_thousand_segments_is_about_eight_per_rtt() {
+    // the row of w = 1000 is 908's: a(908) = 7.3; RFC 3649's table: 8 at 1058
+    let c = Conn::new("highspeed");
+    c.start_in_ca(1000);
+    let w0 = c.cwnd();
+    for _ in 0..4 {
+        c.round(100_000);
+    }
+    let g = (c.cwnd() - w0) as f64 / 4.0;
+    assert!((g - a(908.0)).abs() <= 0.3, "{g} per RTT, want a(908) = {:.2}", a(908.0));
+    assert!((7.0..=8.2).contains(&g), "{g}");
+}
+
+#[test]
+fn loss_cuts_b_of_w() {
+    for w in [38u32, 40, 86, 170, 1000, 10000, 83000] {
+        let c = Conn::new("highspeed");
+        c.start_in_ca(w);
+        c.enter_recovery();
+        let cut = 1.0 - c.ssthresh() as f64 / w as f64;
+        let row = table().into_iter().filter(|r| r.0 <= w).last().unwrap();
+        let want = if w <= 38 { 0.5 } else { b(row.0 as f64) };
+        assert!((cut - want).abs() <= 0.5 / 256.0 + 1.0 / w as f64, "w {w}: cut {cut:.4}, b {want:.4}");
+    }
+}
+
+#[test]
+fn standard_tcp_at_or_below_low_window() {
+    // RFC 5681: one segment per cwnd acked segments
+    let c = Conn::new("highspeed");
+    c.start_in_ca(30);
+    for k in 0..8 {
+        c.ack_segments(30 + k - 1, 500, 20_000);
+        assert_eq!(c.cwnd(), 30 + k);
+        c.ack_segments(1, 500, 20_000);
+        assert_eq!(c.cwnd(), 30 + k + 1);
+    }
+}

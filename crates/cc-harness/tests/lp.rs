@@ -1,0 +1,159 @@
+//! cca_lp against Kuzmanovic & Knightly, "TCP-LP", INFOCOM 2003 (bpf/cc/lp.bpf.c):
+//! §III-A early congestion indication (ECI) when the smoothed delay exceeds
+//! d_min + δ (d_max − d_min), δ = 0.15; §III-B reaction: cwnd/2 and an inference
+//! time-out (itt), a second ECI within itt → the minimum window; no growth during itt.
+//! Here the delay sample is the smallest RTT of each round (bpf/cc/lp.bpf.c header).
+use ccarena_cc_harness::*;
+
+const BASE: u32 = 20_000;
+
+/// An LP flow in congestion avoidance at `w` whose delay range is known: d_min = 20 ms
+/// (base), d_max = 40 ms (a round with a full buffer), then a loss (which calibrates the
+/// range, bpf/cc/lp.bpf.c) and a few quiet rounds. Threshold: 20 + 0.15 * 20 = 23 ms.
+fn calibrated(w: u32) -> Conn {
+    let c = Conn::new("lp");
+    c.start_in_ca(w);
+    for _ in 0..3 {
+        c.round(BASE);
+    }
+    c.set_ca_state(DISORDER); // the full buffer comes with duplicate ACKs
+    c.round(40_000);
+    c.enter_recovery();
+    c.exit_reduction();
+    c.start_in_ca(w);
+    for _ in 0..4 {
+        c.round(BASE);
+    }
+    c
+}
+
+#[test]
+fn quiet_rounds_grow_like_reno() {
+    let c = calibrated(40);
+    let w = c.cwnd();
+    for k in 1..=5 {
+        c.round(BASE);
+        assert_eq!(c.cwnd(), w + k);
+    }
+}
+
+#[test]
+fn an_early_signal_in_open_halves_cwnd_and_leaves_ssthresh_alone() {
+    let c = calibrated(40);
+    let (w, ss) = (c.cwnd(), c.ssthresh());
+    // every sample above the 23 ms threshold; the round's additive increase (+1) comes
+    // before the round ends, where the signal is judged
+    c.round(30_000);
+    assert_eq!(c.cwnd(), (w + 1) / 2, "ECI: cwnd/2");
+    assert_eq!(c.ssthresh(), ss, "an ECI is not a loss: ssthresh untouched");
+    // no growth during the inference time-out (quiet rounds, < 3 RTT)
+    c.round(BASE);
+    assert_eq!(c.cwnd(), (w + 1) / 2, "no growth within itt");
+}
+
+#[test]
+fn a_second_signal_within_the_inference_timeout_drops_to_the_minimum_window() {
+    let c = calibrated(40);
+    c.round(30_000);
+    let half = c.cwnd();
+    // the round after a reaction holds the packets sent before it: not judged
+    c.round(30_000);
+    assert_eq!(c.cwnd(), half);
+    c.round(30_000);
+    assert_eq!(c.cwnd(), 2, "second ECI within itt: minimum window (2, see lp.bpf.c)");
+}
+
+#[test]
+fn after_the_inference_timeout_a_signal_halves_again_and_growth_resumes() {
+    let c = calibrated(40);
+    c.round(30_000);
+    let half = c.cwnd();
+    advance_us(4 * 30_000); // itt = 3 smoothed RTTs has passed
+    let d0 = c.get(Field::Delivered);
+    // the ordinary behaviour resumes: slow start back to ssthresh (an ECI left it),
+    // then one segment per RTT
+    let ss = c.ssthresh();
+    assert!(half < ss);
+    c.round(BASE);
+    let acked = (c.get(Field::Delivered) - d0) as u32;
+    assert!(half + acked > ss);
+    assert_eq!(c.cwnd(), ss, "slow start up to ssthresh");
+    c.round(BASE);
+    assert_eq!(c.cwnd(), ss + 1, "then +1 per RTT");
+    let w = c.cwnd();
+    c.round(30_000);
+    assert_eq!(c.cwnd(), (w + 1) / 2, "a first ECI again: cwnd/2, not the minimum");
+}
+
+#[test]
+fn no_reaction_outside_the_open_state() {
+    for state in [DISORDER, CWR, RECOVERY, LOSS] {
+        let c = calibrated(40);
+        c.set_ca_state(state); // (entering Recovery sets cwnd = pipe + 1: cca_common.h)
+        let (w, ss) = (c.cwnd(), c.ssthresh());
+        c.set_app_unlimited(false);
+        // high-delay rounds fed to the ops that see delay (pkts_acked), not to PRR
+        for _ in 0..4 {
+            let n = c.cwnd();
+            c.set(Field::SndNxt, c.get(Field::SndUna) + n as u64 * 1448);
+            for _ in 0..n {
+                advance_us(1000);
+                c.set(Field::SndUna, c.get(Field::SndUna) + 1448);
+                c.pkts_acked(1, 30_000, n);
+            }
+        }
+        assert_eq!((c.cwnd(), c.ssthresh()), (w, ss), "state {state}");
+    }
+}
+
+#[test]
+fn one_late_ack_in_a_round_is_not_a_signal() {
+    // a delayed ACK or a scheduling hiccup: one sample of 200 ms among 20 ms ones
+    let c = calibrated(40);
+    let w = c.cwnd();
+    c.round_with(BASE, |i| if i == 5 { 200_000 } else { BASE });
+    assert_eq!(c.cwnd(), w + 1);
+}
+
+#[test]
+fn the_flow_s_own_slow_start_queue_is_not_a_signal_before_the_first_loss() {
+    // before a loss d_max says nothing about the buffer: LP starts like Reno
+    let c = Conn::new("lp");
+    c.set_ssthresh(1000);
+    let mut rtt = BASE;
+    for _ in 0..5 {
+        c.round(rtt);
+        // slow start: one segment per acked segment, never a reduction
+        assert_eq!(c.cwnd() as u64, 10 + c.get(Field::Delivered));
+        rtt += 5_000; // its own queue grows
+    }
+    assert!(c.cwnd() > 200);
+}
+
+#[test]
+fn the_delay_range_is_refreshed_at_each_loss() {
+    // d_max of an old epoch (a 100 ms round) must not hold the threshold up forever:
+    // after the next loss epochs with a 40 ms maximum, 30 ms rounds are signals
+    // (the full-buffer rounds come with duplicate ACKs: Disorder, where LP does not react)
+    let c = Conn::new("lp");
+    c.start_in_ca(40);
+    c.round(BASE);
+    c.set_ca_state(DISORDER);
+    c.round(100_000);
+    c.enter_recovery();
+    c.exit_reduction();
+    for _ in 0..2 {
+        c.start_in_ca(40);
+        c.round(BASE);
+        c.set_ca_state(DISORDER);
+        c.round(40_000);
+        c.enter_recovery();
+        c.exit_reduction();
+    }
+    c.start_in_ca(40);
+    c.round(BASE);
+    c.round(BASE);
+    let w = c.cwnd();
+    c.round(30_000); // 30 > 20 + 0.15 * (40 - 20) = 23, but < 20 + 0.15 * 80 = 32
+    assert_eq!(c.cwnd(), (w + 1) / 2);
+}

@@ -1,0 +1,202 @@
+//! The defining rule of each remaining algorithm of bpf/cc, on the harness: CUBIC
+//! (RFC 9438), Scalable (Kelly 2003), Vegas (Brakmo & Peterson 1995), Hybla (Caini &
+//! Firrincieli 2004), BIC (Xu, Harfoush, Rhee 2004), Veno (Fu & Liew 2003).
+use ccarena_cc_harness::*;
+
+// ---- CUBIC, RFC 9438 ------------------------------------------------------------------
+fn w_cubic(t: f64, w_max: f64) -> f64 {
+    let k = (w_max * (1.0 - 0.7) / 0.4).cbrt(); // §4.2 eq. 2 with cwnd_epoch = beta W_max
+    0.4 * (t - k).powi(3) + w_max
+}
+
+#[test]
+fn cubic_cuts_to_beta_0_7_and_follows_w_cubic_through_k() {
+    let c = Conn::new("cubic");
+    c.start_in_ca(100);
+    c.round(100_000);
+    let w_max = c.cwnd() as f64;
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), (w_max * 0.7) as u32, "§4.6: beta_cubic = 0.7");
+    c.exit_reduction();
+    let t0 = now_us();
+    let k = (w_max * 0.3 / 0.4).cbrt();
+    for t in [1.0, 2.0, k, k + 1.5] {
+        while ((now_us() - t0) as f64) / 1e6 < t {
+            c.round(100_000);
+        }
+        let t_now = (now_us() - t0) as f64 / 1e6;
+        // cwnd aims at W_cubic(t + RTT) (§4.2), one RTT ahead
+        let want = w_cubic(t_now + 0.1, w_max);
+        let got = c.cwnd() as f64;
+        assert!((got - want).abs() <= 0.02 * want + 1.5, "t {t_now:.2}: cwnd {got}, W_cubic {want:.1}");
+    }
+}
+
+#[test]
+fn cubic_grows_like_reno_friendly_w_est_on_short_rtts() {
+    // §4.3: at RTT 1 ms the cubic curve hardly moves; W_est = beta W_max +
+    // alpha_cubic t/RTT, alpha_cubic = 3(1 - 0.7)/(1 + 0.7) = 0.529 per RTT, wins
+    let c = Conn::new("cubic");
+    c.start_in_ca(200);
+    c.round(1_000);
+    let w_max = c.cwnd() as f64;
+    c.enter_recovery();
+    c.exit_reduction();
+    let w0 = c.cwnd() as f64;
+    for _ in 0..40 {
+        c.round(1_000);
+    }
+    let want = w0 + 0.529 * 40.0;
+    assert!((c.cwnd() as f64 - want).abs() <= 2.0, "cwnd {}, W_est {want:.1}", c.cwnd());
+    assert!(w_cubic(0.041, w_max) < want - 10.0, "the cubic curve would be far lower");
+}
+
+#[test]
+fn cubic_fast_convergence_lowers_w_max() {
+    // §4.7: a loss below the previous W_max sets W_max = cwnd (1 + beta)/2; the next
+    // epoch's plateau (t = K) is there
+    let c = Conn::new("cubic");
+    c.start_in_ca(200);
+    c.round(100_000);
+    c.enter_recovery();
+    c.exit_reduction();
+    let w = c.cwnd(); // 140 < W_max 200
+    c.enter_recovery();
+    c.exit_reduction();
+    let w_max = w as f64 * 0.85;
+    let k = (w_max * 0.3 / 0.4).cbrt();
+    let t0 = now_us();
+    while ((now_us() - t0) as f64) / 1e6 < k {
+        c.round(100_000);
+    }
+    assert!((c.cwnd() as f64 - w_max).abs() <= 0.02 * w_max + 1.5, "cwnd {} at K, W_max {w_max}", c.cwnd());
+}
+
+// ---- Scalable ---------------------------------------------------------------------------
+#[test]
+fn scalable_adds_one_segment_per_hundred_acked_and_cuts_an_eighth() {
+    let c = Conn::new("scalable");
+    c.start_in_ca(500);
+    c.ack_segments(1000, 100, 50_000);
+    assert_eq!(c.cwnd(), 510, "a = 0.01 per ACK");
+    let w = c.cwnd();
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), w - (w + 7) / 8, "b = 0.125");
+    let c = Conn::new("scalable");
+    c.start_in_ca(16);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 8, "legacy window: halving");
+}
+
+// ---- Vegas ------------------------------------------------------------------------------
+fn vegas_step(rtt: u32) -> i64 {
+    let c = Conn::new("vegas");
+    c.start_in_ca(100);
+    c.round(20_000); // BaseRTT
+    c.round(rtt);
+    let w = c.cwnd() as i64;
+    c.round(rtt);
+    c.cwnd() as i64 - w
+}
+
+#[test]
+fn vegas_keeps_diff_between_alpha_and_beta() {
+    // Diff = cwnd (1 - BaseRTT/RTT) at cwnd 100, BaseRTT 20 ms
+    assert_eq!(vegas_step(20_100), 1, "Diff 0.5 < alpha = 1: +1");
+    assert_eq!(vegas_step(20_500), 0, "Diff 2.4 in [alpha, beta]: hold");
+    assert_eq!(vegas_step(21_000), -1, "Diff 4.8 > beta = 3: -1");
+}
+
+// ---- Hybla ------------------------------------------------------------------------------
+#[test]
+fn hybla_scales_growth_by_rho() {
+    // RTT 200 ms: rho = 8. Slow start: +2^rho - 1 = 255 per acked segment
+    let c = Conn::new("hybla");
+    c.set_ssthresh(100_000);
+    c.ack_segments(1, 1000, 200_000);
+    assert!((c.cwnd() as i64 - (10 + 255)).abs() <= 1, "cwnd {}", c.cwnd());
+    // congestion avoidance: rho^2 / cwnd per acked segment = 64 per RTT
+    c.start_in_ca(2000);
+    let w = c.cwnd();
+    c.ack_segments(2000, 100, 200_000);
+    assert!((c.cwnd() as i64 - (w as i64 + 64)).abs() <= 1, "cwnd {}", c.cwnd());
+    // RTT <= RTT0 = 25 ms: rho = 1, Reno
+    let c = Conn::new("hybla");
+    c.start_in_ca(50);
+    c.ack_segments(50, 100, 10_000);
+    assert_eq!(c.cwnd(), 51);
+}
+
+// ---- BIC --------------------------------------------------------------------------------
+#[test]
+fn bic_searches_half_the_distance_to_w_max() {
+    let c = Conn::new("bic");
+    c.start_in_ca(200);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 175, "beta = 1/8");
+    c.exit_reduction();
+    // per RTT: (W_max - cwnd)/2 = 12.5, then ~6, ~3 ...
+    let mut w = c.cwnd() as f64;
+    for k in 0..3 {
+        c.ack_segments(c.cwnd(), 100, 50_000);
+        let want = (200.0 - w) / 2.0;
+        let got = c.cwnd() as f64 - w;
+        assert!((got - want).abs() <= 1.0, "step {k}: +{got}, want {want}");
+        w = c.cwnd() as f64;
+    }
+    // far below W_max the step is capped at S_max = 32
+    let c = Conn::new("bic");
+    c.start_in_ca(1000);
+    c.enter_recovery();
+    c.exit_reduction();
+    c.start_in_ca(500);
+    let w = c.cwnd();
+    c.ack_segments(500, 100, 50_000);
+    assert!((c.cwnd() as i64 - (w as i64 + 32)).abs() <= 1, "cwnd {}", c.cwnd());
+}
+
+#[test]
+fn bic_is_reno_below_low_window() {
+    let c = Conn::new("bic");
+    c.start_in_ca(10);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 5);
+}
+
+// ---- Veno -------------------------------------------------------------------------------
+fn veno_loss_at(rtt: u32) -> (u32, u32) {
+    let c = Conn::new("veno");
+    c.start_in_ca(100);
+    c.round(20_000);
+    c.round(rtt);
+    c.round(rtt);
+    let w = c.cwnd();
+    c.enter_recovery();
+    (w, c.ssthresh())
+}
+
+#[test]
+fn veno_tells_random_from_congestive_loss_by_the_backlog() {
+    // N = cwnd (RTT - BaseRTT)/RTT, beta = 3
+    let (w, ss) = veno_loss_at(20_500); // N = 2.4
+    assert_eq!(ss, w * 4 / 5, "random loss: 4/5");
+    let (w, ss) = veno_loss_at(21_000); // N = 4.8
+    assert_eq!(ss, w / 2, "congestive loss: 1/2");
+}
+
+#[test]
+fn veno_grows_every_other_rtt_when_the_link_is_full() {
+    let grow = |rtt: u32| {
+        let c = Conn::new("veno");
+        c.start_in_ca(100);
+        c.round(20_000);
+        c.round(rtt);
+        let w = c.cwnd();
+        for _ in 0..8 {
+            c.round(rtt);
+        }
+        c.cwnd() - w
+    };
+    assert!((7..=9).contains(&grow(20_200)), "N < beta: +1 per RTT");
+    assert!((3..=5).contains(&grow(21_000)), "N >= beta: +1 per 2 RTTs");
+}

@@ -1,0 +1,59 @@
+//! cca_westwood against Mascolo et al. 2001 / Grieco & Mascolo 2004 (Westwood+)
+//! (bpf/cc/westwood.bpf.c): BWE = the delivery rate, one sample per RTT, low-pass
+//! filtered; at a loss ssthresh = BWE·RTT_min/MSS, never above the window at the loss.
+use ccarena_cc_harness::*;
+
+/// `rounds` rounds of a window of `w` segments every `rtt_us`: delivery rate w/rtt
+fn steady(c: &Conn, w: u32, rtt_us: u32, rounds: u32) {
+    for _ in 0..rounds {
+        c.set_cwnd(w);
+        c.round(rtt_us);
+    }
+    c.set_cwnd(w);
+}
+
+#[test]
+fn ssthresh_is_bandwidth_times_min_rtt() {
+    // rate 100 segments / 50 ms = 2000 segments/s; RTT_min 40 ms: 80 segments
+    let c = Conn::new("westwood");
+    c.start_in_ca(100);
+    c.round(40_000);
+    steady(&c, 100, 50_000, 40);
+    c.enter_recovery();
+    let want = 2000.0 * 0.040;
+    let got = c.ssthresh() as f64;
+    assert!((got - want).abs() <= 0.05 * want, "ssthresh {got}, BWE*RTT_min/MSS {want}");
+}
+
+#[test]
+fn ssthresh_never_exceeds_the_window_at_the_loss() {
+    // BWE*RTT_min = 100 segments, but the window is 60 when the loss comes (it shrank
+    // after the estimate was made): a loss must not raise the window
+    let c = Conn::new("westwood");
+    c.start_in_ca(100);
+    steady(&c, 100, 50_000, 40);
+    c.set_cwnd(60);
+    c.enter_recovery();
+    assert!(c.ssthresh() <= 60, "ssthresh {} above the pre-loss cwnd 60", c.ssthresh());
+    assert_eq!(c.ssthresh(), 60);
+    c.exit_reduction();
+    assert_eq!(c.cwnd(), 60);
+}
+
+#[test]
+fn without_an_estimate_the_loss_response_is_reno_s() {
+    let c = Conn::new("westwood");
+    c.start_in_ca(50);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 25);
+}
+
+#[test]
+fn growth_is_reno_s() {
+    let c = Conn::new("westwood");
+    c.start_in_ca(40);
+    for k in 1..=5 {
+        c.ack_segments(40 + k - 1, 500, 20_000);
+        assert_eq!(c.cwnd(), 40 + k);
+    }
+}
