@@ -1,7 +1,10 @@
-"""Where ccarena's own binaries and built objects live.
+"""Where ccarena's own files, binaries and built objects live: the one place that knows.
 
-Looked up in order: $CCARENA_BIN_DIR, the source tree's target/release (the Makefile builds
-there; the package is installed editable), then $PATH."""
+- the source tree: $CCARENA_ROOT, else the checkout this package is installed from
+  (editable install: src/ccarena -> two levels up);
+- the build directory: $CCARENA_BUILD_DIR, else <root>/build (BPF objects, caches);
+- a binary: $CCARENA_BIN_DIR, then <root>/target/release (the Makefile builds there),
+  then $PATH."""
 from __future__ import annotations
 
 import os
@@ -10,12 +13,16 @@ from pathlib import Path
 
 from ccarena.errors import PreflightError
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+_HERE = Path(__file__).resolve().parents[2]
+
+
+def repo_root() -> Path:
+    return Path(os.environ.get("CCARENA_ROOT", _HERE))
 
 
 def find_binary(name: str) -> str | None:
     env = os.environ.get("CCARENA_BIN_DIR")
-    for d in ([Path(env)] if env else []) + [REPO_ROOT / "target" / "release"]:
+    for d in ([Path(env)] if env else []) + [repo_root() / "target" / "release"]:
         p = d / name
         if p.is_file() and os.access(p, os.X_OK):
             return str(p)
@@ -31,4 +38,4 @@ def require_binary(name: str, why: str) -> str:
 
 
 def build_dir() -> Path:
-    return Path(os.environ.get("CCARENA_BUILD_DIR", REPO_ROOT / "build"))
+    return Path(os.environ.get("CCARENA_BUILD_DIR", repo_root() / "build"))

@@ -51,7 +51,19 @@ CATALOG: dict[str, str] = {
     "yeah": "YeAH-TCP — Baiocchi, Castellani, Vacirca, PFLDnet 2007",
     "lp": "TCP-LP low priority — Kuzmanovic & Knightly, INFOCOM 2003",
     "bbr": "BBR (kernel only) — Cardwell et al., ACM Queue 2016",
+    "nv": "TCP-NV (kernel only) — Brakmo, Linux Plumbers 2015",
+    "cdg": "CAIA delay-gradient (kernel only) — Hayes & Armitage, Networking 2011",
+    "bbr2": "BBRv2 (kernel only, out-of-tree) — Cardwell et al., IETF 105, 2019",
+    "bbr3": "BBRv3 (kernel only, out-of-tree) — Cardwell et al., IETF 117, 2023",
 }
+
+
+def known_names() -> set[str]:
+    """Every algorithm name a study may use: the catalog, the shipped BPF sources, and
+    the user's own <name>.bpf.c in the extra directories. Whether one can run here is
+    preflight's question (`resolve`), not the study's."""
+    users = {p.name[: -len(".bpf.c")] for d in paths.extra_dirs() for p in d.glob("*.bpf.c")}
+    return set(CATALOG) | set(builtin_sources()) | users
 
 
 @dataclass(frozen=True)

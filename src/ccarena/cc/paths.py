@@ -1,11 +1,9 @@
-"""Where the congestion-control pack finds its files.
+"""Where the congestion-control pack finds its files (the tree, build directory and
+binaries as ccarena.paths says):
 
-- repository root: ``$CCARENA_ROOT``, else the checkout this package lives in
-  (``src/ccarena/cc/`` → three levels up), else the current directory;
-- build directory: ``$CCARENA_BUILD_DIR``, else ``<root>/build``; BPF objects in
-  ``<build>/bpf/cc/<name>.bpf.o`` (``make bpf``), user objects in ``<build>/bpf/cc-extra/``;
-- loader binary: ``$CCARENA_CC_LOADER``, else ``<root>/target/release/ccarena-cc``,
-  else ``ccarena-cc`` on ``PATH``;
+- BPF objects in ``<build>/bpf/cc/<name>.bpf.o`` (``make bpf``), user objects in
+  ``<build>/bpf/cc-extra/``; sources in ``<root>/bpf/cc``;
+- loader binary: ``$CCARENA_CC_LOADER``, else ccarena-cc found like every binary;
 - extra algorithm directories (user ``*.bpf.c``): ``$CCARENA_CC_PATH`` (``:``-separated)
   plus ``~/.config/ccarena/cc`` plus what the caller passes (``extra_dirs``).
 """
@@ -13,23 +11,17 @@
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
+
+from ccarena import paths as ccarena_paths
 
 
 def root() -> Path:
-    env = os.environ.get("CCARENA_ROOT")
-    if env:
-        return Path(env)
-    here = Path(__file__).resolve().parents[3]
-    if (here / "bpf" / "cc").is_dir():
-        return here
-    return Path.cwd()
+    return ccarena_paths.repo_root()
 
 
 def build_dir() -> Path:
-    env = os.environ.get("CCARENA_BUILD_DIR")
-    return Path(env) if env else root() / "build"
+    return ccarena_paths.build_dir()
 
 
 def objects_dir() -> Path:
@@ -48,11 +40,8 @@ def loader() -> Path | None:
     env = os.environ.get("CCARENA_CC_LOADER")
     if env:
         return Path(env)
-    p = root() / "target" / "release" / "ccarena-cc"
-    if p.is_file():
-        return p
-    w = shutil.which("ccarena-cc")
-    return Path(w) if w else None
+    p = ccarena_paths.find_binary("ccarena-cc")
+    return Path(p) if p else None
 
 
 def extra_dirs(more: list[str | os.PathLike] | None = None) -> list[Path]:

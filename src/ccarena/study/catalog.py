@@ -8,23 +8,25 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from ccarena.paths import REPO_ROOT
+from ccarena.paths import repo_root
 
-STUDIES_DIR = REPO_ROOT / "studies"
+
+def studies_dir() -> Path:
+    return repo_root() / "studies"
 
 
 def resolve_study_path(name) -> Path:
     p = Path(name)
     if p.exists() or p.suffix == ".toml" or "/" in str(name):
         return p
-    cand = STUDIES_DIR / f"{name}.toml"
+    cand = studies_dir() / f"{name}.toml"
     return cand if cand.exists() else p
 
 
 def builtin_studies() -> dict[str, str]:
     """{name: first line of its description} for every built-in study."""
     out = {}
-    for p in sorted(STUDIES_DIR.glob("*.toml")):
+    for p in sorted(studies_dir().glob("*.toml")):
         try:
             d = tomllib.loads(p.read_text()).get("study", {})
         except (OSError, tomllib.TOMLDecodeError):

@@ -66,12 +66,8 @@ def resolve_extends(path: Path, depth: int = 0) -> dict:
 
 def parse_study(raw: dict, path: str = "<string>", extra_algorithms=()) -> Study:
     """Validate a raw dict (already merged) including every sweep cell."""
-    # the user's own BPF algorithms count as known (docs/algorithms.md: a <name>.bpf.c in
-    # CCARENA_CC_PATH or ~/.config/ccarena/cc is used by name); whether one compiles and
-    # loads is the run's preflight, as for the shipped ones. Looked up once per study.
-    from ccarena.cc.paths import extra_dirs
-    extra_algorithms = set(extra_algorithms) | {
-        p.name[: -len(".bpf.c")] for d in extra_dirs() for p in d.glob("*.bpf.c")}
+    # the user's own BPF algorithms (a <name>.bpf.c in CCARENA_CC_PATH or
+    # ~/.config/ccarena/cc) count as known through cc.catalog.known_names
     study = build_study({k: v for k, v in raw.items() if k != "sweep"}, path, extra_algorithms)
     study.raw = raw
     study.sweep = {}

@@ -9,17 +9,12 @@ import re
 from typing import Any, Callable
 
 from ccarena import units
+from ccarena.cc.catalog import known_names
 from ccarena.errors import SpecError
 from ccarena.study.model import (FLOW_KINDS, Buffer, FlowSpec, HostSpec, LinkSpec, ProbeSpec,
                                  Study, TcpSettings)
 from ccarena.study.resolve import DEFAULT_CC, AqmError, resolve
 
-# Algorithms a study may name. Availability on this machine is checked before a run
-# (ccarena.cc); this list only catches typos early.
-KNOWN_ALGORITHMS = (
-    "reno", "cubic", "bbr", "bic", "highspeed", "htcp", "scalable", "vegas", "veno", "yeah",
-    "westwood", "lp", "hybla", "illinois", "dctcp", "nv", "cdg", "bbr2", "bbr3",
-)
 QUEUES = ("droptail", "red", "codel", "fq_codel", "step", "classes")
 BACKENDS = ("auto", "kernel", "user")
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -30,7 +25,8 @@ class Ctx:
 
     def __init__(self, path: str, extra_algorithms=()):
         self.path = path
-        self.algorithms = set(KNOWN_ALGORITHMS) | set(extra_algorithms)
+        # the names a study may use (cc.catalog); whether one runs here is preflight's
+        self.algorithms = known_names() | set(extra_algorithms)
 
     def err(self, key: str, reason: str) -> SpecError:
         return SpecError(self.path, key, reason)

@@ -1,0 +1,136 @@
+"""The layout docs/dev/architecture.md describes holds: stages import only earlier stages,
+no import cycle, no module at the package root but errors, units and paths, and no source
+file past the size a reader can hold in mind."""
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PKG = ROOT / "src" / "ccarena"
+
+# Lower stages never import higher ones. The algorithm catalog (cc) comes first: a study
+# names algorithms, and the catalog knows which names exist. `run` orchestrates (it calls metrics, the store
+# and the analysis), so it sits above them although its data flows earlier; `report` only
+# reads through the store. The package's __init__ is the public facade and may import any.
+STAGES = ["", "cc", "study", "testbed", "measure", "workload", "metrics", "store",
+          "analysis", "report", "vm", "run", "cli"]
+ROOT_MODULES = {"__init__", "errors", "units", "paths"}
+MAX_LINES = 600
+
+
+def modules():
+    for p in sorted(PKG.rglob("*.py")):
+        rel = p.relative_to(PKG).with_suffix("")
+        parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+        yield ".".join(("ccarena",) + parts), p
+
+
+def stage_of(mod: str) -> str:
+    parts = mod.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in STAGES) else ""
+
+
+def imports(mod: str, path: Path) -> set[str]:
+    """Every ccarena module `mod` imports, at module level or inside functions."""
+    tree = ast.parse(path.read_text())
+    is_pkg = path.name == "__init__.py"
+    base = mod.split(".") if is_pkg else mod.split(".")[:-1]
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name.startswith("ccarena")}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                target = ".".join(base[: len(base) - node.level + 1] +
+                                  ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if not target.startswith("ccarena"):
+                continue
+            for a in node.names:        # `from ccarena.x import y`: y may be a module
+                sub = f"{target}.{a.name}"
+                out.add(sub if _is_module(sub) else target)
+    return out
+
+
+def _is_module(mod: str) -> bool:
+    p = PKG.joinpath(*mod.split(".")[1:])
+    return p.with_suffix(".py").exists() or (p / "__init__.py").exists()
+
+
+GRAPH = {m: imports(m, p) for m, p in modules()}
+
+
+def test_every_package_is_a_known_stage():
+    pkgs = {stage_of(m) for m in GRAPH}
+    assert pkgs <= set(STAGES), f"packages without a stage: {pkgs - set(STAGES)}"
+
+
+def test_only_errors_units_paths_at_the_root():
+    root = {p.stem for m, p in modules() if p.parent == PKG}
+    assert root <= ROOT_MODULES, f"modules at the package root: {root - ROOT_MODULES}"
+
+
+@pytest.mark.parametrize("mod", sorted(m for m in GRAPH if m != "ccarena"))
+def test_no_stage_imports_a_later_one(mod):
+    mine = STAGES.index(stage_of(mod))
+    later = sorted(t for t in GRAPH[mod] if t != "ccarena" and STAGES.index(stage_of(t)) > mine)
+    assert not later, f"{mod} ({stage_of(mod) or 'root'}) imports later stages: {later}"
+
+
+def test_no_import_cycle():
+    seen, stack, cycles = set(), [], []
+
+    def visit(m):
+        if m in stack:
+            cycles.append(stack[stack.index(m):] + [m])
+            return
+        if m in seen:
+            return
+        seen.add(m)
+        stack.append(m)
+        for t in sorted(GRAPH.get(m, ())):
+            if t in GRAPH and t != m and t != "ccarena":
+                visit(t)
+        stack.pop()
+
+    for m in sorted(GRAPH):
+        visit(m)
+    assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+def test_no_code_in_package_inits():
+    """A package's __init__ documents and re-exports; code lives in named modules."""
+    for m, p in modules():
+        if p.name != "__init__.py" or m == "ccarena":
+            continue
+        tree = ast.parse(p.read_text())
+        defs = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+        assert not defs, f"{p.relative_to(ROOT)} defines {defs}"
+
+
+def source_files():
+    for pattern in ("src/**/*.py", "crates/*/src/**/*.rs", "bpf/**/*.c", "bpf/**/*.h",
+                    "benchmarks/**/*.py"):
+        yield from ROOT.glob(pattern)
+
+
+@pytest.mark.parametrize("path", sorted(source_files()), ids=lambda p: str(p.relative_to(ROOT)))
+def test_source_files_stay_readable(path):
+    n = len(path.read_text(errors="replace").splitlines())
+    assert n <= MAX_LINES, f"{path.relative_to(ROOT)} has {n} lines (split it by " \
+        f"responsibility below {MAX_LINES})"
+
+
+def test_no_development_history_in_docs_or_code():
+    import re
+    pat = re.compile(r"session [0-9]|since session", re.I)
+    hits = []
+    for d in ("docs", "src", "crates", "studies", "benchmarks", "bpf"):
+        for p in (ROOT / d).rglob("*"):
+            if p.is_file() and p.suffix in (".md", ".py", ".rs", ".toml", ".c", ".h"):
+                for i, line in enumerate(p.read_text(errors="replace").splitlines(), 1):
+                    if pat.search(line):
+                        hits.append(f"{p.relative_to(ROOT)}:{i}")
+    assert not hits, "development history in: " + ", ".join(hits[:20])
