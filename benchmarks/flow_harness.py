@@ -115,4 +115,4 @@ def proc_cpu_s(pid: int) -> float:
 
 
 if __name__ == "__main__":
-    print("flow_harness.py: helpers for flow_check.py and flow_cpu.py (nothing to run)")
+    print("flow_harness.py: helpers for flow_verify.py and flow_cpu.py (nothing to run)")

@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from flow_harness import go, read_records, rx_goodput_bps, start_engine, wait_done  # noqa: E402
-from trace_check import PREFIX, TRACE, ns_exec, start_trace, stop_trace, testbed, wait_detached  # noqa: E402
+from trace_verify import PREFIX, TRACE, ns_exec, start_trace, stop_trace, testbed, wait_detached  # noqa: E402
 
 W = Path("/tmp/ccatrace-rate")
 DUR = 5_000_000_000

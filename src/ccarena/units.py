@@ -6,6 +6,7 @@ Every parser raises ValueError with a message saying what is accepted; the spec 
 adds the file and key."""
 from __future__ import annotations
 
+import math
 import re
 
 _NUM = r"(-?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
@@ -132,3 +133,54 @@ def split_quantity(text: str) -> tuple[float, str]:
     if not m:
         raise ValueError(f"cannot read {text!r} as a number with a unit")
     return float(m.group(1)), m.group(2)
+
+
+# -- display: how a metric stored in SI units is shown (tables, checks, figures) ----------
+def display_unit(metric: str) -> tuple[float, str]:
+    """(scale, unit) to show a metric stored in SI units: rates in Mbit/s, RTTs and
+    delays in ms, other times in s, sizes in kB; ratios and counts as they are."""
+    m = str(metric)
+    if m.endswith("_bps"):
+        return 1e-6, "Mbit/s"
+    if m.endswith("_s") and any(k in m for k in ("rtt", "delay", "latency")):
+        return 1e3, "ms"
+    if m.endswith("_s"):
+        return 1.0, "s"
+    if m.endswith("_bytes"):
+        return 1e-3, "kB"
+    return 1.0, ""
+
+
+def metric_label(metric: str) -> str:
+    """'goodput_bps' -> 'goodput (Mbit/s)'."""
+    _, unit = display_unit(metric)
+    name = re.sub(r"_(bps|s|bytes)$", "", str(metric)).replace("_", " ")
+    return f"{name} ({unit})" if unit else name
+
+
+def format_number(v, digits: int = 4) -> str:
+    """A number for people: `digits` significant digits, exponent only when needed,
+    '–' for a missing value."""
+    if v is None:
+        return "–"
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    if math.isnan(f):
+        return "–"
+    if math.isinf(f):
+        return "∞" if f > 0 else "−∞"
+    if f != 0 and (abs(f) >= 1e6 or abs(f) < 1e-3):
+        return f"{f:.{digits - 1}e}"
+    return f"{f:.{digits}g}"
+
+
+def format_metric(metric: str, v, digits: int = 4, unit: bool = False) -> str:
+    """A value in its metric's display unit (Mbit/s, ms, ...), with the unit if asked."""
+    scale, u = display_unit(metric)
+    try:
+        s = format_number(float(v) * scale, digits)
+    except (TypeError, ValueError):
+        return str(v)
+    return f"{s} {u}" if unit and u and s != "–" else s

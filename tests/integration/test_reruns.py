@@ -20,12 +20,12 @@ def steal_in_the_first_attempts(monkeypatch, n: int):
     """The CPU check reports steal for the first n runs (this machine's real steal, if
     any, is added after them as usual)."""
     calls = []
-    real = validity.check_cpu
+    real = validity.judge_cpu
 
-    def check_cpu(cpu):
+    def judge_cpu(cpu):
         calls.append(1)
         return [NOISE] if len(calls) <= n else real(cpu)
-    monkeypatch.setattr(validity, "check_cpu", check_cpu)
+    monkeypatch.setattr(validity, "judge_cpu", judge_cpu)
     return calls
 
 

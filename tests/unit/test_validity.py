@@ -4,13 +4,13 @@ from ccarena.run import validity
 
 def test_link_losses_in_its_own_paths_flag_the_run():
     ok = {"forwarded": 100_000, "rx_ring_drops": 0, "tx_errors": 0, "late_packets": 10}
-    assert validity.check_link(ok) == []
+    assert validity.judge_link(ok) == []
     rx = dict(ok, rx_ring_drops=1000)
-    assert any("receive path" in r for r in validity.check_link(rx))
+    assert any("receive path" in r for r in validity.judge_link(rx))
     tx = dict(ok, tx_errors=1000)
-    assert any("send path" in r for r in validity.check_link(tx))
+    assert any("send path" in r for r in validity.judge_link(tx))
     # below the threshold (0.1 % of forwarded packets): not flagged
-    assert validity.check_link(dict(ok, tx_errors=50, rx_ring_drops=50)) == []
+    assert validity.judge_link(dict(ok, tx_errors=50, rx_ring_drops=50)) == []
 
 
 def test_losses_on_the_way_into_the_link_flag_the_run():
@@ -20,13 +20,13 @@ def test_losses_on_the_way_into_the_link_flag_the_run():
     link = {"forwarded": 150_000, "rx_ring_drops": 0, "tx_errors": 0,
             "w2e": {"arrivals": 100_000}, "e2w": {"arrivals": 50_000}}
     zero = {"w2e": {"dropped": 0, "requeues": 9}, "e2w": {"dropped": 0, "requeues": 0}}
-    assert validity.check_link(link, zero) == []
+    assert validity.judge_link(link, zero) == []
     small = {"w2e": {"dropped": 90, "requeues": 0}, "e2w": {"dropped": 40, "requeues": 0}}
-    assert validity.check_link(link, small) == []                    # below 0.1 % each
-    r = validity.check_link(link, {"w2e": {"dropped": 0}, "e2w": {"dropped": 60}})
+    assert validity.judge_link(link, small) == []                    # below 0.1 % each
+    r = validity.judge_link(link, {"w2e": {"dropped": 0}, "e2w": {"dropped": 60}})
     assert len(r) == 1 and "e2w: 60 of 50060" in r[0] and "on the way into it" in r[0], r
     # nothing reached the link at all, yet frames were dropped on the way: flagged
-    r = validity.check_link({"forwarded": 0, "w2e": {"arrivals": 0}}, {"w2e": {"dropped": 5}})
+    r = validity.judge_link({"forwarded": 0, "w2e": {"arrivals": 0}}, {"w2e": {"dropped": 5}})
     assert len(r) == 1 and "5 of 5" in r[0], r
 
 
@@ -64,13 +64,13 @@ def test_late_releases_above_the_limit_flag_the_run():
     fwd = 100_000
     under = {"forwarded": fwd, "late_packets": int(fwd * validity.LATE_MAX) - 1}
     over = {"forwarded": fwd, "late_packets": int(fwd * validity.LATE_MAX) + 1}
-    assert validity.check_link(under) == []
-    assert any("late" in r for r in validity.check_link(over))
+    assert validity.judge_link(under) == []
+    assert any("late" in r for r in validity.judge_link(over))
 
 
 def test_cpu_steal_above_the_limit_flags_the_run():
-    assert validity.check_cpu({"steal_frac": validity.STEAL_MAX / 2}) == []
-    assert validity.check_cpu({"steal_frac": validity.STEAL_MAX * 2})
+    assert validity.judge_cpu({"steal_frac": validity.STEAL_MAX / 2}) == []
+    assert validity.judge_cpu({"steal_frac": validity.STEAL_MAX * 2})
 
 
 def _qdisc_stats(send_frac, backlog_bytes, rate=100e6, n=300, dt=0.01):
@@ -82,7 +82,7 @@ def _qdisc_stats(send_frac, backlog_bytes, rate=100e6, n=300, dt=0.01):
 
 
 def _judge(stats, rates):
-    return validity.check_shaper(validity.shaper_delivery(stats, rates))
+    return validity.judge_shaper(validity.shaper_delivery(stats, rates))
 
 
 def test_a_shaper_at_its_rate_passes_and_one_behind_it_is_flagged():

@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from ccarena import units  # noqa: E402
 from ccarena.analysis import summarize, valid_mask  # noqa: E402
 from ccarena.metrics.series import (DEFAULT_INTERVAL_S, goodput_series, jain_series, nonempty, usable, with_t)
 
@@ -28,24 +29,8 @@ MAX_POINTS = 3000  # per line: enough for the eye, keeps SVGs small
 MAX_LEGEND = 10
 
 
-def unit_of(metric: str) -> tuple[float, str]:
-    """(scale, unit) to display a metric stored in SI units."""
-    m = str(metric)
-    if m.endswith("_bps"):
-        return 1e-6, "Mbit/s"
-    if m.endswith("_s") and any(k in m for k in ("rtt", "delay", "latency")):
-        return 1e3, "ms"
-    if m.endswith("_s"):
-        return 1.0, "s"
-    if m.endswith("_bytes"):
-        return 1e-3, "kB"
-    return 1.0, ""
-
-
-def label_of(metric: str) -> str:
-    scale, unit = unit_of(metric)
-    name = re.sub(r"_(bps|s|bytes)$", "", str(metric)).replace("_", " ")
-    return f"{name} ({unit})" if unit else name
+unit_of = units.display_unit
+label_of = units.metric_label
 
 
 def natural_key(v):

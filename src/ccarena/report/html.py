@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ccarena.report.figures import unit_of
+from ccarena import units
 
 CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:1.5em auto;
@@ -37,28 +37,12 @@ def esc(x) -> str:
 
 
 def fmt_num(v, digits: int = 4) -> str:
-    if v is None:
-        return "–"
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return esc(v)
-    if math.isnan(f):
-        return "–"
-    if math.isinf(f):
-        return "∞" if f > 0 else "−∞"
-    if f != 0 and (abs(f) >= 1e6 or abs(f) < 1e-3):
-        return f"{f:.{digits - 1}e}"
-    return f"{f:.{digits}g}"
+    return esc(units.format_number(v, digits))
 
 
 def fmt_metric(metric: str, v, digits: int = 4) -> str:
     """A value in the metric's display unit (Mbit/s, ms, ...), without the unit."""
-    scale, _ = unit_of(metric)
-    try:
-        return fmt_num(float(v) * scale, digits)
-    except (TypeError, ValueError):
-        return esc(v)
+    return esc(units.format_metric(metric, v, digits))
 
 
 def table(df: pd.DataFrame, left: tuple = (), raw_html: tuple = (), max_rows: int = 500) -> str:

@@ -8,15 +8,21 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ccarena import units
 from ccarena.analysis.aggregates import flow_cells
 
-COLUMNS = (  # (metric, header, scale, format)
-    ("goodput_bps", "goodput Mbit/s", 1e-6, "{:.2f}"),
-    ("rtt_mean_s", "RTT ms", 1e3, "{:.2f}"),
-    ("rtt_p95_s", "RTT p95 ms", 1e3, "{:.2f}"),
-    ("retrans_ratio", "retrans %", 100, "{:.3f}"),
-    ("fct_s", "download s", 1, "{:.3f}"),
+COLUMNS = (  # (metric, header, format); scales from units.display_unit
+    ("goodput_bps", "goodput Mbit/s", "{:.2f}"),
+    ("rtt_mean_s", "RTT ms", "{:.2f}"),
+    ("rtt_p95_s", "RTT p95 ms", "{:.2f}"),
+    ("retrans_ratio", "retrans %", "{:.3f}"),
+    ("fct_s", "download s", "{:.3f}"),
 )
+
+
+def _scale(metric: str) -> float:
+    # a ratio is shown in percent here; everything else in its display unit
+    return 100.0 if metric.endswith("_ratio") else units.display_unit(metric)[0]
 
 
 def _fmt(row, scale, fmt) -> str:
@@ -40,7 +46,7 @@ def table_rows(results) -> tuple[list[str], list[list[str]]]:
     params = list(next(iter(plan.get("cells", {}).values()), {}) or {})
     params = [p for p in params if not (p.startswith("flow.") and p.endswith(".cc"))]
     have = set(cells.loc[cells["mean"].notna(), "metric"]) if len(cells) else set()
-    present = [c for c in COLUMNS if c[0] in have]
+    present = [(m, h, _scale(m), f) for m, h, f in COLUMNS if m in have]
     head = [p.rsplit(".", 1)[-1] for p in params] + ["flow", "cc"] + \
         [h for _, h, _, _ in present] + ["n"]
     rows = []

@@ -39,7 +39,7 @@ def collect(ctx) -> None:
             # a CPU-limited host's gaps are the study's own doing, not noise
             limited = hd.name in (meta.get("host_limits") or {})
             (reasons if limited else noise).extend(
-                validity.check_engine(hd.name, engines[hd.name]))
+                validity.judge_engine(hd.name, engines[hd.name]))
     for k, v in parts.items():
         if v:
             tables[k] = pd.concat(v, ignore_index=True)
@@ -64,8 +64,8 @@ def collect(ctx) -> None:
         lj = link_dir / "link.json"
         if lj.exists():
             meta["link"] = json.loads(lj.read_text())
-            noise += validity.check_link(meta["link"], meta.get("link_ingress"))
-    noise += validity.check_cpu(meta.get("cpu", {}))
+            noise += validity.judge_link(meta["link"], meta.get("link_ingress"))
+    noise += validity.judge_cpu(meta.get("cpu", {}))
     reasons += check_algorithms(tables.get("conns"), meta)
     t0 = meta.get("t0_ns")
     for k, df in tables.items():

@@ -108,7 +108,7 @@ class KernelLink(Part):
         b = ctx.study.bottleneck
         ctx.meta["shaper"] = validity.shaper_delivery(stats, {0: b.rate_bps,
                                                               1: b.reverse_rate_bps})
-        ctx.noise.extend(validity.check_shaper(ctx.meta["shaper"]))
+        ctx.noise.extend(validity.judge_shaper(ctx.meta["shaper"]))
 
     def stop(self):
         if self.sampler is not None:

@@ -17,7 +17,7 @@ from ccarena.testbed import backend as backend_mod
 from ccarena.testbed import caps as caps_mod
 from ccarena.testbed import cgroups
 from ccarena.testbed.user_link import link_io
-from ccarena.workload.commands import check_programs
+from ccarena.workload.commands import require_programs
 
 
 def preflight(study: Study, force_cc: str | None = None) -> dict:
@@ -37,9 +37,9 @@ def preflight(study: Study, force_cc: str | None = None) -> dict:
             except ValueError as e:
                 raise PreflightError(str(e)) from None
         names |= cell.algorithms()
-        check_programs(cell)
-        check_host_limits(cell)
-        check_probes(cell)
+        require_programs(cell)
+        require_host_limits(cell)
+        require_probe_tools(cell)
         if any(f.kind != "command" for f in cell.flows):
             require_binary("ccarena-flow", "the flow engine")
     missing = []
@@ -54,7 +54,7 @@ def preflight(study: Study, force_cc: str | None = None) -> dict:
     return out
 
 
-def check_probes(study: Study) -> None:
+def require_probe_tools(study: Study) -> None:
     for p in study.probes:
         if p.kind == "pcap" and not shutil.which("tcpdump"):
             raise PreflightError(f"{study.path}: probe {p.name}: pcap needs tcpdump, which is "
@@ -63,7 +63,7 @@ def check_probes(study: Study) -> None:
             require_binary("ccarena-trace", "the tcp_probe tracer")
 
 
-def check_host_limits(study: Study) -> None:
+def require_host_limits(study: Study) -> None:
     """CPU and memory limits must fit this machine and need cgroups."""
     ncpu = os.cpu_count() or 1
     allowed = os.sched_getaffinity(0)

@@ -9,7 +9,7 @@ A run is flagged (never silently averaged in) when
   them: testbed/user_link.ingress_counters), in its own receive or send path, or released
   more than LATE_MAX of packets later than its tolerance (testbed/user_link.late_tolerance_ns);
 - the kernel backend's shaper sent below SHAPER_MIN of its rate while its queue was
-  backlogged (check_shaper);
+  backlogged (judge_shaper);
 - a socket ran another congestion control than the one the study asked for;
 - a process failed.
 
@@ -26,14 +26,14 @@ SHAPER_MIN = 0.95
 SHAPER_JUDGE_S = 1.0
 
 
-def check_cpu(cpu: dict) -> list[str]:
+def judge_cpu(cpu: dict) -> list[str]:
     out = []
     if cpu.get("steal_frac", 0) > STEAL_MAX:
         out.append(f"CPU steal {cpu['steal_frac']:.0%} of the run (limit {STEAL_MAX:.0%})")
     return out
 
 
-def check_engine(host: str, engine: dict) -> list[str]:
+def judge_engine(host: str, engine: dict) -> list[str]:
     n = engine.get("samples", 0) or 0
     gaps = engine.get("sample_gaps", 0) or 0
     if n and gaps / max(n, 1) > SAMPLE_GAP_MAX:
@@ -41,7 +41,7 @@ def check_engine(host: str, engine: dict) -> list[str]:
     return []
 
 
-def check_link(link: dict, ingress: dict | None = None) -> list[str]:
+def judge_link(link: dict, ingress: dict | None = None) -> list[str]:
     """`link` is link.json; `ingress` what its ports' peers dropped on the way in, by
     direction ({"w2e": {"dropped": n, ...}}: the emulator cannot see those; the
     orchestrator counts them), judged per direction against what reached it."""
@@ -103,7 +103,7 @@ def shaper_delivery(stats, rates: dict) -> dict:
     return out
 
 
-def check_shaper(delivery: dict) -> list[str]:
+def judge_shaper(delivery: dict) -> list[str]:
     """A shaper that sent below SHAPER_MIN of its rate with a standing queue fell behind
     itself — htb's timer delayed on a busy or stolen CPU — and the run's bottleneck was
     slower than the study says (seen here: a 100 Mbit/s htb delivering 83 Mbit/s for a

@@ -38,7 +38,7 @@ def expand(run: str, study: Study, host_ip: dict[str, str]) -> str:
     return _PLACEHOLDER.sub(sub, run)
 
 
-def check_programs(study: Study) -> None:
+def require_programs(study: Study) -> None:
     """Preflight: the program of every command exists (namespaces share the filesystem)."""
     for f in study.flows:
         if f.kind != "command":

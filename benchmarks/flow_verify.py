@@ -3,7 +3,7 @@
 
 Each check prints its measured value next to its target; all failures are collected,
 the script exits 1 if any. Namespaces are named ccaflowtest* and removed always.
-Usage: sudo python3 benchmarks/flow_check.py [check ...]   (default: all)
+Usage: sudo python3 benchmarks/flow_verify.py [check ...]   (default: all)
 """
 from __future__ import annotations
 

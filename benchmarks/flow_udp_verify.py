@@ -12,7 +12,7 @@ listener; A runs a 100 Hz udp_probe (64 B) for 8 s and, from 2 s to 6 s, a bulk 
     bulk flow's own TCP srtt (tcpinfo.bin) — same queue, same delay;
   * a 1 kHz probe keeps its rate too.
 Namespaces are removed and engines stopped always.
-Usage: sudo python3 benchmarks/flow_udp_check.py
+Usage: sudo python3 benchmarks/flow_udp_verify.py
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ after SIGTERM (bpftool link/prog list), exit 0 with READY/DONE.
 Namespaces ccatracetest* are removed and processes killed always.
 Also: with a 4 KiB ring and the tracer stopped for 1 s, events are lost and counted
 (events + lost = matched).
-Usage: sudo python3 benchmarks/trace_check.py [sender|router|lost ...]
+Usage: sudo python3 benchmarks/trace_verify.py [sender|router|lost ...]
 """
 from __future__ import annotations
 
