@@ -143,18 +143,19 @@ def test_write_report_to_another_place(tmp_path, study):
 def test_report_shows_pass_criteria(tmp_path, study):
     d = tmp_path / "checked"
     shutil.copytree(study, d)
-    (d / "checks.json").write_text(json.dumps([
-        {"check": 0, "what": "the bottleneck is filled", "cell": "buffer=100p", "ok": True,
-         "measured": [9.6e6, 9.7e6], "min": 8.5e6, "max": 1e7},
-        {"check": 1, "what": "RTT stays low", "cell": "buffer=100p", "ok": False,
-         "measured": 0.113, "min": None, "max": 0.05}]))
-    html = write_report(d, max_timeseries=0).read_text()
-    assert "Pass criteria: 1 of 2 met" in html and ">FAIL<" in html
-    assert "9.600e+06, 9.700e+06" in html and "RTT stays low" in html
-    # without checks.json, the study's [[expect]] are at least listed by name
-    (d / "checks.json").unlink()
     st = json.loads((d / "study.json").read_text())
+    st["expect"] = [{"name": "goodput within the rate", "metric": "goodput_bps",
+                     "level": "run", "max": "100%rate", "where": {"bottleneck.buffer": "100p"},
+                     "stat": "each"},
+                    {"name": "RTT stays low", "metric": "rtt_mean_s", "level": "run",
+                     "max": 0.001, "where": {"bottleneck.buffer": "100p"}}]
+    (d / "study.json").write_text(json.dumps(st))
+    html = write_report(d, max_timeseries=0).read_text()
+    # two cells have buffer 100p (cubic, reno): each check is judged on each
+    assert "Pass criteria: 2 of 4 met" in html and ">FAIL<" in html
+    assert "goodput within the rate" in html and "RTT stays low" in html
+    # a study whose checks cannot be judged still lists them by name
     st["expect"] = [{"name": "utilisation above half", "metric": "utilisation",
-                     "level": "run", "min": 0.5}]
+                     "level": "run", "min": 0.5, "where": {"no.such": 1}}]
     (d / "study.json").write_text(json.dumps(st))
     assert "utilisation above half" in write_report(d, max_timeseries=0).read_text()

@@ -1,30 +1,31 @@
 """A study's `[[expect]]` checks, evaluated on its stored results. Like transperf, every
 check is evaluated and reported with its measured value and target; nothing stops at the
-first failure. `ccarena run` exits 3 when one fails.
+first failure.
 
     [[expect]]
     name = "bufferbloat: the large queue inflates the RTT"
-    metric = "ping_rtt_p50_s"       # a column of flows.parquet (level = "flow") or runs.parquet
-                                    # ("run"), or a ratio of two: "goodput_bps / wnd_limit_bps"
+    metric = "ping_rtt_p50_s"       # a column of flows (level = "flow") or runs ("run"),
+                                    # or a ratio of two: "goodput_bps / wnd_limit_bps"
     level = "run"
     flow = "bulk"                   # flow level: this flow (also matches bulk.1, bulk.2, ...)
-    where = { "bottleneck.buffer" = "100p" }   # only these cells (a value or a list of values)
+    where = { "bottleneck.buffer" = "100p" }   # only these cells (a value or a list)
     stat = "mean"                   # mean | median | min | max | each (every valid run)
-    min = "5*base_rtt"              # number | "<x>%rate" | "<x>*rate" | "<x>*base_rtt" (of that cell)
+    min = "5*base_rtt"              # number | "<x>%rate" | "<x>*rate" | "<x>*base_rtt"
     max = "100%rate"
     relative_to = { "flow.bulk.enabled" = false }   # divide by the same stat in that cell
     trend = "nondecreasing"         # over a swept factor, with `over` and `tolerance`
     over = "flow.p.conns"
 
-Bounds and ratios are evaluated per cell (each cell passes or fails on its own)."""
+Bounds and ratios are evaluated per cell, and the cells are the *planned* ones
+(plan.json): a planned cell with no valid run fails every check that covers it ("no valid
+values"), so a study cut short or broken by failures never passes. Each result says how
+many of the cell's planned runs were valid, invalid and missing."""
 from __future__ import annotations
 
 import math
 import re
 
 import pandas as pd
-from rich.console import Console
-from rich.markup import escape
 
 from ccarena import units
 
@@ -68,14 +69,14 @@ def _select(df: pd.DataFrame, e: dict, level: str) -> pd.DataFrame:
     return df
 
 
-def _where(df: pd.DataFrame, where: dict) -> pd.DataFrame:
-    """Keep rows whose parameter equals the value (or one of a list of values)."""
+def _matches(params: dict, where: dict) -> bool:
     for k, v in (where or {}).items():
-        if k not in df:
-            return df.iloc[0:0]
+        if k not in params:
+            return False
         vals = [str(x) for x in v] if isinstance(v, list) else [str(v)]
-        df = df[df[k].astype(str).isin(vals)]
-    return df
+        if str(params[k]) not in vals:
+            return False
+    return True
 
 
 def _stat(vals: pd.Series, stat: str):
@@ -87,62 +88,124 @@ def _stat(vals: pd.Series, stat: str):
     return float(getattr(vals, stat)())
 
 
+def planned_cells(results, params=()) -> dict[str, dict]:
+    """cell label -> swept values, from plan.json; without one (results made by hand), the
+    cells that have rows, with the values of their `params` columns."""
+    plan = getattr(results, "plan", None) or {}
+    if plan.get("cells"):
+        return dict(plan["cells"])
+    out: dict[str, dict] = {}
+    for df in (results.runs, results.flows):
+        if "cell" in df:
+            for c, g in df.groupby("cell"):
+                out.setdefault(str(c), {k: g[k].iloc[0] for k in params if k in g})
+    return out or {"all": {}}
+
+
+def cell_counts(results) -> dict[str, dict]:
+    """cell -> {"planned", "valid", "invalid", "missing"} runs (from results.status())."""
+    st = results.status() if hasattr(results, "status") else None
+    if st is None or not len(st):
+        return {}
+    out = {}
+    for c, g in st.groupby("cell"):
+        n = g["state"].value_counts()
+        out[str(c)] = {"planned": len(g), "valid": int(n.get("valid", 0)),
+                       "invalid": int(n.get("invalid", 0)), "missing": int(n.get("missing", 0))}
+    return out
+
+
 def evaluate(results, study) -> list[dict]:
+    """Every check on every planned cell it covers -> [{check, what, cell, ok, measured,
+    min, max, why?, runs?}]."""
     flows, runs = results.flows, results.runs
     params = list(study.sweep)
+    cells = planned_cells(results, params)
+    counts = cell_counts(results)
     ctx = runs.set_index("run_id")[["rate_bps", "base_rtt_s"]] if len(runs) and \
-        {"rate_bps", "base_rtt_s"} <= set(runs.columns) else None
+        {"rate_bps", "base_rtt_s", "run_id"} <= set(runs.columns) else None
     out = []
     for i, e in enumerate(study.expect):
         level = e.get("level", "flow")
-        label = _label(e)
+        label = e.get("name") or f"{e.get('stat', 'mean')} {e['metric']}"
         df = _select(flows if level == "flow" else runs, e, level)
-        df = _where(df, e.get("where"))
         metric = e["metric"]
         if "/" in metric:     # a ratio of two columns, e.g. "goodput_bps / wnd_limit_bps"
             a, b = (x.strip() for x in metric.split("/", 1))
             if a in df and b in df:
                 df = df.assign(**{metric: df[a].astype(float) / df[b].astype(float)})
-        if metric not in df or not len(df):
-            out.append({"check": i, "what": label, "ok": False, "why": "no valid values"})
-            continue
-        if ctx is not None and "rate_bps" not in df:
+        if ctx is not None and "rate_bps" not in df and "run_id" in df:
             df = df.join(ctx, on="run_id")
+        covered = {c: p for c, p in cells.items() if _matches(p, e.get("where"))}
+        if not covered:
+            out.append({"check": i, "what": label, "ok": False,
+                        "why": f"no planned cell matches where = {e.get('where')}"})
+            continue
         stat = e.get("stat", "mean")
         if "trend" in e:
-            out.append(_trend(i, label, df, e, stat))
+            out.append(_trend(i, label, df, e, stat, covered, counts))
             continue
-        groups = df.groupby("cell") if "cell" in df else [("all", df)]
-        for cell, g in groups:
+        for cell, p in covered.items():
+            g = df[df["cell"].astype(str) == cell] if "cell" in df else df
+            where = ", ".join(f"{k}={p[k]}" for k in params if k in p)
+            r = {"check": i, "what": label, "cell": where or cell, "metric": metric,
+                 **({"runs": counts[cell]} if cell in counts else {})}
+            if metric not in g or not len(g):
+                out.append({**r, "ok": False, "why": _no_values(counts.get(cell))})
+                continue
             v = _stat(g[metric], stat)
             rate = float(g["rate_bps"].mean()) if "rate_bps" in g else math.nan
             rtt = float(g["base_rtt_s"].mean()) if "base_rtt_s" in g else math.nan
-            lo, hi = _bound(e.get("min"), rate, rtt), _bound(e.get("max"), rate, rtt)
-            where = ", ".join(f"{p}={g[p].iloc[0]}" for p in params if p in g)
-            r = {"check": i, "what": label, "cell": where or str(cell), "min": lo, "max": hi}
+            r["min"], r["max"] = _bound(e.get("min"), rate, rtt), _bound(e.get("max"), rate, rtt)
             if "relative_to" in e:
-                ref_df = _select(flows if level == "flow" else runs, e, level)
-                keep = {p: g[p].iloc[0] for p in params if p in g and p not in e["relative_to"]}
-                ref_df = _where(_where(ref_df, keep), e["relative_to"])
-                ref = _stat(ref_df[metric], "mean") if len(ref_df) else None
+                ref = _reference(flows if level == "flow" else runs, e, level, p, params,
+                                 metric, cells)
                 if ref in (None, 0) or v is None:
-                    out.append({**r, "ok": False, "why": "no valid reference values (reference runs missing or invalid)"})
+                    out.append({**r, "ok": False, "why": "no valid reference values "
+                                "(reference runs missing or invalid)"})
                     continue
                 v = [x / ref for x in v] if isinstance(v, list) else v / ref
                 r["relative"] = True
             if v is None:
-                out.append({**r, "ok": False, "why": "no valid values"})
+                out.append({**r, "ok": False, "why": _no_values(counts.get(cell))})
                 continue
             xs = v if isinstance(v, list) else [v]
+            lo, hi = r["min"], r["max"]
             bad = [x for x in xs if (lo is not None and x < lo) or (hi is not None and x > hi)]
             out.append({**r, "ok": not bad, "measured": v})
     return out
 
 
-def _trend(i, label, df, e, stat) -> dict:
+def _no_values(c: dict | None) -> str:
+    if not c:
+        return "no valid values"
+    return (f"no valid values ({c['valid']} of {c['planned']} planned runs valid, "
+            f"{c['invalid']} invalid, {c['missing']} missing)")
+
+
+def _reference(df, e, level, p, params, metric, cells):
+    ref_df = _select(df, e, level)
+    keep = {k: p[k] for k in params if k in p and k not in e["relative_to"]}
+    want = {**keep, **e["relative_to"]}
+    ref_cells = [c for c, q in cells.items() if _matches(q, want)]
+    if "cell" in ref_df:
+        ref_df = ref_df[ref_df["cell"].astype(str).isin(ref_cells)]
+    if metric not in ref_df or not len(ref_df):
+        return None
+    return _stat(ref_df[metric], "mean")
+
+
+def _trend(i, label, df, e, stat, covered, counts) -> dict:
     over, kind, tol = e["over"], e["trend"], float(e.get("tolerance", 0.0))
-    if over not in df:
-        return {"check": i, "what": label, "ok": False, "why": f"{over} is not swept"}
+    r = {"check": i, "what": label, "metric": e["metric"]}
+    if not any(over in p for p in covered.values()):
+        return {**r, "ok": False, "why": f"{over} is not swept"}
+    empty = [c for c in covered if "cell" in df and e["metric"] in df
+             and not len(df[df["cell"].astype(str) == c][e["metric"]].dropna())]
+    if empty or e["metric"] not in df:
+        missing = ", ".join(f"{c} ({_no_values(counts.get(c))})" for c in empty) or \
+            "every cell"
+        return {**r, "ok": False, "why": f"no valid values in {missing}"}
     pts = sorted(((_num(k), _stat(g[e["metric"]], stat if stat != "each" else "mean"))
                   for k, g in df.groupby(over)), key=lambda p: p[0])
     ys = [y for _, y in pts]
@@ -152,48 +215,35 @@ def _trend(i, label, df, e, stat) -> dict:
         d = (b - a) / scale
         ok &= {"increasing": d > -tol, "nondecreasing": d >= -tol,
                "decreasing": d < tol, "nonincreasing": d <= tol}[kind]
-    return {"check": i, "what": label, "ok": bool(ok), "measured": [
-        (x, y) for x, y in pts], "trend": kind, "tolerance": tol}
+    return {**r, "ok": bool(ok), "measured": [(x, y) for x, y in pts], "trend": kind,
+            "tolerance": tol}
 
 
-def _label(e: dict) -> str:
-    s = e.get("name") or f"{e.get('stat', 'mean')} {e['metric']}"
-    return s
+def format_result(r: dict) -> str:
+    """One check result for people: the measured value and its bounds in the metric's
+    display unit (Mbit/s, ms, ...)."""
+    m = r.get("metric", "")
+    rel = r.get("relative")
 
+    def v(x):
+        if isinstance(x, list):
+            return "[" + ", ".join(v(y) for y in x[:8]) + (", …" if len(x) > 8 else "") + "]"
+        if isinstance(x, tuple):
+            return f"{x[0]:g}: {v(x[1])}"
+        return units.format_number(x, 4) if rel else units.format_metric(m, x, 4, unit=True)
 
-def _fmt(x) -> str:
-    if isinstance(x, list):
-        return "[" + ", ".join(_fmt(v) for v in x[:8]) + (", …" if len(x) > 8 else "") + "]"
-    if isinstance(x, tuple):
-        return f"{_fmt(x[0])}: {_fmt(x[1])}"
-    if isinstance(x, float):
-        return f"{x:.4g}"
-    return str(x)
-
-
-def run_checks(results, study, console: Console | None = None) -> bool:
-    if not study.expect:
-        return True
-    import sys
-    console = console or Console(width=None if sys.stdout.isatty() else 160)
-    res = evaluate(results, study)
-    for r in res:
-        tag = "[green]pass[/green]" if r["ok"] else "[red]FAIL[/red]"
-        if "why" in r:
-            detail = r["why"]
-        elif "trend" in r:
-            detail = f"{r['trend']} (tolerance {r['tolerance']:g}): {_fmt(r['measured'])}"
-        else:
-            rel = " (ratio to reference)" if r.get("relative") else ""
-            lim = " and ".join(x for x in (f"≥ {_fmt(r['min'])}" if r.get("min") is not None
-                                           else "", f"≤ {_fmt(r['max'])}"
-                                           if r.get("max") is not None else "") if x)
-            detail = f"{_fmt(r['measured'])}{rel}, want {lim}"
-        cell = f" [{r['cell']}]" if r.get("cell") else ""
-        console.print(f"{tag}  " + escape(f"{r['what']}{cell}: {detail}"))
-    try:
-        import json
-        (results.path / "checks.json").write_text(json.dumps(res, indent=1, default=str))
-    except OSError:
-        pass
-    return all(r["ok"] for r in res)
+    if "why" in r:
+        detail = r["why"]
+    elif "trend" in r:
+        detail = f"{r['trend']} (tolerance {r['tolerance']:g}): {v(r['measured'])}"
+    else:
+        lim = " and ".join(x for x in (f"≥ {v(r['min'])}" if r.get("min") is not None else "",
+                                       f"≤ {v(r['max'])}" if r.get("max") is not None else "")
+                           if x)
+        detail = f"{v(r['measured'])}{' (ratio to reference)' if rel else ''}" + \
+            (f", want {lim}" if lim else "")
+    c = r.get("runs")
+    runs = (f" [{c['valid']}/{c['planned']} runs valid]" if c and c["valid"] < c["planned"]
+            else "")
+    cell = f" [{r['cell']}]" if r.get("cell") else ""
+    return f"{r['what']}{cell}: {detail}{runs}"

@@ -114,13 +114,18 @@ def synthetic_run(n_flows: int = 4, duration_s: float = 30.0, dt: float = 0.01,
 def write_synthetic_study(study_dir, *, buffers=(20, 100), ccs=(("cubic",), ("reno",)),
                           reps: int = 3, n_flows: int = 2, duration_s: float = 10.0,
                           dt: float = 0.01, invalid: tuple = ()) -> Path:
-    """A small results directory: cells = buffers x ccs, `reps` runs each.
+    """A small results directory written through the store, as a real study's is: cells =
+    buffers x ccs, `reps` runs each.
 
     invalid: run ids to mark invalid (to check they are counted, not averaged)."""
-    from ccarena.metrics.run import run_metrics  # local: synthetic is imported by tests without metrics
+    from ccarena.analysis import aggregates
+    from ccarena.metrics.run import run_metrics
+    from ccarena.store.results import MARKER, ResultsDir
     d = Path(study_dir)
     (d / "runs").mkdir(parents=True, exist_ok=True)
-    run_rows, flow_rows, cells, order = [], [], {}, []
+    (d / MARKER).write_text(json.dumps({"format_version": 1, "study": "synthetic"}))
+    res = ResultsDir(d)
+    cells, order = {}, []
     seed = 0
     for buf in buffers:
         for cc in ccs:
@@ -138,34 +143,21 @@ def write_synthetic_study(study_dir, *, buffers=(20, 100), ccs=(("cubic",), ("re
                 meta["label"] = label
                 if rid in invalid:
                     meta.update(valid=False, invalid_reasons=["cpu steal 12% > 5%"])
-                rdir = d / "runs" / label
-                rdir.mkdir(exist_ok=True)
-                (rdir / "meta.json").write_text(json.dumps(meta, indent=1))
-                for name, df in tables.items():
-                    df.to_parquet(rdir / f"{name}.parquet", index=False)
                 fdf, run = run_metrics(tables, meta)
-                run_rows.append({**params, **run})
-                flow_rows.append(fdf.assign(cell=cell, rep=rep))
+                run["valid"] = meta["valid"]
+                res.write_run(res.new_run(label), tables, fdf, run, meta)
                 order.append({"index": len(order), "cell": cell, "rep": rep, "seed": seed,
                               "label": label})
-    runs = pd.DataFrame(run_rows)
-    runs.to_parquet(d / "runs.parquet", index=False)
-    pd.concat(flow_rows, ignore_index=True).to_parquet(d / "flows.parquet", index=False)
-    from ccarena.analysis import cell_stats
-    metrics = ["goodput_bps", "utilisation", "jain", "rtt_mean_s", "rtt_p99_s", "loss_ratio"]
-    cell_stats(runs, ["cell", *params], metrics).to_parquet(d / "cells.parquet", index=False)
-    (d / "study.json").write_text(json.dumps({
+    res.write_json("study.json", {
         "study": {"name": "synthetic", "duration": f"{duration_s}s", "warmup": "2s",
                   "repetitions": reps},
         "bottleneck": {"rate": "10mbit", "delay": "10ms", "queue": "droptail"},
+        "flow": [{"name": "bulk", "from": "s1", "to": "r1"}],
         "sweep": {"bottleneck.buffer": [f"{b}p" for b in buffers],
-                  "flow.bulk.cc": ["+".join(c) for c in ccs]}}, indent=1))
-    (d / "plan.json").write_text(json.dumps({"version": 1, "study": "synthetic", "seed": 1,
-                                             "shuffled": False, "cells": cells,
-                                             "runs": order}))
-    (d / "environment.json").write_text(json.dumps({"kernel": "0.0.0-synthetic",
-                                                    "machine": "x86_64", "cpus": 1}))
-    # the store's marker (ccarena.store.results), so the directory opens like a real one
-    (d / "ccarena-results.json").write_text(json.dumps({"format_version": 1,
-                                                        "study": "synthetic"}))
+                  "flow.bulk.cc": ["+".join(c) for c in ccs]}})
+    res.write_json("plan.json", {"version": 1, "study": "synthetic", "seed": 1,
+                                 "shuffled": False, "cells": cells, "runs": order})
+    res.write_json("environment.json", {"kernel": "0.0.0-synthetic", "machine": "x86_64",
+                                        "cpus": 1})
+    aggregates.refresh(res)
     return d

@@ -13,6 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ccarena.cli import exits
 from ccarena.errors import CcarenaError, ResultsError
 from ccarena.store.results import open_results
 from ccarena.store.tables import RUN_TABLES
@@ -179,23 +180,30 @@ def cmd_compare(args) -> int:
 
 
 def cmd_check(args) -> int:
-    """Re-evaluate a stored study's checks, or another study file's, without re-running."""
-    from ccarena.analysis.checks import run_checks
+    """Re-evaluate a stored study's checks, or another study file's, without re-running.
+    Exit 3 when a check fails or cannot be evaluated, 4 when planned runs are missing."""
+    from ccarena.report.summary import completeness, print_checks
     from ccarena.study.load import load_study, parse_study
     d = resolve_results(args.results_dir, args.results)
     res = open_results(d)
     if args.study:
-        from ccarena.study.catalog import resolve_study_path
-        study = load_study(resolve_study_path(args.study))
+        study = load_study(args.study)
     elif res.study:
         study = parse_study(res.study, str(d / "study.json"))
     else:
         raise ResultsError(f"opening results {d}: no study.json; name the checks' study "
                            "with --study")
+    gaps = completeness(res)
+    for line in gaps:
+        print(line)
+    missing = res.status()["state"].eq("missing").sum() if len(res.status()) else 0
     if not study.expect:
         print(f"{d}: the study declares no checks")
-        return 0
-    return 0 if run_checks(res, study) else 3
+        return exits.INCOMPLETE if missing else 0
+    ok = print_checks(res, study)
+    if not ok:
+        return exits.CHECKS
+    return exits.INCOMPLETE if missing else 0
 
 
 # -- parser ---------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The `ccarena` command: a thin layer over the Python API.
 
 Errors print one line (`ccarena: <what failed>`) and exit 1; `--debug` shows tracebacks.
-Exit codes: 0 ok, 1 error, 2 bad usage, 3 a study's expectations failed, 130 interrupted."""
+Exit codes: 0 ok, 1 error, 2 bad usage, 3 a study's check failed or could not be
+evaluated, 4 the study is incomplete (planned runs missing), 130 interrupted."""
 from __future__ import annotations
 
 import argparse
@@ -12,6 +13,7 @@ import sys
 from pathlib import Path
 
 from ccarena import __version__
+from ccarena.cli import exits
 from ccarena.errors import CcarenaError
 
 from ccarena.study.catalog import builtin_studies, resolve_study_path
@@ -56,12 +58,12 @@ def cmd_run(args) -> int:
                     event_log=args.event_log)
     render(res)
     print(f"results: {res.path}")
-    from ccarena.analysis.checks import run_checks
-    ok = run_checks(res, study)
+    from ccarena.report.summary import print_checks
+    ok = print_checks(res, study)
     if not args.no_report:
         from ccarena.report import write_report
         print(f"report: {write_report(res.path)}")
-    return 0 if ok else 3
+    return exits.OK if ok else exits.CHECKS
 
 
 def _count(v: str) -> int:

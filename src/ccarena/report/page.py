@@ -22,6 +22,7 @@ import pandas as pd
 from ccarena.report import figures as plots
 from ccarena.analysis import KEY_METRICS, cell_stats, valid_mask
 from ccarena.report.html import esc, figure, fmt_metric, fmt_num, kv_table, page, table
+from ccarena.report.summary import completeness
 from ccarena.store.results import ResultsDir as Results
 
 __all__ = ["write_report"]
@@ -89,8 +90,12 @@ def _checks(res: Results) -> str:
                    "excluded from every statistic below and counted in the "
                    "<em>invalid</em> column.</p>")
         out.append(table(pd.DataFrame(rows), left=("run_id", "cell", "reasons")))
-    else:
-        out.append(f'<p class="ok">All {len(runs)} runs are valid.</p>')
+    gaps = completeness(res)
+    if gaps:
+        out.append('<p class="bad">The study is not complete: '
+                   + "; ".join(esc(g) for g in gaps) + ".</p>")
+    elif not len(bad):
+        out.append(f'<p class="ok">All {len(runs)} planned runs are stored and valid.</p>')
     rerun = runs[runs["reruns"].fillna(0) > 0] if "reruns" in runs else runs.iloc[0:0]
     if len(rerun):
         n = len(rerun)
@@ -100,9 +105,7 @@ def _checks(res: Results) -> str:
                    "nowhere else.</p>")
         out.append(table(rerun[["run_id", "cell", "rep", "reruns", "rerun_reasons"]],
                          left=("run_id", "cell", "rerun_reasons")))
-    checks = _load_checks(res)
-    if not len(checks) and res.study.get("expect"):
-        checks = _evaluate_expect(res)
+    checks = _evaluate_expect(res) if res.study.get("expect") else pd.DataFrame()
     if len(checks):
         ok = checks["ok"].astype(bool) if "ok" in checks else pd.Series(True, index=checks.index)
         out.append(f"<p>Pass criteria: {int(ok.sum())} of {len(checks)} met"
@@ -117,34 +120,18 @@ def _checks(res: Results) -> str:
     return "".join(out)
 
 
-def _load_checks(res: Results) -> pd.DataFrame:
-    """checks.json (written by `ccarena run`, ccarena.checks) if there is one."""
-    p = res.path / "checks.json"
-    if not p.exists():
-        return pd.DataFrame()
-    try:
-        data = json.loads(p.read_text())
-    except ValueError:
-        return pd.DataFrame([{"check": "checks.json", "ok": False, "why": "unreadable"}])
-    return _checks_frame(data if isinstance(data, list) else data.get("checks", []))
-
-
 def _evaluate_expect(res: Results) -> pd.DataFrame:
-    """The study's [[expect]] checks, evaluated by ccarena.checks (one definition of
-    their meaning) on the valid runs; if that is not possible, listed unevaluated."""
-    exp = res.study.get("expect")
-    exp = exp if isinstance(exp, list) else [exp]
-    meta = next(iter(res.metas.values()), {})
+    """The study's [[expect]] checks, evaluated by analysis.checks (one definition of
+    their meaning) on the planned cells; if the stored study cannot be read, listed
+    unevaluated."""
+    from ccarena.analysis.checks import evaluate
+    from ccarena.study.load import parse_study
     try:
-        from types import SimpleNamespace
-
-        from ccarena.analysis.checks import evaluate
-        study = SimpleNamespace(expect=exp, sweep=dict(res.study.get("sweep") or {}),
-                                base_rtt_s=meta.get("base_rtt_s"),
-                                bottleneck=SimpleNamespace(
-                                    rate_bps=(meta.get("bottleneck") or {}).get("rate_bps")))
+        study = parse_study(res.study, str(res.path / "study.json"))
         rows = evaluate(res, study)
-    except Exception as e:  # report what the study asks even when it cannot be judged
+    except Exception as e:  # noqa: BLE001 — report what the study asks even when unjudged
+        exp = res.study.get("expect")
+        exp = exp if isinstance(exp, list) else [exp]
         return pd.DataFrame([{"check": (x.get("name") or x.get("metric")) if isinstance(
             x, dict) else str(x), "ok": False, "why": f"not evaluated: {e}"} for x in exp])
     return _checks_frame(rows)

@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ccarena import units
+from ccarena.errors import CcarenaError
 from ccarena.analysis.aggregates import flow_cells
 
 COLUMNS = (  # (metric, header, format); scales from units.display_unit
@@ -78,6 +79,13 @@ def render(results, console: Console | None = None) -> Table:
     for r in rows:
         t.add_row(*r)
     console.print(t)
+    console.print("[dim]mean ± half-width of the 95 % confidence interval over the valid "
+                  "runs of a cell (n); invalid runs (the machine or a tool failed the "
+                  "experiment) are never averaged in.[/dim]")
+    for line in completeness(results):
+        console.print(f"[red]{escape(line)}[/red]")
+    for p in results.problems if hasattr(results, "problems") else []:
+        console.print(f"[yellow]damaged: {escape(p)}[/yellow]")
     if len(runs) and "valid" in runs:
         bad = runs[~runs["valid"].astype(bool)]
         for _, r in bad.iterrows():
@@ -88,6 +96,47 @@ def render(results, console: Console | None = None) -> Table:
             console.print(f"[dim]run {r['label']} was run {int(r['reruns']) + 1} times; set "
                           f"aside (superseded/): {escape(str(r['rerun_reasons']))}[/dim]")
     return t
+
+
+def completeness(results) -> list[str]:
+    """One line per cell that lacks planned runs: how many were valid, invalid, missing."""
+    st = results.status()
+    if not len(st):
+        return ["no run of this study completed"]
+    plan_cells = results.plan.get("cells") or {}
+    out = []
+    for c, g in st.groupby("cell"):
+        n = g["state"].value_counts()
+        valid, bad, miss = int(n.get("valid", 0)), int(n.get("invalid", 0)), \
+            int(n.get("missing", 0))
+        if bad or miss:
+            params = ", ".join(f"{k.rsplit('.', 1)[-1]}={v}"
+                               for k, v in (plan_cells.get(c) or {}).items())
+            what = "NO valid run" if not valid else f"{valid} of {len(g)} planned runs valid"
+            out.append(f"cell {c}{f' ({params})' if params else ''}: {what}"
+                       + (f", {bad} invalid" if bad else "") + (f", {miss} missing" if miss
+                                                                  else ""))
+    return out
+
+
+def print_checks(results, study, console: Console | None = None) -> bool:
+    """Evaluate the study's checks on the results, print each with its measured value and
+    target, store them in checks.json; True when every check passed."""
+    import sys
+
+    from ccarena.analysis.checks import evaluate, format_result
+    if not study.expect:
+        return True
+    console = console or Console(width=None if sys.stdout.isatty() else 160)
+    res = evaluate(results, study)
+    for r in res:
+        tag = "[green]pass[/green]" if r["ok"] else "[red]FAIL[/red]"
+        console.print(f"{tag}  " + escape(format_result(r)))
+    try:
+        results.write_json("checks.json", res)
+    except CcarenaError as e:     # a read-only copy: the checks are printed all the same
+        console.print(f"[yellow]checks.json not written: {escape(str(e))}[/yellow]")
+    return all(r["ok"] for r in res)
 
 
 def markdown(results) -> str:
