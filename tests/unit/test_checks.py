@@ -96,3 +96,40 @@ def test_missing_metric_fails_with_a_reason(tmp_path):
         metric = "no_such_metric"
         '''))
     assert not out[0]["ok"] and out[0]["why"] == "no valid values"
+
+
+def test_a_partial_study_does_not_pass(tmp_path):
+    """Runs of one cell removed (as after a crash): the checks covering that cell fail with
+    the missing count, the status says missing, and `ccarena check` exits non-zero."""
+    import json
+    import shutil
+
+    from conftest import ccarena_cli
+
+    from ccarena.analysis.synthetic import write_synthetic_study
+    from ccarena.store.results import open_results
+    d = write_synthetic_study(tmp_path / "s", reps=2, duration_s=4.0)
+    st = json.loads((d / "study.json").read_text())
+    st["expect"] = [{"name": "goodput within the rate", "metric": "goodput_bps",
+                     "level": "run", "max": "100%rate"}]
+    (d / "study.json").write_text(json.dumps(st))
+    complete = ccarena_cli("check", d, check=False)
+    assert complete.returncode == 0, complete.stdout + complete.stderr
+    gone = [p for p in (d / "runs").iterdir() if "buf100-reno" in p.name]
+    assert len(gone) == 2
+    for p in gone:
+        shutil.rmtree(p)
+    (d / "runs" / "999-buf20-cubic-r9").mkdir()     # an attempt that never completed
+    res = open_results(d)
+    st = res.status()
+    assert (st["state"] == "missing").sum() == 2 and len(st) == 8
+    from ccarena.study.load import parse_study
+    out = evaluate(res, parse_study(res.study))
+    by_cell = {r["cell"]: r for r in out}
+    assert len(out) == 4
+    assert not by_cell["bottleneck.buffer=100p, flow.bulk.cc=reno"]["ok"]
+    failed = [r for r in out if not r["ok"]]
+    assert failed and "0 of 2 planned runs valid" in failed[0]["why"]
+    r = ccarena_cli("check", d, check=False)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "NO valid run" in r.stdout and "2 missing" in r.stdout

@@ -261,8 +261,14 @@ class ResultsDir:
     @cached_property
     def _summaries(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         runs, flows = self._fresh("runs"), self._fresh("flows")
-        if runs is None or flows is None:
+        ids = set(self.metas)
+        # a summary is trusted only when it covers exactly the complete runs (a run
+        # removed or added since leaves the mtimes unchanged or misleading)
+        if runs is None or flows is None or "run_id" not in runs or \
+                set(runs["run_id"].astype(str)) != ids or \
+                ("run_id" in flows and not set(flows["run_id"].astype(str)) <= ids):
             runs, flows = self.summary_tables()
+            self.__dict__["_stale"] = True
         return runs, flows
 
     @property
@@ -275,8 +281,10 @@ class ResultsDir:
 
     @property
     def cells(self) -> pd.DataFrame:
-        """cells.parquet (analysis.aggregates writes it), if it is as new as the runs."""
-        c = self._fresh("cells")
+        """cells.parquet (analysis.aggregates writes it), if it is as new as the runs and
+        the run summary it was made from is current."""
+        self._summaries
+        c = None if self.__dict__.get("_stale") else self._fresh("cells")
         return c if c is not None else pd.DataFrame()
 
     @cached_property
@@ -391,7 +399,7 @@ class ResultsDir:
 
     def forget(self) -> None:
         """Drop what was read (after runs were added or changed)."""
-        for k in ("_summaries", "_complete", "factors"):
+        for k in ("_summaries", "_complete", "factors", "_stale"):
             self.__dict__.pop(k, None)
 
 
