@@ -14,7 +14,7 @@
 //! hellos and HTTP heads; times are CLOCK_MONOTONIC ns, None = not (yet) applicable.
 
 use crate::flows::Proto;
-use crate::sys::{self, Io};
+use crate::net::{self, Io};
 use serde::Serialize;
 use std::os::fd::RawFd;
 
@@ -126,7 +126,7 @@ impl Conn {
             return;
         }
         while self.pre_off < self.pre.len() {
-            match sys::send(self.fd, &self.pre[self.pre_off..]) {
+            match net::send(self.fd, &self.pre[self.pre_off..]) {
                 Ok(Io::Done(n)) => self.pre_off += n,
                 Ok(_) => return,
                 Err(e) => return self.fail("send", e),
@@ -134,7 +134,7 @@ impl Conn {
         }
         while self.budget > 0 {
             let n = (self.budget.min(data.len() as u64)) as usize;
-            match sys::send(self.fd, &data[..n]) {
+            match net::send(self.fd, &data[..n]) {
                 Ok(Io::Done(k)) => {
                     self.budget -= k as u64;
                     self.sent += k as u64;
@@ -148,7 +148,7 @@ impl Conn {
             }
         }
         if self.finish_when_sent && !self.wr_shut {
-            if let Err(e) = sys::shutdown_write(self.fd) {
+            if let Err(e) = net::shutdown_write(self.fd) {
                 return self.fail("shutdown", e);
             }
             self.wr_shut = true;

@@ -22,11 +22,15 @@ use crate::outputs::{EngineReport, Outputs};
 use crate::records;
 use crate::rng::GapSource;
 use crate::sampler::{self, Ticker};
-use crate::sys::{self, Epoll, Io, TimerFd, EV_ERR, EV_ET, EV_IN, EV_OUT, EV_RDHUP};
 use crate::timers::{Timer, Timers};
 use crate::udp;
 use crate::wire;
-use std::io::Write;
+use crate::net::{self, Io};
+use ccarena_sys::clock::{now_ns, set_timer_slack_ns};
+use ccarena_sys::epoll::{Epoll, EV_ERR, EV_ET, EV_IN, EV_OUT, EV_RDHUP};
+use ccarena_sys::signal::{self, SignalFd};
+use ccarena_sys::timer::TimerFd;
+use ccarena_sys::{cpu, fd, stdio};
 use std::os::fd::RawFd;
 
 const TOK_SIGNAL: u64 = 0;
@@ -90,7 +94,8 @@ pub struct Engine {
     epoll: Epoll,
     timerfd: TimerFd,
     armed_ns: u64,
-    sigfd: RawFd,
+    /// Readable on SIGINT/SIGTERM (epoll token TOK_SIGNAL); kept open, never read.
+    _sigfd: SignalFd,
     stdin_open: bool,
     stdin_buf: Vec<u8>,
     listeners: Vec<Listener>,
@@ -113,7 +118,7 @@ pub struct Engine {
     max_start_late_ns: u64,
     max_timer_late_ns: u64,
     probes: Vec<UdpProbe>,
-    echo_from: sys::RawAddr,
+    echo_from: net::RawAddr,
     echo_served: u64,
     echo_errors: u64,
 }
@@ -124,9 +129,9 @@ fn conn_token(slot: usize, uid: u64) -> u64 {
 
 fn cc_probe(cc: &str, key: &str) -> Result<(), Failure> {
     let probe_addr: std::net::SocketAddr = "0.0.0.0:0".parse().unwrap();
-    let fd = sys::tcp_socket(&probe_addr).map_err(|e| Failure::os("create socket", "probe", e))?;
-    let r = sys::set_congestion(fd, cc);
-    sys::close(fd);
+    let fd = net::tcp_socket(&probe_addr).map_err(|e| Failure::os("create socket", "probe", e))?;
+    let r = net::set_congestion(fd, cc);
+    net::close(fd);
     r.map_err(|e| {
         Failure::config(
             "set congestion control",
@@ -150,21 +155,22 @@ impl Engine {
         }
         let out = Outputs::create(&cfg.out_dir)
             .map_err(|e| Failure::os("create outputs", cfg.out_dir.display().to_string(), e))?;
-        sys::set_min_timer_slack();
-        let epoll = Epoll::new().map_err(|e| Failure::os("create", "epoll", e))?;
+        set_timer_slack_ns(1);
+        let epoll = Epoll::new(1024).map_err(|e| Failure::os("create", "epoll", e))?;
         let timerfd = TimerFd::new().map_err(|e| Failure::os("create", "timerfd", e))?;
-        epoll.add(timerfd.fd, EV_IN, TOK_TIMER).map_err(|e| Failure::os("epoll add", "timerfd", e))?;
-        let sigfd = sys::signal_fd().map_err(|e| Failure::os("create", "signalfd", e))?;
-        epoll.add(sigfd, EV_IN, TOK_SIGNAL).map_err(|e| Failure::os("epoll add", "signalfd", e))?;
+        epoll.add(timerfd.fd(), EV_IN, TOK_TIMER).map_err(|e| Failure::os("epoll add", "timerfd", e))?;
+        signal::ignore_sigpipe();
+        let sigfd = SignalFd::new().map_err(|e| Failure::os("create", "signalfd", e))?;
+        epoll.add(sigfd.fd(), EV_IN, TOK_SIGNAL).map_err(|e| Failure::os("epoll add", "signalfd", e))?;
         // stdin may be something epoll refuses (a regular file, /dev/null): then it is read
         // once, blocking, right after READY.
         let stdin_open = epoll.add(0, EV_IN, TOK_STDIN).is_ok();
         let mut listeners = Vec::new();
         for (i, l) in cfg.listen.iter().enumerate() {
             let fd = match l.proto {
-                ListenProto::Tcp => sys::listen(&l.addr, l.cc.as_deref())
+                ListenProto::Tcp => net::listen(&l.addr, l.cc.as_deref())
                     .map_err(|e| Failure::os("listen", format!("{} (listen[{i}])", l.addr), e))?,
-                ListenProto::UdpEcho => sys::udp_bind(&l.addr)
+                ListenProto::UdpEcho => net::udp_bind(&l.addr)
                     .map_err(|e| Failure::os("bind udp_echo", format!("{} (listen[{i}])", l.addr), e))?,
             };
             epoll.add(fd, EV_IN, TOK_LISTEN + i as u64).map_err(|e| Failure::os("epoll add", "listener", e))?;
@@ -181,7 +187,7 @@ impl Engine {
             epoll,
             timerfd,
             armed_ns: 0,
-            sigfd,
+            _sigfd: sigfd,
             stdin_open,
             stdin_buf: Vec::new(),
             listeners,
@@ -202,7 +208,7 @@ impl Engine {
             max_start_late_ns: 0,
             max_timer_late_ns: 0,
             probes: Vec::new(),
-            echo_from: sys::RawAddr::new(),
+            echo_from: net::RawAddr::new(),
             echo_served: 0,
             echo_errors: 0,
         })
@@ -217,14 +223,14 @@ impl Engine {
     }
 
     pub fn run(mut self) -> Result<(), Failure> {
-        say("READY");
+        stdio::say("READY");
         if !self.stdin_open {
             self.read_stdin_blocking()?;
         }
         let mut events = Vec::with_capacity(1024);
         while self.stop.is_none() {
             self.arm_timer()?;
-            self.epoll.wait(&mut events).map_err(|e| Failure::os("epoll_wait", "event loop", e))?;
+            self.epoll.wait(-1, &mut events).map_err(|e| Failure::os("epoll_wait", "event loop", e))?;
             for &(tok, ev) in events.iter() {
                 match tok {
                     TOK_SIGNAL => self.stop = Some("signal"),
@@ -253,7 +259,7 @@ impl Engine {
         std::io::stdin().read_line(&mut line).map_err(|e| Failure::os("wait for GO", "stdin", e))?;
         match wire::parse_go(&line) {
             Some(t0) => {
-                self.go(t0.unwrap_or_else(sys::now_ns));
+                self.go(t0.unwrap_or_else(now_ns));
                 Ok(())
             }
             None => Err(Failure::runtime("wait for GO", "stdin", format!("expected `GO <t0_ns>`, got {:?}", line.trim()))),
@@ -262,7 +268,7 @@ impl Engine {
 
     fn on_stdin(&mut self) -> Result<(), Failure> {
         let mut b = [0u8; 512];
-        match sys::read_fd(0, &mut b) {
+        match fd::read(0, &mut b) {
             Ok(Io::Done(n)) => self.stdin_buf.extend_from_slice(&b[..n]),
             Ok(Io::WouldBlock) => return Ok(()),
             Ok(Io::Eof) | Err(_) => {
@@ -281,7 +287,7 @@ impl Engine {
                 continue; // only the first GO counts
             }
             match wire::parse_go(&line) {
-                Some(t0) => self.go(t0.unwrap_or_else(sys::now_ns)),
+                Some(t0) => self.go(t0.unwrap_or_else(now_ns)),
                 None => {
                     return Err(Failure::runtime(
                         "wait for GO",
@@ -296,7 +302,7 @@ impl Engine {
 
     fn go(&mut self, t0: u64) {
         self.t0 = Some(t0);
-        let now = sys::now_ns();
+        let now = now_ns();
         let iv = self.cfg.sample_interval_ns;
         let first = if now <= t0 { t0 } else { t0 + (now - t0).div_ceil(iv) * iv };
         self.ticker = Some(Ticker::new(first, iv));
@@ -326,7 +332,7 @@ impl Engine {
 
     fn run_timers(&mut self) {
         loop {
-            let now = sys::now_ns();
+            let now = now_ns();
             if let Some(t) = &mut self.ticker {
                 if t.due_ns() <= now {
                     t.fire(now);
@@ -359,7 +365,7 @@ impl Engine {
     }
 
     fn finish(mut self) -> Result<(), Failure> {
-        let now = sys::now_ns();
+        let now = now_ns();
         self.sample_all();
         for slot in 0..self.conns.len() {
             if let Some(c) = &mut self.conns[slot] {
@@ -375,7 +381,7 @@ impl Engine {
             self.udp_close(pi);
         }
         for l in &self.listeners {
-            sys::close(l.fd);
+            net::close(l.fd);
         }
         let udp_probes = if self.probes.is_empty() {
             serde_json::Value::Null
@@ -389,7 +395,7 @@ impl Engine {
         };
         let stopped_by = self.stop.unwrap_or("end");
         let ticks = self.ticker.as_ref().map(|t| t.stats).unwrap_or_default();
-        let (u, s) = sys::cpu_times();
+        let cpu::Usage { user_s: u, sys_s: s, .. } = cpu::process_usage();
         let report = EngineReport {
             version: 1,
             host: &self.cfg.host,
@@ -415,8 +421,7 @@ impl Engine {
         let dir = self.out.dir.display().to_string();
         self.out.flush().map_err(|e| Failure::os("write outputs", dir.clone(), e))?;
         self.out.engine_report(report, ticks).map_err(|e| Failure::os("write", format!("{dir}/engine.json"), e))?;
-        sys::close(self.sigfd);
-        say("DONE");
+        stdio::say("DONE");
         Ok(())
     }
 
@@ -425,7 +430,7 @@ impl Engine {
     fn sample_conn(out: &mut Outputs, info: &mut [u8; 256], c: &Conn, now: u64) -> Result<(), String> {
         match c.side() {
             Some(Side::Send) if c.connected => {
-                let n = sys::tcp_info_raw(c.fd, info).map_err(|e| format!("getsockopt TCP_INFO: {e}"))?;
+                let n = net::tcp_info_raw(c.fd, info).map_err(|e| format!("getsockopt TCP_INFO: {e}"))?;
                 let rec = sampler::decode_tcp_info(now, c.log.flow, c.log.conn, &info[..], n);
                 out.tcpinfo.append(&rec.encode()).map_err(|e| format!("write tcpinfo.bin: {e}"))
             }
@@ -439,7 +444,7 @@ impl Engine {
 
     fn sample_all(&mut self) {
         for c in self.conns.iter().flatten() {
-            let now = sys::now_ns();
+            let now = now_ns();
             if let Err(e) = Self::sample_conn(&mut self.out, &mut self.info, c, now) {
                 if self.errors.len() < MAX_ERRORS {
                     self.errors.push(e);
@@ -533,10 +538,10 @@ impl Engine {
             if self.probes[pi].win.outstanding() == 0 {
                 self.udp_close(pi);
             } else {
-                self.timers.at(sys::now_ns() + UDP_DRAIN_NS, Timer::UdpDrain(pi));
+                self.timers.at(now_ns() + UDP_DRAIN_NS, Timer::UdpDrain(pi));
             }
         }
-        let now = sys::now_ns();
+        let now = now_ns();
         for slot in 0..self.conns.len() {
             let mine = matches!(&self.conns[slot], Some(c) if c.flow_idx == Some(fi));
             if mine {
@@ -568,7 +573,7 @@ impl Engine {
         };
         let conn_no = self.flows[fi].opened;
         self.flows[fi].opened += 1;
-        let now = sys::now_ns();
+        let now = now_ns();
         let mut log = ConnLog {
             flow: f.flow,
             conn: conn_no,
@@ -589,7 +594,7 @@ impl Engine {
         let dst = f.dst;
         let cc = f.cc.clone();
         let nodelay = f.nodelay;
-        let fd = match sys::tcp_socket(&dst) {
+        let fd = match net::tcp_socket(&dst) {
             Ok(fd) => fd,
             Err(e) => {
                 log.error = Some(format!("socket: {e}"));
@@ -599,16 +604,16 @@ impl Engine {
         };
         let setup = (|| -> Result<(), String> {
             if let Some(c) = &cc {
-                sys::set_congestion(fd, c).map_err(|e| format!("set congestion control {c:?}: {e}"))?;
+                net::set_congestion(fd, c).map_err(|e| format!("set congestion control {c:?}: {e}"))?;
             }
             if nodelay {
-                sys::set_nodelay(fd, true).map_err(|e| format!("set TCP_NODELAY: {e}"))?;
+                net::set_nodelay(fd, true).map_err(|e| format!("set TCP_NODELAY: {e}"))?;
             }
-            sys::connect(fd, &dst).map_err(|e| format!("connect: {e}"))
+            net::connect(fd, &dst).map_err(|e| format!("connect: {e}"))
         })();
-        log.cc = sys::get_congestion(fd).ok();
+        log.cc = net::get_congestion(fd).ok();
         if let Err(e) = setup {
-            sys::close(fd);
+            net::close(fd);
             log.error = Some(e);
             log.end_ns = Some(now);
             return self.log_failed(log);
@@ -619,7 +624,7 @@ impl Engine {
         let mut c = Conn::new(fd, uid, log, proto);
         c.flow_idx = Some(fi);
         if let Err(e) = self.epoll.add(fd, EV_IN | EV_OUT | EV_RDHUP | EV_ET, conn_token(slot, uid)) {
-            sys::close(fd);
+            net::close(fd);
             c.log.error = Some(format!("epoll add: {e}"));
             c.log.end_ns = Some(now);
             self.free.push(slot);
@@ -643,7 +648,7 @@ impl Engine {
             return self.on_udp_echo(li);
         }
         loop {
-            let fd = match sys::accept(self.listeners[li].fd) {
+            let fd = match net::accept(self.listeners[li].fd) {
                 Ok(Some(fd)) => fd,
                 Ok(None) => return,
                 Err(e) => {
@@ -652,17 +657,17 @@ impl Engine {
                     return;
                 }
             };
-            let now = sys::now_ns();
+            let now = now_ns();
             let l = &mut self.listeners[li];
             let seq = l.seq;
             l.seq = l.seq.wrapping_add(1);
             // Accepted sockets inherit the listener's algorithm; make sure, and record
             // what the kernel says.
-            let mut cc = sys::get_congestion(fd).ok();
+            let mut cc = net::get_congestion(fd).ok();
             if let Some(want) = &l.cc {
                 if cc.as_deref() != Some(want.as_str()) {
-                    let _ = sys::set_congestion(fd, want);
-                    cc = sys::get_congestion(fd).ok();
+                    let _ = net::set_congestion(fd, want);
+                    cc = net::get_congestion(fd).ok();
                 }
             }
             let log = ConnLog {
@@ -672,8 +677,8 @@ impl Engine {
                 role: Role::Server,
                 side: None,
                 cc,
-                local: sys::local_addr(fd).map(|a| a.to_string()),
-                remote: sys::peer_addr(fd).map(|a| a.to_string()),
+                local: net::local_addr(fd).map(|a| a.to_string()),
+                remote: net::peer_addr(fd).map(|a| a.to_string()),
                 connect_start_ns: None,
                 connected_ns: Some(now),
                 first_byte_ns: None,
@@ -688,7 +693,7 @@ impl Engine {
             let mut c = Conn::new(fd, uid, log, Proto::Detect(Detect { buf: Vec::new(), seq }));
             c.connected = true;
             if let Err(e) = self.epoll.add(fd, EV_IN | EV_OUT | EV_RDHUP | EV_ET, conn_token(slot, uid)) {
-                sys::close(fd);
+                net::close(fd);
                 self.free.push(slot);
                 self.error(format!("epoll add accepted socket: {e}"));
                 continue;
@@ -699,7 +704,7 @@ impl Engine {
 
     /// Run `f` on the connection in `slot` with a context, then pump and maybe close it.
     fn with_conn(&mut self, slot: usize, f: impl FnOnce(&mut Conn, &mut Ctx)) {
-        let now = sys::now_ns();
+        let now = now_ns();
         let Some(c) = self.conns[slot].as_mut() else { return };
         let mut ctx = Ctx { now, slot, timers: &mut self.timers, rr_out: &mut self.out.rr, errors: &mut self.errors };
         f(c, &mut ctx);
@@ -708,18 +713,18 @@ impl Engine {
     }
 
     fn on_conn_event(&mut self, slot: usize, uid: u64, ev: u32) {
-        let now = sys::now_ns();
+        let now = now_ns();
         let Some(c) = self.conns.get_mut(slot).and_then(|c| c.as_mut()) else { return };
         if c.uid != uid {
             return;
         }
         let mut ctx = Ctx { now, slot, timers: &mut self.timers, rr_out: &mut self.out.rr, errors: &mut self.errors };
         if !c.connected && ev & (EV_OUT | EV_ERR) != 0 {
-            match sys::so_error(c.fd) {
+            match net::so_error(c.fd) {
                 Ok(None) => {
                     c.connected = true;
                     c.log.connected_ns = Some(now);
-                    c.log.local = sys::local_addr(c.fd).map(|a| a.to_string());
+                    c.log.local = net::local_addr(c.fd).map(|a| a.to_string());
                     flows::on_connected(c, &mut ctx);
                     // Stopped while connecting: say hello, send nothing, close.
                     if c.flow_idx.is_some_and(|fi| self.flows[fi].stopped) {
@@ -731,7 +736,7 @@ impl Engine {
         }
         if c.connected && !c.closing && !c.peer_eof && ev & (EV_IN | EV_RDHUP | EV_ERR) != 0 {
             loop {
-                match sys::recv(c.fd, &mut self.rbuf) {
+                match net::recv(c.fd, &mut self.rbuf) {
                     Ok(Io::Done(n)) => {
                         flows::on_data(c, &self.rbuf[..n], &mut ctx);
                         if c.closing {
@@ -767,7 +772,7 @@ impl Engine {
         if let Err(e) = Self::sample_conn(&mut self.out, &mut self.info, &c, now) {
             self.error(e);
         }
-        sys::close(c.fd);
+        net::close(c.fd);
         let log = c.finish_log(now);
         if let Some(e) = &log.error {
             let role = if log.role == Role::Client { "client" } else { "server" };
@@ -826,9 +831,9 @@ impl Engine {
         let f = self.flows[fi].cfg.clone();
         self.flows[fi].launched_all = true;
         let opened = (|| -> Result<RawFd, String> {
-            let fd = sys::udp_socket(&f.dst).map_err(|e| format!("udp socket: {e}"))?;
-            if let Err(e) = sys::connect(fd, &f.dst) {
-                sys::close(fd);
+            let fd = net::udp_socket(&f.dst).map_err(|e| format!("udp socket: {e}"))?;
+            if let Err(e) = net::connect(fd, &f.dst) {
+                net::close(fd);
                 return Err(format!("connect udp {}: {e}", f.dst));
             }
             Ok(fd)
@@ -839,7 +844,7 @@ impl Engine {
         };
         let pi = self.probes.len();
         if let Err(e) = self.epoll.add(fd, EV_IN, TOK_UDP + pi as u64) {
-            sys::close(fd);
+            net::close(fd);
             return self.error(format!("flow {} (udp_probe): epoll add: {e}", f.flow));
         }
         let t0 = self.t0.unwrap_or(0);
@@ -871,16 +876,16 @@ impl Engine {
         if p.stopped || p.closed {
             return;
         }
-        let now = sys::now_ns();
+        let now = now_ns();
         let due = p.sched.next_due;
         if p.stop_at.is_some_and(|s| due >= s || now >= s) {
             return; // FlowStop closes it
         }
         if p.sched.take(now).is_some() {
             let seq = p.win.next_seq();
-            let t = sys::now_ns();
+            let t = now_ns();
             udp::encode(&mut p.buf, p.flow, seq, t);
-            match sys::send(p.fd, &p.buf) {
+            match net::send(p.fd, &p.buf) {
                 Ok(Io::Done(_)) => {}
                 Ok(_) | Err(_) => p.send_errors += 1, // it counts as sent and, without echo, lost
             }
@@ -898,9 +903,9 @@ impl Engine {
             return;
         }
         loop {
-            match sys::recv(p.fd, &mut self.rbuf) {
+            match net::recv(p.fd, &mut self.rbuf) {
                 Ok(Io::Done(n)) => {
-                    let now = sys::now_ns();
+                    let now = now_ns();
                     match udp::decode(&self.rbuf[..n]) {
                         Some((flow, seq, t)) if flow == p.flow => match p.win.echo(seq, t, now) {
                             udp::Echo::Rtt(_) => p.echoed += 1,
@@ -940,7 +945,7 @@ impl Engine {
             emit_udp(&mut self.out, &mut self.errors, p, r);
         }
         self.epoll.del(p.fd);
-        sys::close(p.fd);
+        net::close(p.fd);
         let fi = p.fi;
         self.flows[fi].open = self.flows[fi].open.saturating_sub(1);
     }
@@ -949,8 +954,8 @@ impl Engine {
         let fd = self.listeners[li].fd;
         // bounded per wakeup (level-triggered: the rest comes with the next epoll_wait)
         for _ in 0..1024 {
-            match sys::recv_from(fd, &mut self.rbuf, &mut self.echo_from) {
-                Ok(Some(n)) => match sys::send_to(fd, &self.rbuf[..n], &self.echo_from) {
+            match net::recv_from(fd, &mut self.rbuf, &mut self.echo_from) {
+                Ok(Some(n)) => match net::send_to(fd, &self.rbuf[..n], &self.echo_from) {
                     Ok(_) => self.echo_served += 1,
                     Err(_) => self.echo_errors += 1,
                 },
@@ -962,10 +967,4 @@ impl Engine {
             }
         }
     }
-}
-
-fn say(word: &str) {
-    let mut o = std::io::stdout().lock();
-    let _ = writeln!(o, "{word}");
-    let _ = o.flush();
 }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::exit;
 
 use ccarena_link::config;
-use ccarena_link::shell::sys::SignalFd;
+use ccarena_sys::signal::SignalFd;
 use ccarena_link::shell::Shell;
 
 fn die(code: i32, msg: impl std::fmt::Display) -> ! {
@@ -36,7 +36,7 @@ fn main() {
         ),
     };
     // Block SIGTERM/SIGINT before anything else so a signal during setup is not lost.
-    let sig = SignalFd::new().unwrap_or_else(|e| die(1, e));
+    let sig = SignalFd::new().unwrap_or_else(|e| die(1, format!("create signalfd: SIGTERM/SIGINT: {e}")));
     let mut shell = Shell::open(&cfg).unwrap_or_else(|e| die(1, e));
     {
         let mut out = std::io::stdout().lock();

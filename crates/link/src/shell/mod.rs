@@ -9,8 +9,10 @@
 //! the shell reads the clock once per batch and passes it to the core; it measures how
 //! late each release is against the core's due time and counts kernel-side receive drops.
 
+pub mod af_packet;
+pub mod error;
 pub mod hist;
-pub mod sys;
+pub mod rx_ring;
 pub mod xsk;
 
 use std::fs::File;
@@ -23,8 +25,15 @@ use crate::config::{Config, Io, RtYield};
 use crate::link::{Link, Released, E2W, W2E};
 use crate::packet::Packet;
 use crate::stats::{events_schema, stats_schema, EventRecord};
+use af_packet::{rx_timestamp, PacketSocket, VNET_HDR_LEN};
+use ccarena_sys::clock::{mono_and_real_offset, nap, now_ns, set_timer_slack_ns};
+use ccarena_sys::epoll::{Epoll, EV_IN};
+use ccarena_sys::signal::{self, SignalFd};
+use ccarena_sys::timer::TimerFd;
+use ccarena_sys::{cpu, sched};
+use error::ShellError;
 use hist::Hist;
-use sys::{now_ns, Epoll, PacketSocket, RxRing, SignalFd, SysError, TimerFd, VNET_HDR_LEN};
+use rx_ring::RxRing;
 use xsk::XskPort;
 
 const BATCH: usize = 64;
@@ -140,8 +149,8 @@ fn rx_batch(slot: usize) -> RxBatch {
     }
 }
 
-fn create(path: &Path) -> Result<File, SysError> {
-    File::create(path).map_err(|e| SysError {
+fn create(path: &Path) -> Result<File, ShellError> {
+    File::create(path).map_err(|e| ShellError {
         attempt: "create".into(),
         object: path.display().to_string(),
         cause: e,
@@ -168,9 +177,9 @@ pub struct Shell {
 
 impl Shell {
     /// Open both sockets and the output files. Nothing is forwarded yet.
-    pub fn open(cfg: &Config) -> Result<Shell, SysError> {
+    pub fn open(cfg: &Config) -> Result<Shell, ShellError> {
         let out_dir = Path::new(&cfg.out_dir);
-        std::fs::create_dir_all(out_dir).map_err(|e| SysError {
+        std::fs::create_dir_all(out_dir).map_err(|e| ShellError {
             attempt: "create out_dir".into(),
             object: cfg.out_dir.clone(),
             cause: e,
@@ -184,9 +193,9 @@ impl Shell {
         };
         // Room for the vnet header, an Ethernet header with one VLAN tag and the MTU.
         let slot = (VNET_HDR_LEN + 18 + west.mtu.max(east.mtu)).max(2048);
-        let w = |name: &str, v: serde_json::Value| -> Result<(), SysError> {
+        let w = |name: &str, v: serde_json::Value| -> Result<(), ShellError> {
             let p = out_dir.join(name);
-            std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).map_err(|e| SysError {
+            std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).map_err(|e| ShellError {
                 attempt: "write".into(),
                 object: p.display().to_string(),
                 cause: e,
@@ -206,7 +215,7 @@ impl Shell {
         } else {
             None
         };
-        sys::set_timer_slack_ns(1);
+        set_timer_slack_ns(1);
         let mut rings = [None, None];
         let mut ring_frame_bytes = 0;
         if cfg.rx_ring && xsk[0].is_none() {
@@ -248,7 +257,7 @@ impl Shell {
             rt_busy_ns: self.cfg.rt_busy_ns,
             rt_nap_ns: self.cfg.rt_nap_ns,
             rt_fair: self.cfg.rt_yield == RtYield::Fair,
-            fair_ns: fair_phase_ns(self.cfg.rt_busy_ns, self.cfg.rt_nap_ns, sys::rt_budget_us()),
+            fair_ns: fair_phase_ns(self.cfg.rt_busy_ns, self.cfg.rt_nap_ns, sched::rt_budget_us()),
             rt_prio: self.cfg.rt_priority,
             late_tol: self.cfg.late_tolerance_ns,
             stats_w: self.stats_w.clone(),
@@ -272,7 +281,7 @@ impl Shell {
 
     /// Forward until SIGTERM/SIGINT arrives on `sig`: one thread per direction (or one
     /// thread for both with `threads: 1`).
-    pub fn run(&mut self, sig: &SignalFd) -> Result<(), SysError> {
+    pub fn run(&mut self, sig: &SignalFd) -> Result<(), ShellError> {
         self.start_ns = now_ns();
         let stop = Arc::new(AtomicBool::new(false));
         let groups: Vec<Vec<usize>> = if self.threads >= 2 {
@@ -287,17 +296,17 @@ impl Shell {
                 w.rings[d] = self.rings[d].take();
                 w.xsk[d] = self.xsk[d].take();
             }
-            let sigfd = sig.0;
+            let sigfd = sig.fd();
             let prio = self.cfg.rt_priority;
             let cpu = (!self.cfg.cpus.is_empty()).then(|| self.cfg.cpus[i % self.cfg.cpus.len()]);
             handles.push(std::thread::spawn(move || {
                 if let Some(c) = cpu {
-                    w.cpu = sys::pin_to_cpu(c).then_some(c);
+                    w.cpu = sched::pin_to_cpu(c).then_some(c);
                 }
                 if prio > 0 {
-                    w.rt = sys::set_fifo(prio);
+                    w.rt = sched::set_fifo(prio);
                     // "fair" phases run at nice -20; where that is refused, sleep instead
-                    w.rt_fair = w.rt_fair && sys::set_nice(FAIR_NICE);
+                    w.rt_fair = w.rt_fair && sched::set_nice(FAIR_NICE);
                 }
                 let r = w.run(sigfd);
                 (w, r)
@@ -355,7 +364,7 @@ impl Shell {
             }
         }
         let xdp_on = !xdp.is_empty();
-        let (user, sys_s, rss) = sys::rusage();
+        let cpu::Usage { user_s: user, sys_s, max_rss_kib: rss } = cpu::process_usage();
         let dir = |i: usize| {
             let w = self.workers.iter().find(|w| w.dirs.contains(&i)).unwrap();
             let t = w.link.totals(i);
@@ -577,7 +586,7 @@ impl Worker {
                 self.st.rx_truncated += 1;
                 continue;
             }
-            let t = match sys::rx_timestamp(&self.rx[s].msgs[i].msg_hdr) {
+            let t = match rx_timestamp(&self.rx[s].msgs[i].msg_hdr) {
                 Some(real) if self.use_rx_ts => {
                     real.wrapping_sub(offset).min(now).max(self.rx[s].last_ns)
                 }
@@ -674,7 +683,7 @@ impl Worker {
                     // drain rather than drop — a late packet is counted as late, a
                     // dropped one would look like congestion loss.
                     Some(libc::ENOBUFS) if waited < TX_WAIT_MAX_NS => {
-                        sys::nap(TX_WAIT_NAP_NS);
+                        nap(TX_WAIT_NAP_NS);
                         waited += TX_WAIT_NAP_NS;
                         self.st.tx_waits += 1;
                         t = now_ns();
@@ -727,8 +736,8 @@ impl Worker {
     /// busy-poll the ports until the deadline. `spin` adapts to the measured timer
     /// wake-up lateness like a TCP retransmission timer adapts to RTT (RFC 6298 §2:
     /// smoothed mean + 4 × mean deviation), clamped to [`MIN_SPIN_NS`, `spin_ns`].
-    fn run(&mut self, sigfd: i32) -> Result<(), SysError> {
-        let timer = TimerFd::new()?;
+    fn run(&mut self, sigfd: i32) -> Result<(), ShellError> {
+        let timer = TimerFd::new().map_err(|e| ShellError::new("timerfd_create", "CLOCK_MONOTONIC", e))?;
         // Lazy receive (rx_poll_ns > 0): arrivals carry kernel timestamps, so they need
         // not wake the thread; it reads the rings at least every rx_poll_ns (less than
         // the smallest one-way delay) and at every deadline. Otherwise every arrival
@@ -743,14 +752,18 @@ impl Worker {
             .collect();
         let mut watching = true;
         let mut fds = sock_fds.clone();
-        fds.push(timer.0);
+        fds.push(timer.fd());
         fds.push(sigfd);
-        let ep = Epoll::new(&fds)?;
+        let mut ep = Epoll::new(fds.len()).map_err(|e| ShellError::new("epoll_create1", "-", e))?;
+        for (i, &fd) in fds.iter().enumerate() {
+            ep.add(fd, EV_IN, i as u64).map_err(|e| ShellError::new("epoll_ctl", "ADD", e))?;
+        }
+        let mut ready = Vec::with_capacity(fds.len());
         let mut next_sig_check = 0u64;
         let dirs = self.dirs.clone();
         let (mut wake_mean, mut wake_dev) = (self.spin_ns as f64 / 2.0, self.spin_ns as f64 / 8.0);
         let mut spin = self.spin_ns;
-        let (mut now, mut offset) = sys::mono_and_real_offset();
+        let (mut now, mut offset) = mono_and_real_offset();
         let mut next_offset = now + 10_000_000;
         let mut last_block = now;
         let mut fair_until: Option<u64> = None;
@@ -773,7 +786,7 @@ impl Worker {
             }
             if now >= next_sig_check {
                 self.flush_records();
-                if sys::signal_pending(sigfd) {
+                if signal::pending_on(sigfd) {
                     self.stop.store(true, Ordering::SeqCst);
                 }
                 if self.stop.load(Ordering::SeqCst) {
@@ -782,12 +795,12 @@ impl Worker {
                 next_sig_check = now + 5_000_000;
             }
             if now >= next_offset {
-                (now, offset) = sys::mono_and_real_offset();
+                (now, offset) = mono_and_real_offset();
                 next_offset = now + 10_000_000;
             }
             if fair_until.is_some_and(|t| now >= t) {
                 // FIFO again; restored (or lost) here, so `realtime` says how it ended
-                self.rt = sys::set_fifo(self.rt_prio);
+                self.rt = sched::set_fifo(self.rt_prio);
                 fair_until = None;
                 last_block = now;
             }
@@ -802,15 +815,15 @@ impl Worker {
                 // not RT time, and the thread forwards on, losing the CPU only to a task
                 // that waits (for that task's time slice). Or sleep, which gives every
                 // other task on this CPU the gap (and delays what is due meanwhile).
-                if self.rt_fair && sys::set_other() {
+                if self.rt_fair && sched::set_other() {
                     fair_until = Some(now + self.fair_ns);
                     self.st.fair_phases += 1;
                 } else {
                     if self.rt_fair {
-                        self.rt = sys::set_fifo(self.rt_prio);
+                        self.rt = sched::set_fifo(self.rt_prio);
                     }
                     self.rt_fair = false;
-                    sys::nap(self.rt_nap_ns);
+                    nap(self.rt_nap_ns);
                     self.st.naps += 1;
                     last_block = now_ns();
                 }
@@ -833,8 +846,9 @@ impl Worker {
             }
             let want_watch = !lazy || dl.is_none();
             if want_watch != watching {
-                for &fd in &sock_fds {
-                    ep.watch(fd, want_watch);
+                // the sockets stay registered; only what they are watched for changes
+                for (i, &fd) in sock_fds.iter().enumerate() {
+                    let _ = ep.modify(fd, if want_watch { EV_IN } else { 0 }, i as u64);
                 }
                 watching = want_watch;
             }
@@ -843,12 +857,13 @@ impl Worker {
             }
             if fair_until.take().is_some() {
                 // blocking gives the CPU away anyway; wake up as a FIFO task
-                self.rt = sys::set_fifo(self.rt_prio);
+                self.rt = sched::set_fifo(self.rt_prio);
             }
-            timer.arm_at(wake);
+            timer.arm_at(wake).map_err(|e| ShellError::new("timerfd_settime", "CLOCK_MONOTONIC", e))?;
             self.st.sleeps += 1;
-            ep.wait();
-            timer.clear();
+            // woken by a port, the timer or a signal: which one does not matter here
+            let _ = ep.wait(-1, &mut ready);
+            timer.drain();
             let now = now_ns();
             last_block = now;
             if now >= wake {
@@ -879,7 +894,7 @@ pub fn fair_phase_ns(busy_ns: u64, nap_ns: u64, budget_us: Option<(u64, u64)>) -
 }
 
 /// Open the AF_XDP ports when the config asks for them: (ports, why "auto" fell back).
-fn open_xsk(cfg: &Config) -> Result<([Option<XskPort>; 2], Option<String>), SysError> {
+fn open_xsk(cfg: &Config) -> Result<([Option<XskPort>; 2], Option<String>), ShellError> {
     if cfg.io == Io::Packet {
         return Ok(([None, None], None));
     }
@@ -888,7 +903,7 @@ fn open_xsk(cfg: &Config) -> Result<([Option<XskPort>; 2], Option<String>), SysE
     }
     let mtu = |n: &str| PacketSocket::describe(n).map(|p| p.mtu);
     let frame_max = mtu(&cfg.west)?.max(mtu(&cfg.east)?) + 18;
-    let open = || -> Result<[Option<XskPort>; 2], SysError> {
+    let open = || -> Result<[Option<XskPort>; 2], ShellError> {
         let w = XskPort::open(&cfg.west, frame_max)?;
         let e = XskPort::open(&cfg.east, frame_max)?;
         Ok([Some(w), Some(e)])

@@ -29,7 +29,8 @@ use std::os::fd::RawFd;
 use std::ptr;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::sys::{nap, now_ns, SysError};
+use super::error::ShellError;
+use ccarena_sys::clock::{nap, now_ns};
 
 const AF_XDP: i32 = 44;
 const SOL_XDP: i32 = 283;
@@ -165,8 +166,8 @@ impl Drop for Ring {
     }
 }
 
-fn err(attempt: &str, object: &str) -> SysError {
-    SysError {
+fn err(attempt: &str, object: &str) -> ShellError {
+    ShellError {
         attempt: attempt.into(),
         object: object.into(),
         cause: io::Error::last_os_error(),
@@ -282,8 +283,8 @@ unsafe impl Send for XskPort {}
 impl XskPort {
     /// Open the socket, map its rings and UMEM, attach the XDP program. `frame_max` is the
     /// longest frame (Ethernet header included) the port must carry.
-    pub fn open(ifname: &str, frame_max: usize) -> Result<XskPort, SysError> {
-        let cname = std::ffi::CString::new(ifname).map_err(|_| SysError {
+    pub fn open(ifname: &str, frame_max: usize) -> Result<XskPort, ShellError> {
+        let cname = std::ffi::CString::new(ifname).map_err(|_| ShellError {
             attempt: "look up interface".into(),
             object: ifname.into(),
             cause: io::Error::from(io::ErrorKind::InvalidInput),
@@ -295,7 +296,7 @@ impl XskPort {
         // Copy mode puts a received frame XDP_PACKET_HEADROOM (256) into its chunk.
         let chunk: u64 = if frame_max + 256 <= 2048 { 2048 } else { 4096 };
         if frame_max + 256 > 4096 {
-            return Err(SysError {
+            return Err(ShellError {
                 attempt: "AF_XDP: frames of this MTU do not fit a 4 KiB chunk".into(),
                 object: ifname.into(),
                 cause: io::Error::from(io::ErrorKind::InvalidInput),
@@ -323,7 +324,7 @@ impl XskPort {
             return Err(err("map AF_XDP UMEM", ifname));
         }
         let mut partial = Partial { fd, umem: umem as *mut u8, umem_len, fds: Vec::new() };
-        let so = |opt: i32, v: *const libc::c_void, l: usize, what: &str| -> Result<(), SysError> {
+        let so = |opt: i32, v: *const libc::c_void, l: usize, what: &str| -> Result<(), ShellError> {
             if unsafe { libc::setsockopt(fd, SOL_XDP, opt, v, l as u32) } < 0 {
                 return Err(err(what, ifname));
             }
@@ -359,7 +360,7 @@ impl XskPort {
         if unsafe { libc::getsockopt(fd, SOL_XDP, XDP_MMAP_OFFSETS, &mut off as *mut _ as _, &mut l) } < 0 {
             return Err(err("getsockopt XDP_MMAP_OFFSETS", ifname));
         }
-        let map = |o: &RingOff, pgoff: i64, n: u32, esz: usize| -> Result<Ring, SysError> {
+        let map = |o: &RingOff, pgoff: i64, n: u32, esz: usize| -> Result<Ring, ShellError> {
             let len = o.desc as usize + n as usize * esz;
             let p = unsafe {
                 libc::mmap(
