@@ -4,16 +4,16 @@
 //!   the engine's static buffer. Kinds only move `budget` (bulk: all of it; paced: one
 //!   write per gap; rr: one request or response). With `finish_when_sent`, the write
 //!   side is shut down (FIN) once head and budget are out.
-//! - The *input side* hands every chunk read to the kind (flows::on_data), which counts
-//!   payload with `note_rx`.
+//! - The *input side* hands every chunk read to the kind (`flows::FlowConn::on_data`),
+//!   which counts payload with `note_rx`.
 //! - A connection is finished when the peer has closed and our write side is shut, or
 //!   when the kind or an error says so (`closing`). Its `ConnLog` then becomes one line
 //!   of conns.jsonl.
 //!
 //! Invariants: `budget` saturates (u64::MAX = unlimited bulk); payload counters exclude
 //! hellos and HTTP heads; times are CLOCK_MONOTONIC ns, None = not (yet) applicable.
+//! Dependencies go one way: `flows` drives a `Conn`, a `Conn` knows nothing of kinds.
 
-use crate::flows::Proto;
 use crate::net::{self, Io};
 use serde::Serialize;
 use std::os::fd::RawFd;
@@ -69,11 +69,10 @@ pub struct Conn {
     pub wr_shut: bool,
     pub peer_eof: bool,
     pub closing: bool,
-    pub proto: Proto,
 }
 
 impl Conn {
-    pub fn new(fd: RawFd, uid: u64, log: ConnLog, proto: Proto) -> Conn {
+    pub fn new(fd: RawFd, uid: u64, log: ConnLog) -> Conn {
         Conn {
             fd,
             uid,
@@ -89,7 +88,6 @@ impl Conn {
             wr_shut: false,
             peer_eof: false,
             closing: false,
-            proto,
         }
     }
 

@@ -14,8 +14,10 @@ pub struct Detect {
     pub seq: u32,
 }
 
-pub fn on_data(c: &mut Conn, data: &[u8], ctx: &mut Ctx) {
-    let d = match &mut c.proto {
+/// Bytes arrived on a connection in `Proto::Detect`; may replace `proto` with the kind
+/// the first bytes asked for.
+pub fn on_data(c: &mut Conn, proto: &mut Proto, data: &[u8], ctx: &mut Ctx) {
+    let d = match proto {
         Proto::Detect(d) => d,
         _ => return,
     };
@@ -32,16 +34,17 @@ pub fn on_data(c: &mut Conn, data: &[u8], ctx: &mut Ctx) {
                 HelloKind::Bulk | HelloKind::Paced => {
                     c.log.kind = Some(if hello.kind == HelloKind::Bulk { "bulk" } else { "paced" });
                     c.log.side = Some(Side::Recv);
-                    c.proto = Proto::Sink;
+                    *proto = Proto::Sink;
                     c.note_rx(ctx.now, rest.len());
                 }
                 HelloKind::Rr { request_bytes, response_bytes } => {
                     c.log.kind = Some("rr");
                     c.log.side = Some(Side::Send);
-                    c.proto = Proto::RrServer(rr::RrServer::new(request_bytes, response_bytes));
+                    let mut s = rr::RrServer::new(request_bytes, response_bytes);
                     if !rest.is_empty() {
-                        rr::server_on_data(c, &rest, ctx);
+                        rr::server_on_data(c, &mut s, &rest, ctx);
                     }
+                    *proto = Proto::RrServer(s);
                 }
             }
         }
@@ -50,7 +53,7 @@ pub fn on_data(c: &mut Conn, data: &[u8], ctx: &mut Ctx) {
             c.log.conn = req.conn.unwrap_or(seq);
             c.log.kind = Some("download");
             c.log.side = Some(Side::Send);
-            c.proto = Proto::HttpServe;
+            *proto = Proto::HttpServe;
             c.finish_when_sent = true;
             let head_only = req.method == "HEAD";
             match (req.method.as_str(), req.size) {
