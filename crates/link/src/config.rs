@@ -15,7 +15,7 @@ use crate::queue::classes::ClassMatch;
 use crate::queue::codel::CodelParams;
 use crate::queue::step::StepK;
 use crate::queue::Limit;
-use crate::server::parse_trace;
+use crate::transmitter::parse_trace;
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct ConfigError {

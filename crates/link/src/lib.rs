@@ -12,6 +12,6 @@ pub mod packet;
 pub mod params;
 pub mod queue;
 pub mod rng;
-pub mod server;
 pub mod shell;
 pub mod stats;
+pub mod transmitter;
