@@ -2,8 +2,8 @@
 //!
 //! Contract: `load(path)` either returns a fully validated `Config` or a `ConfigError`
 //! naming the key and the cause; nothing starts before that. Numbers may be written as
-//! JSON integers or floats. Nested objects reject unknown keys (typos fail loudly); the
-//! top level ignores unknown keys so an orchestrator can add metadata.
+//! JSON integers or floats. Unknown keys are refused at every level (typos fail loudly);
+//! the orchestrator's provenance keys (`rps_cpus`, `handoff_fifo`) are known and unused.
 //!
 //! Here: the top level (`Config`, I/O and scheduling choices, per-host rules); `raw` the
 //! serde shapes, `direction` one direction's block, `values` the checks of single values.
@@ -257,4 +257,44 @@ pub fn load(path: &std::path::Path) -> Result<Config, ConfigError> {
     let text =
         std::fs::read_to_string(path).map_err(|e| ConfigError::new("file", e.to_string()))?;
     parse(&text, path.parent().unwrap_or(std::path::Path::new(".")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DIR: &str = r#"{"rate_bps": null, "delay_ns": 0, "buffer": {"packets": 10}}"#;
+
+    fn with(top: &str, dir: &str) -> Result<Config, ConfigError> {
+        let text = format!(
+            r#"{{"ifaces": {{"west": "lw", "east": "le"}}, "out_dir": "/tmp/x", {top}
+                "w2e": {dir}, "e2w": {DIR}}}"#
+        );
+        parse(&text, std::path::Path::new("/"))
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_naming_the_key() {
+        // a top-level key misspelt between the orchestrator and the link
+        let e = with(r#""stats_interval": 5000000,"#, DIR).unwrap_err();
+        assert_eq!(e.object, "json");
+        assert!(e.cause.contains("unknown field `stats_interval`"), "{}", e.cause);
+        assert!(e.cause.contains("`stats_interval_ns`"), "names what is accepted: {}", e.cause);
+        // inside a direction, a queue, a loss model, a host rule
+        for (top, dir, key) in [
+            ("", r#"{"delay_ns": 0, "buffer": {"packets": 10}, "delay": 5}"#, "delay"),
+            ("", r#"{"buffer": {"packets": 10}, "queue": {"kind": "codel", "target": 5}}"#, "target"),
+            ("", r#"{"buffer": {"packets": 10}, "loss": {"kind": "bernoulli", "p": 0.1, "q": 1}}"#, "q"),
+            (r#""hosts": [{"ip": "10.1.1.2", "delay": 5}],"#, DIR, "delay"),
+        ] {
+            let e = with(top, dir).unwrap_err();
+            assert!(e.cause.contains(&format!("unknown field `{key}`")), "{}", e.cause);
+        }
+    }
+
+    #[test]
+    fn the_orchestrators_provenance_keys_are_accepted_and_unused() {
+        let c = with(r#""rps_cpus": [1, 2], "handoff_fifo": 10000,"#, DIR).unwrap();
+        assert_eq!(c, with(r#""rps_cpus": [], "handoff_fifo": null,"#, DIR).unwrap());
+    }
 }

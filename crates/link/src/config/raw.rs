@@ -1,9 +1,12 @@
 //! The JSON shapes of the link's config as serde reads them (contracts §3), before
-//! validation. Nested objects refuse keys they do not know (`deny_unknown_fields`).
+//! validation. Every object refuses keys it does not know (`deny_unknown_fields`), so a
+//! key misspelt between the orchestrator and the link is an error naming the key, not a
+//! silently ignored setting.
 
 use serde::Deserialize;
 
 #[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
 pub(super) struct RawConfig {
     pub(super) ifaces: RawIfaces,
     pub(super) out_dir: String,
@@ -43,6 +46,13 @@ pub(super) struct RawConfig {
     pub(super) e2w: RawDir,
     #[serde(default)]
     pub(super) hosts: Vec<RawHost>,
+    /// Provenance written by the orchestrator (ccarena.testbed.user_link.start): the CPUs
+    /// it steered the routers' receive processing to, and the hand-off fifo's limit (or
+    /// null). Recorded in the config file; the link does not use them.
+    #[serde(default, rename = "rps_cpus")]
+    pub(super) _rps_cpus: Option<serde::de::IgnoredAny>,
+    #[serde(default, rename = "handoff_fifo")]
+    pub(super) _handoff_fifo: Option<serde::de::IgnoredAny>,
 }
 
 #[derive(Deserialize, Debug)]
