@@ -9,6 +9,8 @@
 //!     in <dir> names a live process (ccarena_cc::hold has the whole contract).
 //! ```
 //!
+//! `ccarena-cc --version` prints `ccarena-cc <version> (git <commit>)`.
+//!
 //! Errors: one line `ccarena-cc: <attempt>: <object>: <cause> (errno N)` on stderr,
 //! followed by the tail of libbpf's/verifier's log for load failures; exit 1 (runtime)
 //! or 2 (usage). Test aids (`verify`, `mark`) live in `ccarena-cc-testaid`.
@@ -30,6 +32,10 @@ fn run(args: &[String]) -> Result<(), CcError> {
         )
     };
     match args.first().map(String::as_str) {
+        Some("--version" | "-V") => {
+            println!("{}", env!("CCARENA_VERSION"));
+            Ok(())
+        }
         Some("hold") => {
             let mut obj = None;
             let mut name = None;

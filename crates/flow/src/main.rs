@@ -37,7 +37,7 @@ fn parse_args(args: &[String]) -> Result<String, Failure> {
                 std::process::exit(0);
             }
             "--version" | "-V" => {
-                println!("ccarena-flow {}", env!("CARGO_PKG_VERSION"));
+                println!("{}", env!("CCARENA_VERSION"));
                 std::process::exit(0);
             }
             other => return Err(Failure::config("parse arguments", other, "unknown argument (see --help)")),

@@ -128,7 +128,7 @@ fn run() -> Result<(), Failure> {
             return Ok(());
         }
         args::Parsed::Version => {
-            println!("ccarena-trace {}", env!("CARGO_PKG_VERSION"));
+            println!("{}", env!("CCARENA_VERSION"));
             return Ok(());
         }
         args::Parsed::Run(a) => a,
