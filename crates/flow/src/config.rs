@@ -202,7 +202,7 @@ pub fn parse(text: &str) -> Result<Config, ConfigError> {
         if l.port == 0 {
             return Err(err(format!("listen[{i}].port"), "must be 1..65535"));
         }
-        check_cc(&l.cc, &format!("listen[{i}].cc"))?;
+        validate_cc_name(&l.cc, &format!("listen[{i}].cc"))?;
         let proto = match l.proto.as_deref().unwrap_or("tcp") {
             "tcp" => ListenProto::Tcp,
             "udp_echo" => ListenProto::UdpEcho,
@@ -225,7 +225,7 @@ pub fn parse(text: &str) -> Result<Config, ConfigError> {
     Ok(Config { host: raw.host, out_dir: PathBuf::from(raw.out_dir), sample_interval_ns, end_ns: raw.end_ns, listen, flows })
 }
 
-fn check_cc(cc: &Option<String>, key: &str) -> Result<(), ConfigError> {
+fn validate_cc_name(cc: &Option<String>, key: &str) -> Result<(), ConfigError> {
     if let Some(c) = cc {
         // TCP_CA_NAME_MAX is 16 including the NUL.
         if c.is_empty() || c.len() > 15 || !c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
@@ -242,7 +242,7 @@ fn parse_flow(i: usize, v: serde_json::Value) -> Result<Flow, ConfigError> {
     if r.port == 0 {
         return Err(err(key("port"), "must be 1..65535"));
     }
-    check_cc(&r.cc, &key("cc"))?;
+    validate_cc_name(&r.cc, &key("cc"))?;
     let conns = r.conns.unwrap_or(1);
     if conns == 0 {
         return Err(err(key("conns"), "must be >= 1"));

@@ -14,7 +14,7 @@
 //! hellos and HTTP heads; times are CLOCK_MONOTONIC ns, None = not (yet) applicable.
 //! Dependencies go one way: `flows` drives a `Conn`, a `Conn` knows nothing of kinds.
 
-use crate::net::{self, Io};
+use crate::net::{self, Outcome};
 use serde::Serialize;
 use std::os::fd::RawFd;
 
@@ -125,7 +125,7 @@ impl Conn {
         }
         while self.pre_off < self.pre.len() {
             match net::send(self.fd, &self.pre[self.pre_off..]) {
-                Ok(Io::Done(n)) => self.pre_off += n,
+                Ok(Outcome::Done(n)) => self.pre_off += n,
                 Ok(_) => return,
                 Err(e) => return self.fail("send", e),
             }
@@ -133,7 +133,7 @@ impl Conn {
         while self.budget > 0 {
             let n = (self.budget.min(data.len() as u64)) as usize;
             match net::send(self.fd, &data[..n]) {
-                Ok(Io::Done(k)) => {
+                Ok(Outcome::Done(k)) => {
                     self.budget -= k as u64;
                     self.sent += k as u64;
                     if self.log.first_byte_ns.is_none() {

@@ -11,7 +11,7 @@ use std::os::fd::RawFd;
 
 use ccarena_sys::cvt;
 use ccarena_sys::fd::io_outcome;
-pub use ccarena_sys::fd::{close, Io};
+pub use ccarena_sys::fd::{close, Outcome};
 
 // ---- socket addresses ---------------------------------------------------------------
 
@@ -172,19 +172,19 @@ pub fn accept(fd: RawFd) -> io::Result<Option<RawFd>> {
     Ok(Some(r))
 }
 
-pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<Io> {
+pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<Outcome> {
     let r = unsafe { libc::send(fd, buf.as_ptr() as *const libc::c_void, buf.len(), libc::MSG_NOSIGNAL) };
     if r < 0 {
         let e = io::Error::last_os_error();
         return match e.raw_os_error() {
-            Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(Io::WouldBlock),
+            Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(Outcome::WouldBlock),
             _ => Err(e),
         };
     }
-    Ok(Io::Done(r as usize))
+    Ok(Outcome::Done(r as usize))
 }
 
-pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<Io> {
+pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<Outcome> {
     io_outcome(unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) })
 }
 

@@ -8,7 +8,7 @@
 //! ccarena-flow, AF_PACKET and AF_XDP in ccarena-link's shell).
 //!
 //! Modules: `clock` (CLOCK_MONOTONIC ns, the REALTIME offset, sleeping, timer slack),
-//! `cpu` (getrusage), `epoll`, `fd` (read/close, the `Io` outcome), `rand` (SplitMix64),
+//! `cpu` (getrusage), `epoll`, `fd` (read/close, a non-blocking `Outcome`), `rand` (SplitMix64),
 //! `sched` (SCHED_FIFO, nice, CPU pinning), `signal` (signalfd for SIGINT/SIGTERM),
 //! `stdio` (lifecycle lines on stdout), `timer` (absolute timerfd).
 

@@ -11,8 +11,8 @@
 use super::{Engine, MAX_ERRORS, SLOT_BITS};
 use crate::config::{FlowKind, ListenProto};
 use crate::conn::{Conn, ConnLog, Role, Side};
-use crate::flows::{accept::Detect, Ctx, FlowConn, Proto};
-use crate::net::{self, Io};
+use crate::flows::{accept::Detect, Ctx, FlowConn, KindState};
+use crate::net::{self, Outcome};
 use crate::outputs::Outputs;
 use crate::records;
 use crate::sampler;
@@ -64,7 +64,7 @@ impl Engine {
         }
     }
 
-    pub(super) fn open_client(&mut self, fi: usize, proto: Proto) {
+    pub(super) fn open_client(&mut self, fi: usize, state: KindState) {
         let f = self.flows[fi].cfg.clone();
         let kind = f.kind.name();
         let side = match f.kind {
@@ -130,7 +130,7 @@ impl Engine {
             self.free.push(slot);
             return self.log_failed(c.log);
         }
-        self.conns[slot] = Some(FlowConn::new(c, proto));
+        self.conns[slot] = Some(FlowConn::new(c, state));
         self.flows[fi].open += 1;
     }
 
@@ -198,7 +198,7 @@ impl Engine {
                 self.error(format!("epoll add accepted socket: {e}"));
                 continue;
             }
-            self.conns[slot] = Some(FlowConn::new(c, Proto::Detect(Detect { buf: Vec::new(), seq })));
+            self.conns[slot] = Some(FlowConn::new(c, KindState::Detect(Detect { buf: Vec::new(), seq })));
         }
     }
 
@@ -238,14 +238,14 @@ impl Engine {
         if c.connected && !c.closing && !c.peer_eof && ev & (EV_IN | EV_RDHUP | EV_ERR) != 0 {
             loop {
                 match net::recv(fc.conn.fd, &mut self.rbuf) {
-                    Ok(Io::Done(n)) => {
+                    Ok(Outcome::Done(n)) => {
                         fc.on_data(&self.rbuf[..n], &mut ctx);
                         if fc.conn.closing {
                             break;
                         }
                     }
-                    Ok(Io::WouldBlock) => break,
-                    Ok(Io::Eof) => {
+                    Ok(Outcome::WouldBlock) => break,
+                    Ok(Outcome::Eof) => {
                         fc.on_eof(&mut ctx);
                         break;
                     }

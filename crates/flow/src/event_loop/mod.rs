@@ -18,8 +18,8 @@ mod udp_probes;
 
 use crate::config::{Config, Flow, FlowKind, ListenProto};
 use crate::error::Failure;
-use crate::flows::{bulk, download::HttpGet, paced::Paced, rr::RrClient, FlowConn, Proto};
-use crate::net::{self, Io};
+use crate::flows::{bulk, download::HttpGet, paced::Paced, rr::RrClient, FlowConn, KindState};
+use crate::net::{self, Outcome};
 use crate::outputs::{EngineReport, Outputs};
 use crate::rng::GapSource;
 use crate::sampler::Ticker;
@@ -244,9 +244,9 @@ impl Engine {
     fn on_stdin(&mut self) -> Result<(), Failure> {
         let mut b = [0u8; 512];
         match fd::read(0, &mut b) {
-            Ok(Io::Done(n)) => self.stdin_buf.extend_from_slice(&b[..n]),
-            Ok(Io::WouldBlock) => return Ok(()),
-            Ok(Io::Eof) | Err(_) => {
+            Ok(Outcome::Done(n)) => self.stdin_buf.extend_from_slice(&b[..n]),
+            Ok(Outcome::WouldBlock) => return Ok(()),
+            Ok(Outcome::Eof) | Err(_) => {
                 self.epoll.del(0);
                 self.stdin_open = false;
                 if self.t0.is_none() {
@@ -343,8 +343,8 @@ impl Engine {
         let now = now_ns();
         self.sample_all();
         for slot in 0..self.conns.len() {
-            if let Some(FlowConn { conn: c, proto }) = &mut self.conns[slot] {
-                if let Proto::HttpGet(g) = proto {
+            if let Some(FlowConn { conn: c, state }) = &mut self.conns[slot] {
+                if let KindState::HttpGet(g) = state {
                     if c.log.error.is_none() && g.body_len.is_none_or(|n| c.rcvd < n) {
                         c.log.error = Some(format!("download incomplete at end ({} bytes)", c.rcvd));
                     }
@@ -407,13 +407,13 @@ impl Engine {
         match &f.kind {
             FlowKind::Bulk { bytes } => {
                 for _ in 0..f.conns {
-                    self.open_client(fi, Proto::BulkSend(bulk::BulkSend { limit: *bytes }));
+                    self.open_client(fi, KindState::BulkSend(bulk::BulkSend { limit: *bytes }));
                 }
             }
             FlowKind::Parallel { bytes } => {
                 for i in 0..f.conns {
                     let limit = bytes.map(|b| bulk::stripe(b, f.conns, i));
-                    self.open_client(fi, Proto::BulkSend(bulk::BulkSend { limit }));
+                    self.open_client(fi, KindState::BulkSend(bulk::BulkSend { limit }));
                 }
             }
             FlowKind::Paced { write_bytes, gap_ns, dist, seed, bytes } => {
@@ -426,7 +426,7 @@ impl Engine {
                         next_ns: 0,
                         stopped: false,
                     };
-                    self.open_client(fi, Proto::Paced(p));
+                    self.open_client(fi, KindState::Paced(p));
                 }
             }
             FlowKind::Rr { request_bytes, response_bytes, count, gap_ns } => {
@@ -440,7 +440,7 @@ impl Engine {
                         got: 0,
                         stopped: false,
                     };
-                    self.open_client(fi, Proto::RrClient(r));
+                    self.open_client(fi, KindState::RrClient(r));
                 }
             }
             FlowKind::Download { .. } => {
@@ -467,7 +467,7 @@ impl Engine {
             return;
         }
         let host = self.flows[fi].cfg.dst.to_string();
-        self.open_client(fi, Proto::HttpGet(HttpGet { size, host, head: Vec::new(), body_len: None }));
+        self.open_client(fi, KindState::HttpGet(HttpGet { size, host, head: Vec::new(), body_len: None }));
         if count.is_some_and(|c| k + 1 >= c) {
             self.flows[fi].launched_all = true;
         } else if every > 0 {

@@ -6,7 +6,7 @@
 //! last echoes. The protocol itself (datagram, grid, window) is `crate::udp`, pure.
 
 use super::{Engine, MAX_ERRORS, TOK_UDP, UDP_DRAIN_NS};
-use crate::net::{self, Io};
+use crate::net::{self, Outcome};
 use crate::outputs::Outputs;
 use crate::records;
 use crate::timers::Timer;
@@ -142,7 +142,7 @@ impl Engine {
             let t = now_ns();
             udp::encode(&mut p.buf, p.flow, seq, t);
             match net::send(p.fd, &p.buf) {
-                Ok(Io::Done(_)) => {}
+                Ok(Outcome::Done(_)) => {}
                 Ok(_) | Err(_) => p.send_errors += 1, // it counts as sent and, without echo, lost
             }
             if let Some(r) = p.win.sent(t) {
@@ -160,7 +160,7 @@ impl Engine {
         }
         loop {
             match net::recv(p.fd, &mut self.rbuf) {
-                Ok(Io::Done(n)) => {
+                Ok(Outcome::Done(n)) => {
                     let now = now_ns();
                     match udp::decode(&self.rbuf[..n]) {
                         Some((flow, seq, t)) if flow == p.flow => match p.win.echo(seq, t, now) {
@@ -171,8 +171,8 @@ impl Engine {
                         _ => p.stray += 1,
                     }
                 }
-                Ok(Io::Eof) => p.stray += 1, // an empty datagram
-                Ok(Io::WouldBlock) => break,
+                Ok(Outcome::Eof) => p.stray += 1, // an empty datagram
+                Ok(Outcome::WouldBlock) => break,
                 Err(_) => {
                     // e.g. ECONNREFUSED after an ICMP port unreachable; level-triggered
                     // epoll calls again if more is waiting

@@ -1,7 +1,7 @@
 //! Contract: the client side of `bulk` and `parallel`. After the 16-byte hello it
 //! sends payload from the static buffer as fast as the socket takes it: `limit` bytes
 //! then FIN, or without a limit until the flow's stop time (then FIN). The receiving
-//! side is `Proto::Sink`, which only counts. `parallel` differs only in how the engine
+//! side is `KindState::Sink`, which only counts. `parallel` differs only in how the engine
 //! splits `bytes` over the connections (`stripe`).
 
 use crate::conn::Conn;

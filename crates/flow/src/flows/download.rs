@@ -3,7 +3,7 @@
 //! the response head, then exactly `Content-Length` body bytes; with the last one the
 //! download is complete (`last_byte_ns`) and the client closes. A non-200 status, a
 //! missing Content-Length, a length other than `size`, or FIN before the body is
-//! complete are errors in conns.jsonl. The server side is `Proto::HttpServe` (see
+//! complete are errors in conns.jsonl. The server side is `KindState::HttpServe` (see
 //! `accept`): head, body from the static buffer, FIN.
 
 use super::Ctx;

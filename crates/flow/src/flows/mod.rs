@@ -27,7 +27,9 @@ pub struct Ctx<'a> {
     pub errors: &'a mut Vec<String>,
 }
 
-pub enum Proto {
+/// What this end of a connection does, by flow kind and role: each variant carries the
+/// state of its kind's state machine.
+pub enum KindState {
     /// Server side, before the first bytes said what the client wants.
     Detect(accept::Detect),
     /// Client of bulk/parallel: sends a fixed amount or until stopped.
@@ -42,25 +44,25 @@ pub enum Proto {
 }
 
 /// A connection together with the state machine of its kind: what the event loop keeps
-/// per slot. Socket I/O stays with `conn`; `proto` decides what to send next.
+/// per slot. Socket I/O stays with `conn`; `state` decides what to send next.
 pub struct FlowConn {
     pub conn: Conn,
-    pub proto: Proto,
+    pub state: KindState,
 }
 
 impl FlowConn {
-    pub fn new(conn: Conn, proto: Proto) -> FlowConn {
-        FlowConn { conn, proto }
+    pub fn new(conn: Conn, state: KindState) -> FlowConn {
+        FlowConn { conn, state }
     }
 
     /// The client's socket became writable for the first time.
     pub fn on_connected(&mut self, ctx: &mut Ctx) {
         let c = &mut self.conn;
-        match &mut self.proto {
-            Proto::BulkSend(b) => bulk::on_connected(c, b),
-            Proto::Paced(p) => paced::on_connected(c, p, ctx),
-            Proto::HttpGet(g) => download::on_connected(c, g),
-            Proto::RrClient(r) => rr::client_on_connected(c, r, ctx),
+        match &mut self.state {
+            KindState::BulkSend(b) => bulk::on_connected(c, b),
+            KindState::Paced(p) => paced::on_connected(c, p, ctx),
+            KindState::HttpGet(g) => download::on_connected(c, g),
+            KindState::RrClient(r) => rr::client_on_connected(c, r, ctx),
             _ => {}
         }
     }
@@ -68,14 +70,14 @@ impl FlowConn {
     /// Bytes read from the socket.
     pub fn on_data(&mut self, data: &[u8], ctx: &mut Ctx) {
         let c = &mut self.conn;
-        match &mut self.proto {
-            Proto::Detect(_) => accept::on_data(c, &mut self.proto, data, ctx),
-            Proto::Sink => c.note_rx(ctx.now, data.len()),
-            Proto::HttpGet(g) => download::client_on_data(c, g, data, ctx),
-            Proto::RrClient(r) => rr::client_on_data(c, r, data, ctx),
-            Proto::RrServer(s) => rr::server_on_data(c, s, data, ctx),
+        match &mut self.state {
+            KindState::Detect(_) => accept::on_data(c, &mut self.state, data, ctx),
+            KindState::Sink => c.note_rx(ctx.now, data.len()),
+            KindState::HttpGet(g) => download::client_on_data(c, g, data, ctx),
+            KindState::RrClient(r) => rr::client_on_data(c, r, data, ctx),
+            KindState::RrServer(s) => rr::server_on_data(c, s, data, ctx),
             // Senders and the HTTP server ignore what the peer sends after its request.
-            Proto::BulkSend(_) | Proto::Paced(_) | Proto::HttpServe => {}
+            KindState::BulkSend(_) | KindState::Paced(_) | KindState::HttpServe => {}
         }
     }
 
@@ -83,15 +85,15 @@ impl FlowConn {
     pub fn on_eof(&mut self, _ctx: &mut Ctx) {
         let c = &mut self.conn;
         c.peer_eof = true;
-        match (&self.proto, c.log.role) {
-            (Proto::Detect(d), _) => {
+        match (&self.state, c.log.role) {
+            (KindState::Detect(d), _) => {
                 if d.buf.is_empty() {
                     c.closing = true; // a port check or an aborted client: nothing to log as error
                 } else {
                     c.fail("read hello", format!("peer closed after {} bytes", d.buf.len()));
                 }
             }
-            (Proto::HttpGet(g), _) => download::client_on_eof(c, g),
+            (KindState::HttpGet(g), _) => download::client_on_eof(c, g),
             (_, Role::Server) => c.finish_when_sent = true,
             (_, Role::Client) => {
                 if !c.finish_when_sent {
@@ -104,9 +106,9 @@ impl FlowConn {
     /// A `Timer::Conn` of this connection fired.
     pub fn on_timer(&mut self, ctx: &mut Ctx) {
         let c = &mut self.conn;
-        match &mut self.proto {
-            Proto::Paced(p) => paced::on_timer(c, p, ctx),
-            Proto::RrClient(r) => rr::client_on_timer(c, r, ctx),
+        match &mut self.state {
+            KindState::Paced(p) => paced::on_timer(c, p, ctx),
+            KindState::RrClient(r) => rr::client_on_timer(c, r, ctx),
             _ => {}
         }
     }
@@ -114,13 +116,13 @@ impl FlowConn {
     /// The flow's stop time came.
     pub fn on_stop(&mut self) {
         let c = &mut self.conn;
-        match &mut self.proto {
-            Proto::BulkSend(_) | Proto::Paced(_) | Proto::RrClient(_) => {
+        match &mut self.state {
+            KindState::BulkSend(_) | KindState::Paced(_) | KindState::RrClient(_) => {
                 // Stop producing; what is already in the socket buffer still drains.
-                if let Proto::RrClient(r) = &mut self.proto {
+                if let KindState::RrClient(r) = &mut self.state {
                     r.stopped = true;
                 }
-                if let Proto::Paced(p) = &mut self.proto {
+                if let KindState::Paced(p) = &mut self.state {
                     p.stopped = true;
                 }
                 c.budget = 0;
@@ -176,13 +178,13 @@ mod tests {
     #[test]
     fn server_turns_a_bulk_hello_into_a_sink_and_counts_the_rest_as_payload() {
         with_ctx(|ctx| {
-            let mut c = FlowConn::new(Conn::new(-1, 1, log(Role::Server)), Proto::Detect(accept::Detect { buf: vec![], seq: 0 }));
+            let mut c = FlowConn::new(Conn::new(-1, 1, log(Role::Server)), KindState::Detect(accept::Detect { buf: vec![], seq: 0 }));
             let mut b = wire::Hello { flow: 9, conn: 2, kind: wire::HelloKind::Bulk }.encode();
             b.extend_from_slice(&[0u8; 100]);
             c.on_data(&b[..10], ctx);
-            assert!(matches!(c.proto, Proto::Detect(_)));
+            assert!(matches!(c.state, KindState::Detect(_)));
             c.on_data(&b[10..], ctx);
-            assert!(matches!(c.proto, Proto::Sink));
+            assert!(matches!(c.state, KindState::Sink));
             assert_eq!((c.conn.log.flow, c.conn.log.conn, c.conn.log.side, c.conn.rcvd), (9, 2, Some(Side::Recv), 100));
             c.on_eof(ctx);
             assert!(c.conn.finish_when_sent && c.conn.peer_eof);
@@ -192,7 +194,7 @@ mod tests {
     #[test]
     fn rr_server_answers_each_complete_request() {
         with_ctx(|ctx| {
-            let mut c = FlowConn::new(Conn::new(-1, 1, log(Role::Server)), Proto::RrServer(rr::RrServer::new(100, 1000)));
+            let mut c = FlowConn::new(Conn::new(-1, 1, log(Role::Server)), KindState::RrServer(rr::RrServer::new(100, 1000)));
             c.on_data(&[0u8; 150], ctx);
             assert_eq!(c.conn.budget, 1000);
             c.on_data(&[0u8; 250], ctx);
@@ -212,7 +214,7 @@ mod tests {
                 got: 0,
                 stopped: false,
             };
-            let mut c = FlowConn::new(Conn::new(-1, 1, log(Role::Client)), Proto::RrClient(r));
+            let mut c = FlowConn::new(Conn::new(-1, 1, log(Role::Client)), KindState::RrClient(r));
             c.on_connected(ctx);
             assert_eq!(c.conn.budget, 10);
             assert_eq!(c.conn.pre.len(), wire::HELLO_RR_LEN);
@@ -232,7 +234,7 @@ mod tests {
     fn download_client_completes_on_the_last_body_byte_and_rejects_short_bodies() {
         with_ctx(|ctx| {
             let g = download::HttpGet { size: 10, host: "h".into(), head: vec![], body_len: None };
-            let mut c = FlowConn::new(Conn::new(-1, 1, log(Role::Client)), Proto::HttpGet(g));
+            let mut c = FlowConn::new(Conn::new(-1, 1, log(Role::Client)), KindState::HttpGet(g));
             c.on_connected(ctx);
             assert!(c.conn.pre.starts_with(b"GET /bytes/10?flow=5&conn=1 HTTP/1.1\r\n"));
             let mut resp = wire::format_http_ok(10);
@@ -244,7 +246,7 @@ mod tests {
             assert!(c.conn.closing && c.conn.log.error.is_none());
 
             let g = download::HttpGet { size: 10, host: "h".into(), head: vec![], body_len: None };
-            let mut c = FlowConn::new(Conn::new(-1, 2, log(Role::Client)), Proto::HttpGet(g));
+            let mut c = FlowConn::new(Conn::new(-1, 2, log(Role::Client)), KindState::HttpGet(g));
             c.on_data(&wire::format_http_ok(10), ctx);
             c.on_eof(ctx);
             assert!(c.conn.log.error.as_deref().unwrap().contains("0 of 10"));
@@ -254,12 +256,12 @@ mod tests {
     #[test]
     fn http_server_answers_curl_and_404s_other_paths() {
         with_ctx(|ctx| {
-            let mut c = FlowConn::new(Conn::new(-1, 1, log(Role::Server)), Proto::Detect(accept::Detect { buf: vec![], seq: 7 }));
+            let mut c = FlowConn::new(Conn::new(-1, 1, log(Role::Server)), KindState::Detect(accept::Detect { buf: vec![], seq: 7 }));
             c.on_data(b"GET /bytes/500 HTTP/1.1\r\nHost: x\r\n\r\n", ctx);
-            assert!(matches!(c.proto, Proto::HttpServe));
+            assert!(matches!(c.state, KindState::HttpServe));
             assert_eq!((c.conn.budget, c.conn.log.flow, c.conn.log.conn), (500, wire::FLOW_UNKNOWN, 7));
             assert!(c.conn.pre.starts_with(b"HTTP/1.1 200 OK"));
-            let mut c = FlowConn::new(Conn::new(-1, 1, log(Role::Server)), Proto::Detect(accept::Detect { buf: vec![], seq: 0 }));
+            let mut c = FlowConn::new(Conn::new(-1, 1, log(Role::Server)), KindState::Detect(accept::Detect { buf: vec![], seq: 0 }));
             c.on_data(b"GET /x HTTP/1.1\r\n\r\n", ctx);
             assert!(c.conn.pre.starts_with(b"HTTP/1.1 404"));
             assert_eq!(c.conn.budget, 0);
@@ -276,7 +278,7 @@ mod tests {
                 next_ns: 0,
                 stopped: false,
             };
-            let mut c = FlowConn::new(Conn::new(-1, 1, log(Role::Client)), Proto::Paced(p));
+            let mut c = FlowConn::new(Conn::new(-1, 1, log(Role::Client)), KindState::Paced(p));
             c.on_connected(ctx);
             assert_eq!(c.conn.budget, 100);
             assert_eq!(ctx.timers.next_deadline(), Some(2_000));

@@ -1,4 +1,4 @@
-//! Contract: checks of single JSON numbers and strings of the link's config, each
+//! Contract: validation of single JSON numbers and strings of the link's config, each
 //! returning the value in the core's units or a `ConfigError` naming the key. JSON
 //! numbers arrive as f64 (integers or floats are both accepted) and are rounded.
 
@@ -16,14 +16,14 @@ pub(super) fn nonneg_int(key: &str, v: f64) -> Result<u64, ConfigError> {
     Ok(v.round() as u64)
 }
 
-/// An optional integer key: checked by `check` when present, else `default`.
+/// An optional integer key: validated by `validate` when present, else `default`.
 pub(super) fn opt_int(
     key: &str,
     v: Option<f64>,
-    check: fn(&str, f64) -> Result<u64, ConfigError>,
+    validate: fn(&str, f64) -> Result<u64, ConfigError>,
     default: u64,
 ) -> Result<u64, ConfigError> {
-    Ok(v.map(|v| check(key, v)).transpose()?.unwrap_or(default))
+    Ok(v.map(|v| validate(key, v)).transpose()?.unwrap_or(default))
 }
 
 pub(super) fn positive_int(key: &str, v: f64) -> Result<u64, ConfigError> {
