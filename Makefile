@@ -55,7 +55,8 @@ demo: install
 	$(VENV)/bin/ccarena run quickstart
 
 test: install
-	cargo test --release -q -p ccarena-flow -p ccarena-link -p ccarena-trace -p ccarena-cc-harness
+	cargo test --release -q -p ccarena-sys -p ccarena-flow -p ccarena-link -p ccarena-trace -p ccarena-cc-harness
+	cargo build --release -q -p ccarena-cc --features testing --bin ccarena-cc-testaid
 	$(VENV)/bin/pytest -q -ra tests
 
 # no root needed: Python unit tests and the BPF congestion controls in user space

@@ -3,11 +3,13 @@
 //! out of step with the loader. vmlinux.h: $CCARENA_VMLINUX_H, else build/vmlinux.h
 //! (made by `make bpf`), else generated here with `bpftool btf dump` from the running
 //! kernel's BTF. Needs clang (>= 14) and libbpf's headers (<bpf/bpf_helpers.h>,
-//! Debian: libbpf-dev) — the same as mk/bpf.mk.
+//! Debian: libbpf-dev) — the same as mk/bpf.mk. Also the `--version` line
+//! (ccarena-buildinfo: crate version and git commit).
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn main() {
+    ccarena_buildinfo::emit(); // the --version line
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let root = manifest.parent().unwrap().parent().unwrap().to_path_buf();
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());

@@ -92,6 +92,12 @@ RECEIVER = textwrap.dedent(r'''
 ''')
 
 
+def testaid() -> Path:
+    """The loader's test aid (`mark`), built beside the loader with the `testing` feature;
+    the shipped ccarena-cc has no test subcommands."""
+    return registry.paths.loader().with_name("ccarena-cc-testaid")
+
+
 def sh(*argv, check=True, **kw):
     return subprocess.run([str(a) for a in argv], check=check, capture_output=True, text=True, **kw)
 
@@ -145,7 +151,7 @@ class NsPair:
             # this kernel has no ECN-marking qdisc: a tcx program marks CE at random
             obj = registry.paths.build_dir() / "bpf" / "test" / "ce_mark.bpf.o"
             self.marker = subprocess.Popen(
-                [str(registry.paths.loader()), "mark", "--obj", str(obj), "--netns", self.g,
+                [str(testaid()), "mark", "--obj", str(obj), "--netns", self.g,
                  "--dev", "east", "--per-mille", str(self.ce_per_mille)],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             line = self.marker.stdout.readline().strip()
@@ -288,6 +294,8 @@ def test_cc_dctcp_reacts_to_ce_marks():
         pytest.skip("cca_dctcp not built")
     if not (registry.paths.build_dir() / "bpf" / "test" / "ce_mark.bpf.o").is_file():
         pytest.skip("ce_mark.bpf.o not built (make bpf)")
+    if not testaid().is_file():
+        pytest.skip("ccarena-cc-testaid not built (cargo build --release -p ccarena-cc --features testing)")
     with NsPair(ce_per_mille=100) as ns:
         with cc.acquire(["dctcp"], run_id(), force="bpf") as m:
             res, _ = ns.flow(m["dctcp"], secs=4.0, interval=0.01)

@@ -1,7 +1,10 @@
 //! Contract: turn the host config JSON of docs/dev/contracts.md §2 into a validated
 //! `Config`, or say precisely which key is wrong (`ConfigError { key, reason }`).
-//! Pure: no I/O besides the caller handing in the text. Unknown keys are ignored so the
-//! orchestrator may add annotations; missing or ill-typed required keys are errors.
+//! Pure: no I/O besides the caller handing in the text. Unknown keys are refused (a key
+//! misspelt between the orchestrator and the engine is an error naming it, not a
+//! silently ignored setting); missing or ill-typed required keys are errors. A flow
+//! accepts every flow key whatever its kind (the orchestrator writes `seed`, `bytes` and
+//! `conns` for all kinds); keys that do not apply to a kind are ignored.
 //! Every flow kind gets its own typed variant, so the engine never sees a half-filled
 //! flow.
 
@@ -110,6 +113,7 @@ pub struct Flow {
 // ---- raw serde shapes -------------------------------------------------------------
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawConfig {
     host: String,
     out_dir: String,
@@ -118,12 +122,13 @@ struct RawConfig {
     #[serde(default)]
     end_ns: Option<u64>,
     #[serde(default)]
-    listen: Vec<RawListen>,
+    listen: Vec<serde_json::Value>,
     #[serde(default)]
     flows: Vec<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawListen {
     port: u16,
     #[serde(default)]
@@ -135,6 +140,7 @@ struct RawListen {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawFlow {
     flow: u32,
     kind: String,
@@ -174,13 +180,8 @@ struct RawFlow {
     interval_ns: Option<u64>,
 }
 
-/// Strip serde's " at line L column C" so the message names the key, not the offset.
-fn serde_reason(e: &serde_json::Error) -> String {
-    e.to_string()
-}
-
 pub fn parse(text: &str) -> Result<Config, ConfigError> {
-    let raw: RawConfig = serde_json::from_str(text).map_err(|e| err("(document)", serde_reason(&e)))?;
+    let raw: RawConfig = serde_json::from_str(text).map_err(|e| err("(document)", e.to_string()))?;
     if raw.host.is_empty() {
         return Err(err("host", "must not be empty"));
     }
@@ -192,7 +193,8 @@ pub fn parse(text: &str) -> Result<Config, ConfigError> {
         return Err(err("sample_interval_ns", format!("must be >= 100000 (0.1 ms), got {sample_interval_ns}")));
     }
     let mut listen = Vec::new();
-    for (i, l) in raw.listen.into_iter().enumerate() {
+    for (i, v) in raw.listen.into_iter().enumerate() {
+        let l: RawListen = serde_json::from_value(v).map_err(|e| err(format!("listen[{i}]"), e.to_string()))?;
         let ip: IpAddr = match &l.addr {
             None => IpAddr::from([0, 0, 0, 0]),
             Some(a) => a.parse().map_err(|_| err(format!("listen[{i}].addr"), format!("not an IP address: {a:?}")))?,
@@ -200,7 +202,7 @@ pub fn parse(text: &str) -> Result<Config, ConfigError> {
         if l.port == 0 {
             return Err(err(format!("listen[{i}].port"), "must be 1..65535"));
         }
-        check_cc(&l.cc, &format!("listen[{i}].cc"))?;
+        validate_cc_name(&l.cc, &format!("listen[{i}].cc"))?;
         let proto = match l.proto.as_deref().unwrap_or("tcp") {
             "tcp" => ListenProto::Tcp,
             "udp_echo" => ListenProto::UdpEcho,
@@ -223,7 +225,7 @@ pub fn parse(text: &str) -> Result<Config, ConfigError> {
     Ok(Config { host: raw.host, out_dir: PathBuf::from(raw.out_dir), sample_interval_ns, end_ns: raw.end_ns, listen, flows })
 }
 
-fn check_cc(cc: &Option<String>, key: &str) -> Result<(), ConfigError> {
+fn validate_cc_name(cc: &Option<String>, key: &str) -> Result<(), ConfigError> {
     if let Some(c) = cc {
         // TCP_CA_NAME_MAX is 16 including the NUL.
         if c.is_empty() || c.len() > 15 || !c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
@@ -235,12 +237,12 @@ fn check_cc(cc: &Option<String>, key: &str) -> Result<(), ConfigError> {
 
 fn parse_flow(i: usize, v: serde_json::Value) -> Result<Flow, ConfigError> {
     let key = |k: &str| format!("flows[{i}].{k}");
-    let r: RawFlow = serde_json::from_value(v).map_err(|e| err(format!("flows[{i}]"), serde_reason(&e)))?;
+    let r: RawFlow = serde_json::from_value(v).map_err(|e| err(format!("flows[{i}]"), e.to_string()))?;
     let ip: IpAddr = r.dst.parse().map_err(|_| err(key("dst"), format!("not an IP address: {:?}", r.dst)))?;
     if r.port == 0 {
         return Err(err(key("port"), "must be 1..65535"));
     }
-    check_cc(&r.cc, &key("cc"))?;
+    validate_cc_name(&r.cc, &key("cc"))?;
     let conns = r.conns.unwrap_or(1);
     if conns == 0 {
         return Err(err(key("conns"), "must be >= 1"));
@@ -386,6 +388,52 @@ mod tests {
         assert_eq!(e.key, "listen[0].proto");
         let e = parse(r#"{"host":"s","out_dir":"/x","listen":[{"port":7,"proto":"udp_echo","cc":"reno"}]}"#).unwrap_err();
         assert_eq!(e.key, "listen[0].cc");
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_naming_the_key() {
+        let e = parse(r#"{"host":"s","out_dir":"/x","sample_interval":5}"#).unwrap_err();
+        assert_eq!(e.key, "(document)");
+        assert!(e.reason.contains("unknown field `sample_interval`"), "{}", e.reason);
+        assert!(e.reason.contains("`sample_interval_ns`"), "names what is accepted: {}", e.reason);
+        let e = parse(r#"{"host":"s","out_dir":"/x","listen":[{"port":5000,"ccx":"reno"}]}"#).unwrap_err();
+        assert_eq!(e.key, "listen[0]");
+        assert!(e.reason.contains("unknown field `ccx`"), "{}", e.reason);
+        let e = parse(
+            r#"{"host":"s","out_dir":"/x","flows":[{"flow":0,"kind":"bulk","dst":"10.0.0.1","port":80},
+                {"flow":1,"kind":"download","dst":"10.0.0.1","port":80,"sise":10,"size":10}]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "flows[1]");
+        assert!(e.reason.contains("unknown field `sise`"), "{}", e.reason);
+    }
+
+    #[test]
+    fn the_orchestrators_shape_is_accepted() {
+        // Every key ccarena.workload.engine.host_configs writes, for every kind: `seed`,
+        // `bytes` and `conns` go with every TCP kind, nulls included.
+        let c = parse(
+            r#"{"host":"s1","out_dir":"/tmp/raw/s1","sample_interval_ns":10000000,"end_ns":32000000000,
+                "listen":[{"port":5000,"cc":"cubic"},{"port":7000,"proto":"udp_echo"}],
+                "flows":[
+                  {"flow":0,"kind":"bulk","dst":"10.2.1.2","port":5000,"cc":"cubic","start_ns":0,
+                   "stop_ns":30000000000,"conns":1,"bytes":null,"seed":7},
+                  {"flow":1,"kind":"download","dst":"10.2.1.2","port":5000,"cc":"reno","start_ns":0,
+                   "stop_ns":30000000000,"conns":1,"bytes":null,"seed":8,"size":178176,"count":5,
+                   "every_ns":5000000000},
+                  {"flow":2,"kind":"paced","dst":"10.2.1.2","port":5000,"cc":"reno","start_ns":0,
+                   "stop_ns":null,"conns":2,"bytes":1000000,"seed":9,"write_bytes":1448,
+                   "gap_ns":1000000,"gap_dist":"exp"},
+                  {"flow":3,"kind":"rr","dst":"10.2.1.2","port":5000,"cc":"reno","start_ns":0,
+                   "stop_ns":30000000000,"conns":1,"bytes":null,"seed":10,"request_bytes":100,
+                   "response_bytes":1000,"count":null,"gap_ns":null},
+                  {"flow":1000000,"kind":"udp_probe","dst":"10.2.1.2","port":7000,
+                   "interval_ns":10000000,"size":64,"start_ns":0,"stop_ns":30000000000}]}"#,
+        )
+        .unwrap();
+        assert_eq!(c.flows.len(), 5);
+        assert_eq!(c.flows[2].kind, FlowKind::Paced { write_bytes: 1448, gap_ns: 1_000_000, dist: GapDist::Exp, seed: 9, bytes: Some(1_000_000) });
+        assert_eq!(c.flows[3].kind, FlowKind::Rr { request_bytes: 100, response_bytes: 1000, count: None, gap_ns: 0 });
     }
 
     #[test]

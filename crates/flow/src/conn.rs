@@ -4,17 +4,17 @@
 //!   the engine's static buffer. Kinds only move `budget` (bulk: all of it; paced: one
 //!   write per gap; rr: one request or response). With `finish_when_sent`, the write
 //!   side is shut down (FIN) once head and budget are out.
-//! - The *input side* hands every chunk read to the kind (flows::on_data), which counts
-//!   payload with `note_rx`.
+//! - The *input side* hands every chunk read to the kind (`flows::FlowConn::on_data`),
+//!   which counts payload with `note_rx`.
 //! - A connection is finished when the peer has closed and our write side is shut, or
 //!   when the kind or an error says so (`closing`). Its `ConnLog` then becomes one line
 //!   of conns.jsonl.
 //!
 //! Invariants: `budget` saturates (u64::MAX = unlimited bulk); payload counters exclude
 //! hellos and HTTP heads; times are CLOCK_MONOTONIC ns, None = not (yet) applicable.
+//! Dependencies go one way: `flows` drives a `Conn`, a `Conn` knows nothing of kinds.
 
-use crate::flows::Proto;
-use crate::sys::{self, Io};
+use crate::net::{self, Outcome};
 use serde::Serialize;
 use std::os::fd::RawFd;
 
@@ -69,11 +69,10 @@ pub struct Conn {
     pub wr_shut: bool,
     pub peer_eof: bool,
     pub closing: bool,
-    pub proto: Proto,
 }
 
 impl Conn {
-    pub fn new(fd: RawFd, uid: u64, log: ConnLog, proto: Proto) -> Conn {
+    pub fn new(fd: RawFd, uid: u64, log: ConnLog) -> Conn {
         Conn {
             fd,
             uid,
@@ -89,7 +88,6 @@ impl Conn {
             wr_shut: false,
             peer_eof: false,
             closing: false,
-            proto,
         }
     }
 
@@ -126,16 +124,16 @@ impl Conn {
             return;
         }
         while self.pre_off < self.pre.len() {
-            match sys::send(self.fd, &self.pre[self.pre_off..]) {
-                Ok(Io::Done(n)) => self.pre_off += n,
+            match net::send(self.fd, &self.pre[self.pre_off..]) {
+                Ok(Outcome::Done(n)) => self.pre_off += n,
                 Ok(_) => return,
                 Err(e) => return self.fail("send", e),
             }
         }
         while self.budget > 0 {
             let n = (self.budget.min(data.len() as u64)) as usize;
-            match sys::send(self.fd, &data[..n]) {
-                Ok(Io::Done(k)) => {
+            match net::send(self.fd, &data[..n]) {
+                Ok(Outcome::Done(k)) => {
                     self.budget -= k as u64;
                     self.sent += k as u64;
                     if self.log.first_byte_ns.is_none() {
@@ -148,7 +146,7 @@ impl Conn {
             }
         }
         if self.finish_when_sent && !self.wr_shut {
-            if let Err(e) = sys::shutdown_write(self.fd) {
+            if let Err(e) = net::shutdown_write(self.fd) {
                 return self.fail("shutdown", e);
             }
             self.wr_shut = true;

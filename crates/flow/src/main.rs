@@ -7,11 +7,11 @@ mod conn;
 mod error;
 mod event_loop;
 mod flows;
+mod net;
 mod outputs;
 mod records;
 mod rng;
 mod sampler;
-mod sys;
 mod timers;
 mod udp;
 mod wire;
@@ -37,7 +37,7 @@ fn parse_args(args: &[String]) -> Result<String, Failure> {
                 std::process::exit(0);
             }
             "--version" | "-V" => {
-                println!("ccarena-flow {}", env!("CARGO_PKG_VERSION"));
+                println!("{}", env!("CCARENA_VERSION"));
                 std::process::exit(0);
             }
             other => return Err(Failure::config("parse arguments", other, "unknown argument (see --help)")),

@@ -1,9 +1,10 @@
 #![recursion_limit = "256"]
 //! ccarena-link: a user-space link emulator for TCP congestion-control experiments.
 //!
-//! `link::Link` is the sans-IO core (queues, AQMs, rates, delays, loss); `shell` is the
-//! AF_PACKET packet-I/O loop around it; `config` turns the JSON config of contracts §3
-//! into validated parameters. See docs/link.md.
+//! `link::Link` is the sans-IO core (queues, AQMs, the transmitter, delays, loss; time is
+//! passed in); `shell` is the packet-I/O loop around it (AF_PACKET or AF_XDP ports,
+//! forwarding threads); `config` turns the JSON config of contracts §3 into validated
+//! parameters. See docs/link.md and docs/dev/architecture-rust.md.
 
 pub mod config;
 pub mod impair;
@@ -12,6 +13,6 @@ pub mod packet;
 pub mod params;
 pub mod queue;
 pub mod rng;
-pub mod server;
 pub mod shell;
 pub mod stats;
+pub mod transmitter;

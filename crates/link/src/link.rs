@@ -26,7 +26,7 @@ use crate::queue::red::{Red, RedParams};
 use crate::queue::step::Step;
 use crate::queue::{QCtx, Qdisc};
 use crate::rng::Rng;
-use crate::server::{Clock, TRACE_OPPORTUNITY_BYTES};
+use crate::transmitter::{Transmitter as Clock, TRACE_OPPORTUNITY_BYTES};
 use crate::stats::{EventRecord, Sink, StatsRecord, Totals, EV_DROP_LOSS};
 
 pub const W2E: usize = 0;

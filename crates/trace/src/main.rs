@@ -28,6 +28,9 @@ use std::rc::Rc;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use ccarena_sys::clock::now_ns;
+use ccarena_sys::signal::SignalFd;
+use ccarena_sys::{cpu, stdio::say};
 use libbpf_rs::{set_print, MapCore, MapFlags, ObjectBuilder, PrintLevel, RingBufferBuilder};
 
 static BPF_OBJ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/tcpprobe.bpf.o"));
@@ -88,47 +91,6 @@ fn netns_inode(p: &Path) -> Result<u32, Failure> {
     u32::try_from(md.ino()).map_err(|_| fail(2, "check network namespace", p.display(), "inode does not fit in 32 bits"))
 }
 
-fn signal_fd() -> std::io::Result<i32> {
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-        if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let fd = libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC);
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(fd)
-    }
-}
-
-fn signalled(fd: i32) -> bool {
-    let mut b = [0u8; 128];
-    unsafe { libc::read(fd, b.as_mut_ptr() as *mut libc::c_void, b.len()) > 0 }
-}
-
-fn now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-fn cpu_times() -> (f64, f64) {
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let s = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    (s(ru.ru_utime), s(ru.ru_stime))
-}
-
-fn say(word: &str) {
-    let mut o = std::io::stdout().lock();
-    let _ = writeln!(o, "{word}");
-    let _ = o.flush();
-}
-
 struct Sink {
     out: BufWriter<File>,
     events: u64,
@@ -166,7 +128,7 @@ fn run() -> Result<(), Failure> {
             return Ok(());
         }
         args::Parsed::Version => {
-            println!("ccarena-trace {}", env!("CARGO_PKG_VERSION"));
+            println!("{}", env!("CCARENA_VERSION"));
             return Ok(());
         }
         args::Parsed::Run(a) => a,
@@ -207,7 +169,7 @@ fn run() -> Result<(), Failure> {
     let counters = map("counters")?;
     let events_map = map("events")?;
 
-    let sigfd = signal_fd().map_err(|e| fail(1, "create", "signalfd", e))?;
+    let sigfd = SignalFd::new().map_err(|e| fail(1, "create", "signalfd", e))?;
     let sink = Rc::new(RefCell::new(Sink {
         out: BufWriter::with_capacity(1 << 20, file),
         events: 0,
@@ -248,7 +210,7 @@ fn run() -> Result<(), Failure> {
             poll_errors += 1;
         }
         let _ = rb.consume();
-        if signalled(sigfd) {
+        if sigfd.pending() {
             break;
         }
         if sink.borrow().write_error.is_some() {
@@ -283,7 +245,7 @@ fn run() -> Result<(), Failure> {
     if let Err(e) = s.out.flush() {
         s.write_error.get_or_insert(e.to_string());
     }
-    let (u, sy) = cpu_times();
+    let cpu::Usage { user_s: u, sys_s: sy, .. } = cpu::process_usage();
     let report = serde_json::json!({
         "version": 1,
         "events": s.events,

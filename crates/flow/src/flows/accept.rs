@@ -4,7 +4,7 @@
 //! `GET|HEAD /bytes/<size>`), garbage closes it with an error in conns.jsonl.
 //! Bytes after the hello are payload and go to the new state.
 
-use super::{rr, Ctx, Proto};
+use super::{rr, Ctx, KindState};
 use crate::conn::{Conn, Side};
 use crate::wire::{self, First, HelloKind};
 
@@ -14,9 +14,11 @@ pub struct Detect {
     pub seq: u32,
 }
 
-pub fn on_data(c: &mut Conn, data: &[u8], ctx: &mut Ctx) {
-    let d = match &mut c.proto {
-        Proto::Detect(d) => d,
+/// Bytes arrived on a connection in `KindState::Detect`; may replace `state` with the kind
+/// the first bytes asked for.
+pub fn on_data(c: &mut Conn, state: &mut KindState, data: &[u8], ctx: &mut Ctx) {
+    let d = match state {
+        KindState::Detect(d) => d,
         _ => return,
     };
     d.buf.extend_from_slice(data);
@@ -32,16 +34,17 @@ pub fn on_data(c: &mut Conn, data: &[u8], ctx: &mut Ctx) {
                 HelloKind::Bulk | HelloKind::Paced => {
                     c.log.kind = Some(if hello.kind == HelloKind::Bulk { "bulk" } else { "paced" });
                     c.log.side = Some(Side::Recv);
-                    c.proto = Proto::Sink;
+                    *state = KindState::Sink;
                     c.note_rx(ctx.now, rest.len());
                 }
                 HelloKind::Rr { request_bytes, response_bytes } => {
                     c.log.kind = Some("rr");
                     c.log.side = Some(Side::Send);
-                    c.proto = Proto::RrServer(rr::RrServer::new(request_bytes, response_bytes));
+                    let mut s = rr::RrServer::new(request_bytes, response_bytes);
                     if !rest.is_empty() {
-                        rr::server_on_data(c, &rest, ctx);
+                        rr::server_on_data(c, &mut s, &rest, ctx);
                     }
+                    *state = KindState::RrServer(s);
                 }
             }
         }
@@ -50,7 +53,7 @@ pub fn on_data(c: &mut Conn, data: &[u8], ctx: &mut Ctx) {
             c.log.conn = req.conn.unwrap_or(seq);
             c.log.kind = Some("download");
             c.log.side = Some(Side::Send);
-            c.proto = Proto::HttpServe;
+            *state = KindState::HttpServe;
             c.finish_when_sent = true;
             let head_only = req.method == "HEAD";
             match (req.method.as_str(), req.size) {

@@ -1,10 +1,9 @@
 //! Contract: the client side of `bulk` and `parallel`. After the 16-byte hello it
 //! sends payload from the static buffer as fast as the socket takes it: `limit` bytes
 //! then FIN, or without a limit until the flow's stop time (then FIN). The receiving
-//! side is `Proto::Sink`, which only counts. `parallel` differs only in how the engine
+//! side is `KindState::Sink`, which only counts. `parallel` differs only in how the engine
 //! splits `bytes` over the connections (`stripe`).
 
-use super::Proto;
 use crate::conn::Conn;
 use crate::wire::{Hello, HelloKind};
 
@@ -12,11 +11,8 @@ pub struct BulkSend {
     pub limit: Option<u64>,
 }
 
-pub fn on_connected(c: &mut Conn) {
-    let limit = match &c.proto {
-        Proto::BulkSend(b) => b.limit,
-        _ => return,
-    };
+pub fn on_connected(c: &mut Conn, b: &BulkSend) {
+    let limit = b.limit;
     c.pre = Hello { flow: c.log.flow, conn: c.log.conn, kind: HelloKind::Bulk }.encode();
     match limit {
         Some(n) => {

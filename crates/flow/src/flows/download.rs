@@ -3,10 +3,10 @@
 //! the response head, then exactly `Content-Length` body bytes; with the last one the
 //! download is complete (`last_byte_ns`) and the client closes. A non-200 status, a
 //! missing Content-Length, a length other than `size`, or FIN before the body is
-//! complete are errors in conns.jsonl. The server side is `Proto::HttpServe` (see
+//! complete are errors in conns.jsonl. The server side is `KindState::HttpServe` (see
 //! `accept`): head, body from the static buffer, FIN.
 
-use super::{Ctx, Proto};
+use super::Ctx;
 use crate::conn::Conn;
 use crate::wire::{self, ResponseHead};
 
@@ -18,17 +18,11 @@ pub struct HttpGet {
     pub body_len: Option<u64>,
 }
 
-pub fn on_connected(c: &mut Conn) {
-    if let Proto::HttpGet(g) = &c.proto {
-        c.pre = wire::format_http_request(g.size, c.log.flow, c.log.conn, &g.host);
-    }
+pub fn on_connected(c: &mut Conn, g: &HttpGet) {
+    c.pre = wire::format_http_request(g.size, c.log.flow, c.log.conn, &g.host);
 }
 
-pub fn client_on_data(c: &mut Conn, data: &[u8], ctx: &mut Ctx) {
-    let g = match &mut c.proto {
-        Proto::HttpGet(g) => g,
-        _ => return,
-    };
+pub fn client_on_data(c: &mut Conn, g: &mut HttpGet, data: &[u8], ctx: &mut Ctx) {
     let body: &[u8];
     let mut tmp = Vec::new();
     match g.body_len {
@@ -64,10 +58,7 @@ pub fn client_on_data(c: &mut Conn, data: &[u8], ctx: &mut Ctx) {
     c.note_rx(ctx.now, body.len());
     c.log.first_byte_ns = first.or(Some(ctx.now));
     drop(tmp);
-    let want = match &c.proto {
-        Proto::HttpGet(g) => g.body_len.unwrap_or(u64::MAX),
-        _ => return,
-    };
+    let want = g.body_len.unwrap_or(u64::MAX);
     if c.rcvd >= want {
         if c.rcvd > want {
             c.log.error = Some(format!("{} bytes more than Content-Length", c.rcvd - want));
@@ -77,12 +68,8 @@ pub fn client_on_data(c: &mut Conn, data: &[u8], ctx: &mut Ctx) {
     }
 }
 
-pub fn client_on_eof(c: &mut Conn) {
-    let want = match &c.proto {
-        Proto::HttpGet(g) => g.body_len,
-        _ => return,
-    };
-    match want {
+pub fn client_on_eof(c: &mut Conn, g: &HttpGet) {
+    match g.body_len {
         Some(n) if c.rcvd >= n => c.closing = true,
         Some(n) => c.fail("download", format!("connection closed after {} of {n} body bytes", c.rcvd)),
         None => c.fail("download", "connection closed before the response head"),

@@ -1,10 +1,11 @@
 //! Contract: what each flow kind does on a connection, as small state machines driven
-//! by the event loop through five entry points: `on_connected` (client socket became
-//! writable for the first time), `on_data` (bytes read), `on_eof` (peer sent FIN),
-//! `on_timer` (a `Timer::Conn` of this connection fired) and `on_stop` (the flow's
-//! stop time came). They only change the `Conn` (budget, head, finish flags, payload
-//! counters) and schedule timers; all socket I/O stays in `Conn::pump` and the loop.
-//! One module per kind; `accept` turns a fresh server connection into one of them.
+//! by the event loop through five entry points of `FlowConn`: `on_connected` (client
+//! socket became writable for the first time), `on_data` (bytes read), `on_eof` (peer
+//! sent FIN), `on_timer` (a `Timer::Conn` of this connection fired) and `on_stop` (the
+//! flow's stop time came). They only change the `Conn` (budget, head, finish flags,
+//! payload counters) and their own state, and schedule timers; all socket I/O stays in
+//! `Conn::pump` and the loop. One module per kind, each handed its own state; `accept`
+//! turns a fresh server connection into one of them.
 
 pub mod accept;
 pub mod bulk;
@@ -26,7 +27,9 @@ pub struct Ctx<'a> {
     pub errors: &'a mut Vec<String>,
 }
 
-pub enum Proto {
+/// What this end of a connection does, by flow kind and role: each variant carries the
+/// state of its kind's state machine.
+pub enum KindState {
     /// Server side, before the first bytes said what the client wants.
     Detect(accept::Detect),
     /// Client of bulk/parallel: sends a fixed amount or until stopped.
@@ -40,71 +43,94 @@ pub enum Proto {
     RrServer(rr::RrServer),
 }
 
-pub fn on_connected(c: &mut Conn, ctx: &mut Ctx) {
-    match &mut c.proto {
-        Proto::BulkSend(_) => bulk::on_connected(c),
-        Proto::Paced(_) => paced::on_connected(c, ctx),
-        Proto::HttpGet(_) => download::on_connected(c),
-        Proto::RrClient(_) => rr::client_on_connected(c, ctx),
-        _ => {}
-    }
+/// A connection together with the state machine of its kind: what the event loop keeps
+/// per slot. Socket I/O stays with `conn`; `state` decides what to send next.
+pub struct FlowConn {
+    pub conn: Conn,
+    pub state: KindState,
 }
 
-pub fn on_data(c: &mut Conn, data: &[u8], ctx: &mut Ctx) {
-    match &mut c.proto {
-        Proto::Detect(_) => accept::on_data(c, data, ctx),
-        Proto::Sink => c.note_rx(ctx.now, data.len()),
-        Proto::HttpGet(_) => download::client_on_data(c, data, ctx),
-        Proto::RrClient(_) => rr::client_on_data(c, data, ctx),
-        Proto::RrServer(_) => rr::server_on_data(c, data, ctx),
-        // Senders and the HTTP server ignore what the peer sends after its request.
-        Proto::BulkSend(_) | Proto::Paced(_) | Proto::HttpServe => {}
+impl FlowConn {
+    pub fn new(conn: Conn, state: KindState) -> FlowConn {
+        FlowConn { conn, state }
     }
-}
 
-pub fn on_eof(c: &mut Conn, _ctx: &mut Ctx) {
-    c.peer_eof = true;
-    match (&c.proto, c.log.role) {
-        (Proto::Detect(d), _) => {
-            if d.buf.is_empty() {
-                c.closing = true; // a port check or an aborted client: nothing to log as error
-            } else {
-                c.fail("read hello", format!("peer closed after {} bytes", d.buf.len()));
-            }
-        }
-        (Proto::HttpGet(_), _) => download::client_on_eof(c),
-        (_, Role::Server) => c.finish_when_sent = true,
-        (_, Role::Client) => {
-            if !c.finish_when_sent {
-                c.fail("send", "peer closed the connection");
-            }
+    /// The client's socket became writable for the first time.
+    pub fn on_connected(&mut self, ctx: &mut Ctx) {
+        let c = &mut self.conn;
+        match &mut self.state {
+            KindState::BulkSend(b) => bulk::on_connected(c, b),
+            KindState::Paced(p) => paced::on_connected(c, p, ctx),
+            KindState::HttpGet(g) => download::on_connected(c, g),
+            KindState::RrClient(r) => rr::client_on_connected(c, r, ctx),
+            _ => {}
         }
     }
-}
 
-pub fn on_timer(c: &mut Conn, ctx: &mut Ctx) {
-    match &mut c.proto {
-        Proto::Paced(_) => paced::on_timer(c, ctx),
-        Proto::RrClient(_) => rr::client_on_timer(c, ctx),
-        _ => {}
-    }
-}
-
-pub fn on_stop(c: &mut Conn) {
-    match &mut c.proto {
-        Proto::BulkSend(_) | Proto::Paced(_) | Proto::RrClient(_) => {
-            // Stop producing; what is already in the socket buffer still drains.
-            if let Proto::RrClient(r) = &mut c.proto {
-                r.stopped = true;
-            }
-            if let Proto::Paced(p) = &mut c.proto {
-                p.stopped = true;
-            }
-            c.budget = 0;
-            c.finish_when_sent = true;
+    /// Bytes read from the socket.
+    pub fn on_data(&mut self, data: &[u8], ctx: &mut Ctx) {
+        let c = &mut self.conn;
+        match &mut self.state {
+            KindState::Detect(_) => accept::on_data(c, &mut self.state, data, ctx),
+            KindState::Sink => c.note_rx(ctx.now, data.len()),
+            KindState::HttpGet(g) => download::client_on_data(c, g, data, ctx),
+            KindState::RrClient(r) => rr::client_on_data(c, r, data, ctx),
+            KindState::RrServer(s) => rr::server_on_data(c, s, data, ctx),
+            // Senders and the HTTP server ignore what the peer sends after its request.
+            KindState::BulkSend(_) | KindState::Paced(_) | KindState::HttpServe => {}
         }
-        // A download in progress runs to its end (or the host's end time).
-        _ => {}
+    }
+
+    /// The peer sent FIN.
+    pub fn on_eof(&mut self, _ctx: &mut Ctx) {
+        let c = &mut self.conn;
+        c.peer_eof = true;
+        match (&self.state, c.log.role) {
+            (KindState::Detect(d), _) => {
+                if d.buf.is_empty() {
+                    c.closing = true; // a port check or an aborted client: nothing to log as error
+                } else {
+                    c.fail("read hello", format!("peer closed after {} bytes", d.buf.len()));
+                }
+            }
+            (KindState::HttpGet(g), _) => download::client_on_eof(c, g),
+            (_, Role::Server) => c.finish_when_sent = true,
+            (_, Role::Client) => {
+                if !c.finish_when_sent {
+                    c.fail("send", "peer closed the connection");
+                }
+            }
+        }
+    }
+
+    /// A `Timer::Conn` of this connection fired.
+    pub fn on_timer(&mut self, ctx: &mut Ctx) {
+        let c = &mut self.conn;
+        match &mut self.state {
+            KindState::Paced(p) => paced::on_timer(c, p, ctx),
+            KindState::RrClient(r) => rr::client_on_timer(c, r, ctx),
+            _ => {}
+        }
+    }
+
+    /// The flow's stop time came.
+    pub fn on_stop(&mut self) {
+        let c = &mut self.conn;
+        match &mut self.state {
+            KindState::BulkSend(_) | KindState::Paced(_) | KindState::RrClient(_) => {
+                // Stop producing; what is already in the socket buffer still drains.
+                if let KindState::RrClient(r) = &mut self.state {
+                    r.stopped = true;
+                }
+                if let KindState::Paced(p) = &mut self.state {
+                    p.stopped = true;
+                }
+                c.budget = 0;
+                c.finish_when_sent = true;
+            }
+            // A download in progress runs to its end (or the host's end time).
+            _ => {}
+        }
     }
 }
 
@@ -152,27 +178,27 @@ mod tests {
     #[test]
     fn server_turns_a_bulk_hello_into_a_sink_and_counts_the_rest_as_payload() {
         with_ctx(|ctx| {
-            let mut c = Conn::new(-1, 1, log(Role::Server), Proto::Detect(accept::Detect { buf: vec![], seq: 0 }));
+            let mut c = FlowConn::new(Conn::new(-1, 1, log(Role::Server)), KindState::Detect(accept::Detect { buf: vec![], seq: 0 }));
             let mut b = wire::Hello { flow: 9, conn: 2, kind: wire::HelloKind::Bulk }.encode();
             b.extend_from_slice(&[0u8; 100]);
-            on_data(&mut c, &b[..10], ctx);
-            assert!(matches!(c.proto, Proto::Detect(_)));
-            on_data(&mut c, &b[10..], ctx);
-            assert!(matches!(c.proto, Proto::Sink));
-            assert_eq!((c.log.flow, c.log.conn, c.log.side, c.rcvd), (9, 2, Some(Side::Recv), 100));
-            on_eof(&mut c, ctx);
-            assert!(c.finish_when_sent && c.peer_eof);
+            c.on_data(&b[..10], ctx);
+            assert!(matches!(c.state, KindState::Detect(_)));
+            c.on_data(&b[10..], ctx);
+            assert!(matches!(c.state, KindState::Sink));
+            assert_eq!((c.conn.log.flow, c.conn.log.conn, c.conn.log.side, c.conn.rcvd), (9, 2, Some(Side::Recv), 100));
+            c.on_eof(ctx);
+            assert!(c.conn.finish_when_sent && c.conn.peer_eof);
         });
     }
 
     #[test]
     fn rr_server_answers_each_complete_request() {
         with_ctx(|ctx| {
-            let mut c = Conn::new(-1, 1, log(Role::Server), Proto::RrServer(rr::RrServer::new(100, 1000)));
-            rr::server_on_data(&mut c, &[0u8; 150], ctx);
-            assert_eq!(c.budget, 1000);
-            rr::server_on_data(&mut c, &[0u8; 250], ctx);
-            assert_eq!(c.budget, 4000); // 400 bytes = 4 requests
+            let mut c = FlowConn::new(Conn::new(-1, 1, log(Role::Server)), KindState::RrServer(rr::RrServer::new(100, 1000)));
+            c.on_data(&[0u8; 150], ctx);
+            assert_eq!(c.conn.budget, 1000);
+            c.on_data(&[0u8; 250], ctx);
+            assert_eq!(c.conn.budget, 4000); // 400 bytes = 4 requests
         });
     }
 
@@ -188,18 +214,18 @@ mod tests {
                 got: 0,
                 stopped: false,
             };
-            let mut c = Conn::new(-1, 1, log(Role::Client), Proto::RrClient(r));
-            on_connected(&mut c, ctx);
-            assert_eq!(c.budget, 10);
-            assert_eq!(c.pre.len(), wire::HELLO_RR_LEN);
-            c.budget = 0; // as if sent
+            let mut c = FlowConn::new(Conn::new(-1, 1, log(Role::Client)), KindState::RrClient(r));
+            c.on_connected(ctx);
+            assert_eq!(c.conn.budget, 10);
+            assert_eq!(c.conn.pre.len(), wire::HELLO_RR_LEN);
+            c.conn.budget = 0; // as if sent
             ctx.now = 5_000;
-            on_data(&mut c, &[0u8; 50], ctx);
-            assert_eq!(c.budget, 10, "second request");
-            c.budget = 0;
-            on_data(&mut c, &[0u8; 50], ctx);
-            assert_eq!(c.budget, 0, "count reached");
-            assert!(c.finish_when_sent);
+            c.on_data(&[0u8; 50], ctx);
+            assert_eq!(c.conn.budget, 10, "second request");
+            c.conn.budget = 0;
+            c.on_data(&[0u8; 50], ctx);
+            assert_eq!(c.conn.budget, 0, "count reached");
+            assert!(c.conn.finish_when_sent);
         });
         assert_eq!(recs, 2);
     }
@@ -208,37 +234,37 @@ mod tests {
     fn download_client_completes_on_the_last_body_byte_and_rejects_short_bodies() {
         with_ctx(|ctx| {
             let g = download::HttpGet { size: 10, host: "h".into(), head: vec![], body_len: None };
-            let mut c = Conn::new(-1, 1, log(Role::Client), Proto::HttpGet(g));
-            on_connected(&mut c, ctx);
-            assert!(c.pre.starts_with(b"GET /bytes/10?flow=5&conn=1 HTTP/1.1\r\n"));
+            let mut c = FlowConn::new(Conn::new(-1, 1, log(Role::Client)), KindState::HttpGet(g));
+            c.on_connected(ctx);
+            assert!(c.conn.pre.starts_with(b"GET /bytes/10?flow=5&conn=1 HTTP/1.1\r\n"));
             let mut resp = wire::format_http_ok(10);
             resp.extend_from_slice(&[1u8; 4]);
-            on_data(&mut c, &resp, ctx);
-            assert_eq!(c.rcvd, 4);
-            assert!(!c.closing);
-            on_data(&mut c, &[1u8; 6], ctx);
-            assert!(c.closing && c.log.error.is_none());
+            c.on_data(&resp, ctx);
+            assert_eq!(c.conn.rcvd, 4);
+            assert!(!c.conn.closing);
+            c.on_data(&[1u8; 6], ctx);
+            assert!(c.conn.closing && c.conn.log.error.is_none());
 
             let g = download::HttpGet { size: 10, host: "h".into(), head: vec![], body_len: None };
-            let mut c = Conn::new(-1, 2, log(Role::Client), Proto::HttpGet(g));
-            on_data(&mut c, &wire::format_http_ok(10), ctx);
-            on_eof(&mut c, ctx);
-            assert!(c.log.error.as_deref().unwrap().contains("0 of 10"));
+            let mut c = FlowConn::new(Conn::new(-1, 2, log(Role::Client)), KindState::HttpGet(g));
+            c.on_data(&wire::format_http_ok(10), ctx);
+            c.on_eof(ctx);
+            assert!(c.conn.log.error.as_deref().unwrap().contains("0 of 10"));
         });
     }
 
     #[test]
     fn http_server_answers_curl_and_404s_other_paths() {
         with_ctx(|ctx| {
-            let mut c = Conn::new(-1, 1, log(Role::Server), Proto::Detect(accept::Detect { buf: vec![], seq: 7 }));
-            on_data(&mut c, b"GET /bytes/500 HTTP/1.1\r\nHost: x\r\n\r\n", ctx);
-            assert!(matches!(c.proto, Proto::HttpServe));
-            assert_eq!((c.budget, c.log.flow, c.log.conn), (500, wire::FLOW_UNKNOWN, 7));
-            assert!(c.pre.starts_with(b"HTTP/1.1 200 OK"));
-            let mut c = Conn::new(-1, 1, log(Role::Server), Proto::Detect(accept::Detect { buf: vec![], seq: 0 }));
-            on_data(&mut c, b"GET /x HTTP/1.1\r\n\r\n", ctx);
-            assert!(c.pre.starts_with(b"HTTP/1.1 404"));
-            assert_eq!(c.budget, 0);
+            let mut c = FlowConn::new(Conn::new(-1, 1, log(Role::Server)), KindState::Detect(accept::Detect { buf: vec![], seq: 7 }));
+            c.on_data(b"GET /bytes/500 HTTP/1.1\r\nHost: x\r\n\r\n", ctx);
+            assert!(matches!(c.state, KindState::HttpServe));
+            assert_eq!((c.conn.budget, c.conn.log.flow, c.conn.log.conn), (500, wire::FLOW_UNKNOWN, 7));
+            assert!(c.conn.pre.starts_with(b"HTTP/1.1 200 OK"));
+            let mut c = FlowConn::new(Conn::new(-1, 1, log(Role::Server)), KindState::Detect(accept::Detect { buf: vec![], seq: 0 }));
+            c.on_data(b"GET /x HTTP/1.1\r\n\r\n", ctx);
+            assert!(c.conn.pre.starts_with(b"HTTP/1.1 404"));
+            assert_eq!(c.conn.budget, 0);
         });
     }
 
@@ -252,14 +278,14 @@ mod tests {
                 next_ns: 0,
                 stopped: false,
             };
-            let mut c = Conn::new(-1, 1, log(Role::Client), Proto::Paced(p));
-            on_connected(&mut c, ctx);
-            assert_eq!(c.budget, 100);
+            let mut c = FlowConn::new(Conn::new(-1, 1, log(Role::Client)), KindState::Paced(p));
+            c.on_connected(ctx);
+            assert_eq!(c.conn.budget, 100);
             assert_eq!(ctx.timers.next_deadline(), Some(2_000));
-            on_timer(&mut c, ctx);
-            on_timer(&mut c, ctx);
-            assert_eq!(c.budget, 250);
-            assert!(c.finish_when_sent);
+            c.on_timer(ctx);
+            c.on_timer(ctx);
+            assert_eq!(c.conn.budget, 250);
+            assert!(c.conn.finish_when_sent);
         });
     }
 }

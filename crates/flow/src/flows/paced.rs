@@ -5,7 +5,7 @@
 //! the unwritten bytes wait in `budget` (a backlog, as an application's buffer would).
 //! Stops after `bytes` (if given) or at the flow's stop time.
 
-use super::{Ctx, Proto};
+use super::Ctx;
 use crate::conn::Conn;
 use crate::rng::GapSource;
 use crate::timers::Timer;
@@ -20,28 +20,23 @@ pub struct Paced {
     pub stopped: bool,
 }
 
-fn write_one(c: &mut Conn, ctx: &mut Ctx) {
-    let (n, done, next) = match &mut c.proto {
-        Proto::Paced(p) => {
-            if p.stopped {
-                return;
-            }
-            let n = match p.left {
-                Some(l) => l.min(p.write_bytes),
-                None => p.write_bytes,
-            };
-            if let Some(l) = &mut p.left {
-                *l -= n;
-            }
-            let done = p.left == Some(0);
-            if done {
-                p.stopped = true;
-            }
-            p.next_ns += p.gaps.next_gap_ns();
-            (n, done, p.next_ns)
-        }
-        _ => return,
+fn write_one(c: &mut Conn, p: &mut Paced, ctx: &mut Ctx) {
+    if p.stopped {
+        return;
+    }
+    let n = match p.left {
+        Some(l) => l.min(p.write_bytes),
+        None => p.write_bytes,
     };
+    if let Some(l) = &mut p.left {
+        *l -= n;
+    }
+    let done = p.left == Some(0);
+    if done {
+        p.stopped = true;
+    }
+    p.next_ns += p.gaps.next_gap_ns();
+    let next = p.next_ns;
     c.add_budget(n);
     if done {
         c.finish_when_sent = true;
@@ -50,14 +45,12 @@ fn write_one(c: &mut Conn, ctx: &mut Ctx) {
     }
 }
 
-pub fn on_connected(c: &mut Conn, ctx: &mut Ctx) {
+pub fn on_connected(c: &mut Conn, p: &mut Paced, ctx: &mut Ctx) {
     c.pre = Hello { flow: c.log.flow, conn: c.log.conn, kind: HelloKind::Paced }.encode();
-    if let Proto::Paced(p) = &mut c.proto {
-        p.next_ns = ctx.now;
-    }
-    write_one(c, ctx);
+    p.next_ns = ctx.now;
+    write_one(c, p, ctx);
 }
 
-pub fn on_timer(c: &mut Conn, ctx: &mut Ctx) {
-    write_one(c, ctx);
+pub fn on_timer(c: &mut Conn, p: &mut Paced, ctx: &mut Ctx) {
+    write_one(c, p, ctx);
 }

@@ -5,7 +5,7 @@
 //! server answers every complete request with `response_bytes` (it is the data-sending
 //! side, so its socket is sampled into tcpinfo.bin; the client's into rx.bin).
 
-use super::{Ctx, Proto};
+use super::Ctx;
 use crate::conn::Conn;
 use crate::records;
 use crate::timers::Timer;
@@ -36,79 +36,59 @@ impl RrServer {
     }
 }
 
-fn send_request(c: &mut Conn, ctx: &mut Ctx) {
-    let n = match &mut c.proto {
-        Proto::RrClient(r) => {
-            if r.stopped || r.left == Some(0) {
-                return;
-            }
-            if let Some(l) = &mut r.left {
-                *l -= 1;
-            }
-            r.sent_ns = ctx.now;
-            r.got = 0;
-            r.request_bytes as u64
-        }
-        _ => return,
-    };
-    c.add_budget(n);
-}
-
-pub fn client_on_connected(c: &mut Conn, ctx: &mut Ctx) {
-    if let Proto::RrClient(r) = &c.proto {
-        let kind = HelloKind::Rr { request_bytes: r.request_bytes, response_bytes: r.response_bytes };
-        c.pre = Hello { flow: c.log.flow, conn: c.log.conn, kind }.encode();
+fn send_request(c: &mut Conn, r: &mut RrClient, ctx: &mut Ctx) {
+    if r.stopped || r.left == Some(0) {
+        return;
     }
-    send_request(c, ctx);
+    if let Some(l) = &mut r.left {
+        *l -= 1;
+    }
+    r.sent_ns = ctx.now;
+    r.got = 0;
+    c.add_budget(r.request_bytes as u64);
 }
 
-pub fn client_on_data(c: &mut Conn, data: &[u8], ctx: &mut Ctx) {
+pub fn client_on_connected(c: &mut Conn, r: &mut RrClient, ctx: &mut Ctx) {
+    let kind = HelloKind::Rr { request_bytes: r.request_bytes, response_bytes: r.response_bytes };
+    c.pre = Hello { flow: c.log.flow, conn: c.log.conn, kind }.encode();
+    send_request(c, r, ctx);
+}
+
+pub fn client_on_data(c: &mut Conn, r: &mut RrClient, data: &[u8], ctx: &mut Ctx) {
     c.note_rx(ctx.now, data.len());
     let mut left = data.len() as u64;
     while left > 0 {
-        let (complete, more, gap) = match &mut c.proto {
-            Proto::RrClient(r) => {
-                let take = left.min(r.response_bytes as u64 - r.got);
-                r.got += take;
-                left -= take;
-                if r.got < r.response_bytes as u64 {
-                    break;
-                }
-                let lat = ctx.now.saturating_sub(r.sent_ns);
-                let rec = records::encode_rr(r.sent_ns, c.log.flow, c.log.conn, lat);
-                if let Err(e) = ctx.rr_out.append(&rec) {
-                    ctx.errors.push(format!("write rr.bin: {e}"));
-                }
-                r.got = 0;
-                (true, !r.stopped && r.left != Some(0), r.gap_ns)
-            }
-            _ => return,
-        };
-        if complete && more {
-            if gap == 0 {
-                send_request(c, ctx);
+        let take = left.min(r.response_bytes as u64 - r.got);
+        r.got += take;
+        left -= take;
+        if r.got < r.response_bytes as u64 {
+            break;
+        }
+        let lat = ctx.now.saturating_sub(r.sent_ns);
+        let rec = records::encode_rr(r.sent_ns, c.log.flow, c.log.conn, lat);
+        if let Err(e) = ctx.rr_out.append(&rec) {
+            ctx.errors.push(format!("write rr.bin: {e}"));
+        }
+        r.got = 0;
+        if !r.stopped && r.left != Some(0) {
+            if r.gap_ns == 0 {
+                send_request(c, r, ctx);
             } else {
-                ctx.timers.at(ctx.now + gap, Timer::Conn(ctx.slot, c.uid));
+                ctx.timers.at(ctx.now + r.gap_ns, Timer::Conn(ctx.slot, c.uid));
             }
-        } else if complete {
+        } else {
             c.finish_when_sent = true;
         }
     }
 }
 
-pub fn client_on_timer(c: &mut Conn, ctx: &mut Ctx) {
-    send_request(c, ctx);
+pub fn client_on_timer(c: &mut Conn, r: &mut RrClient, ctx: &mut Ctx) {
+    send_request(c, r, ctx);
 }
 
-pub fn server_on_data(c: &mut Conn, data: &[u8], ctx: &mut Ctx) {
+pub fn server_on_data(c: &mut Conn, s: &mut RrServer, data: &[u8], ctx: &mut Ctx) {
     c.note_rx(ctx.now, data.len());
-    let answers = match &mut c.proto {
-        Proto::RrServer(s) => {
-            let total = s.partial + data.len() as u64;
-            s.partial = total % s.request_bytes;
-            (total / s.request_bytes) * s.response_bytes
-        }
-        _ => return,
-    };
-    c.add_budget(answers);
+    let total = s.partial + data.len() as u64;
+    s.partial = total % s.request_bytes;
+    c.add_budget((total / s.request_bytes) * s.response_bytes);
 }

@@ -1,31 +1,17 @@
-//! Contract: the thin, unsafe edge to the kernel. Every function here wraps one or two
-//! syscalls, returns `io::Result`, and owns no policy: sockets (non-blocking, with
-//! congestion control set and read back), epoll, an absolute CLOCK_MONOTONIC timerfd,
-//! a signalfd for SIGINT/SIGTERM, the clock and rusage. Nothing else in the crate
-//! calls `libc` directly except the sampler's TCP_INFO read.
+//! Contract: the flow engine's sockets, the thin unsafe edge to the kernel for TCP and
+//! UDP: non-blocking sockets (congestion control set and read back), connect, listen,
+//! accept, send/recv, TCP_INFO, and datagrams to and from a peer address passed back
+//! unchanged. Every function wraps one or two calls, returns `io::Result`, and owns no
+//! policy. Clocks, epoll, timerfd and signals come from ccarena-sys; nothing else in the
+//! crate calls `libc` directly except the sampler's struct-offset test.
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::RawFd;
 
-fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
-}
-
-/// CLOCK_MONOTONIC in ns (the clock shared by all namespaces).
-pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-pub fn close(fd: RawFd) {
-    unsafe { libc::close(fd) };
-}
+use ccarena_sys::cvt;
+use ccarena_sys::fd::io_outcome;
+pub use ccarena_sys::fd::{close, Outcome};
 
 // ---- socket addresses ---------------------------------------------------------------
 
@@ -186,37 +172,20 @@ pub fn accept(fd: RawFd) -> io::Result<Option<RawFd>> {
     Ok(Some(r))
 }
 
-pub enum Io {
-    Done(usize),
-    WouldBlock,
-    Eof,
-}
-
-pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<Io> {
+pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<Outcome> {
     let r = unsafe { libc::send(fd, buf.as_ptr() as *const libc::c_void, buf.len(), libc::MSG_NOSIGNAL) };
     if r < 0 {
         let e = io::Error::last_os_error();
         return match e.raw_os_error() {
-            Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(Io::WouldBlock),
+            Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(Outcome::WouldBlock),
             _ => Err(e),
         };
     }
-    Ok(Io::Done(r as usize))
+    Ok(Outcome::Done(r as usize))
 }
 
-pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<Io> {
-    let r = unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) };
-    if r < 0 {
-        let e = io::Error::last_os_error();
-        return match e.raw_os_error() {
-            Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(Io::WouldBlock),
-            _ => Err(e),
-        };
-    }
-    if r == 0 {
-        return Ok(Io::Eof);
-    }
-    Ok(Io::Done(r as usize))
+pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<Outcome> {
+    io_outcome(unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) })
 }
 
 pub fn shutdown_write(fd: RawFd) -> io::Result<()> {
@@ -228,138 +197,6 @@ pub fn tcp_info_raw(fd: RawFd, buf: &mut [u8; 256]) -> io::Result<usize> {
     let mut len = buf.len() as libc::socklen_t;
     cvt(unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, buf.as_mut_ptr() as *mut libc::c_void, &mut len) })?;
     Ok(len as usize)
-}
-
-// ---- epoll --------------------------------------------------------------------------
-
-pub struct Epoll {
-    fd: RawFd,
-    events: Vec<libc::epoll_event>,
-}
-
-pub const EV_IN: u32 = libc::EPOLLIN as u32;
-pub const EV_OUT: u32 = libc::EPOLLOUT as u32;
-pub const EV_ERR: u32 = (libc::EPOLLERR | libc::EPOLLHUP) as u32;
-pub const EV_RDHUP: u32 = libc::EPOLLRDHUP as u32;
-pub const EV_ET: u32 = libc::EPOLLET as u32;
-
-impl Epoll {
-    pub fn new() -> io::Result<Epoll> {
-        let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
-        Ok(Epoll { fd, events: vec![libc::epoll_event { events: 0, u64: 0 }; 1024] })
-    }
-
-    pub fn add(&self, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
-        let mut ev = libc::epoll_event { events, u64: token };
-        cvt(unsafe { libc::epoll_ctl(self.fd, libc::EPOLL_CTL_ADD, fd, &mut ev) }).map(|_| ())
-    }
-
-    pub fn del(&self, fd: RawFd) {
-        let mut ev = libc::epoll_event { events: 0, u64: 0 };
-        unsafe { libc::epoll_ctl(self.fd, libc::EPOLL_CTL_DEL, fd, &mut ev) };
-    }
-
-    /// Wait (forever: deadlines come from the timerfd); returns (token, events) pairs.
-    pub fn wait(&mut self, out: &mut Vec<(u64, u32)>) -> io::Result<()> {
-        out.clear();
-        let n = unsafe { libc::epoll_wait(self.fd, self.events.as_mut_ptr(), self.events.len() as i32, -1) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::EINTR) {
-                return Ok(());
-            }
-            return Err(e);
-        }
-        for ev in &self.events[..n as usize] {
-            let (t, e) = (ev.u64, ev.events);
-            out.push((t, e));
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Epoll {
-    fn drop(&mut self) {
-        close(self.fd);
-    }
-}
-
-// ---- timerfd (absolute, CLOCK_MONOTONIC, ns resolution) ---------------------------------
-
-pub struct TimerFd {
-    pub fd: RawFd,
-}
-
-impl TimerFd {
-    pub fn new() -> io::Result<TimerFd> {
-        let fd = cvt(unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) })?;
-        Ok(TimerFd { fd })
-    }
-
-    /// Fire once at absolute monotonic time `at_ns` (0 disarms; a past time fires now).
-    pub fn arm_at(&self, at_ns: u64) -> io::Result<()> {
-        let at = at_ns.max(1); // it_value 0 would disarm
-        let spec = libc::itimerspec {
-            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
-            it_value: libc::timespec { tv_sec: (at / 1_000_000_000) as i64, tv_nsec: (at % 1_000_000_000) as i64 },
-        };
-        cvt(unsafe { libc::timerfd_settime(self.fd, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) }).map(|_| ())
-    }
-
-    pub fn drain(&self) {
-        let mut b = [0u8; 8];
-        unsafe { libc::read(self.fd, b.as_mut_ptr() as *mut libc::c_void, 8) };
-    }
-}
-
-impl Drop for TimerFd {
-    fn drop(&mut self) {
-        close(self.fd);
-    }
-}
-
-// ---- signals --------------------------------------------------------------------------
-
-/// Block SIGINT and SIGTERM and return a signalfd that becomes readable when one comes;
-/// ignore SIGPIPE (writes use MSG_NOSIGNAL anyway, this covers stdout).
-pub fn signal_fd() -> io::Result<RawFd> {
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-        cvt(libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()))?;
-        cvt(libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC))
-    }
-}
-
-pub fn read_fd(fd: RawFd, buf: &mut [u8]) -> io::Result<Io> {
-    let r = unsafe { libc::read(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
-    if r < 0 {
-        let e = io::Error::last_os_error();
-        return match e.raw_os_error() {
-            Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(Io::WouldBlock),
-            _ => Err(e),
-        };
-    }
-    if r == 0 {
-        return Ok(Io::Eof);
-    }
-    Ok(Io::Done(r as usize))
-}
-
-/// Ask for 1 ns timer slack (default 50 µs) so timerfd deadlines are met as set.
-pub fn set_min_timer_slack() {
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
-}
-
-/// (user seconds, system seconds) of this process so far.
-pub fn cpu_times() -> (f64, f64) {
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let s = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    (s(ru.ru_utime), s(ru.ru_stime))
 }
 
 // ---- UDP ----------------------------------------------------------------------------

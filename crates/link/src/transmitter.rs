@@ -39,9 +39,10 @@ pub fn parse_trace(text: &str) -> Result<Vec<u64>, String> {
     }
 }
 
-/// Mutable state of a rate-based transmitter or a trace cursor.
+/// The transmitter of one direction: the rate in force (constant, schedule) with the
+/// serialisation remainder it carries, or the cursor into a delivery-opportunity trace.
 #[derive(Debug)]
-pub struct Clock {
+pub struct Transmitter {
     pub spec: RateSpec,
     pub t0: u64,
     carry: u128,
@@ -50,9 +51,9 @@ pub struct Clock {
     cycle: u64,
 }
 
-impl Clock {
-    pub fn new(spec: RateSpec, t0: u64) -> Clock {
-        Clock {
+impl Transmitter {
+    pub fn new(spec: RateSpec, t0: u64) -> Transmitter {
+        Transmitter {
             spec,
             t0,
             carry: 0,
@@ -152,7 +153,7 @@ mod tests {
 
     #[test]
     fn tx_time_carries_remainder() {
-        let mut c = Clock::new(RateSpec::Constant(3_000_000), 0);
+        let mut c = Transmitter::new(RateSpec::Constant(3_000_000), 0);
         // 1 byte at 3 Mbit/s = 2666.67 ns; three of them = 8000 ns exactly.
         let total: u64 = (0..3).map(|_| c.tx_ns(1, 3_000_000)).sum();
         assert_eq!(total, 8000);
@@ -160,7 +161,7 @@ mod tests {
 
     #[test]
     fn schedule_switches_rates() {
-        let c = Clock::new(
+        let c = Transmitter::new(
             RateSpec::Schedule {
                 initial: Some(1),
                 steps: vec![(10, Some(2)), (20, None)],
@@ -175,7 +176,7 @@ mod tests {
 
     #[test]
     fn trace_cursor_loops_and_skips() {
-        let mut c = Clock::new(
+        let mut c = Transmitter::new(
             RateSpec::Trace {
                 opportunities_ms: vec![1, 2, 4],
             },

@@ -9,7 +9,7 @@
 //! Documentation/networking/af_xdp.rst and xsk-tx-metadata.rst:
 //! - one UMEM per port: receive frames circulate fill ring -> rx ring -> (copied out) ->
 //!   fill ring; transmit frames circulate tx ring -> completion ring -> free list;
-//! - an XDP program (assembled below, 17 instructions) that writes `bpf_ktime_get_ns()`
+//! - an XDP program (assembled in `program`, 17 instructions) that writes `bpf_ktime_get_ns()`
 //!   (CLOCK_MONOTONIC) into 8 bytes of metadata in front of the frame and redirects it to
 //!   the port's socket through an XSKMAP; it is attached with a bpf_link, so it goes away
 //!   with the process however the process ends (no BPF object is left behind);
@@ -24,40 +24,21 @@
 //! the frames to the kernel at once; `send` keeps order, retries frames the receiving
 //! side refused (as the AF_PACKET path does on ENOBUFS) and counts the ones it gave up on.
 
+mod abi;
+mod program;
+
 use std::io;
 use std::os::fd::RawFd;
 use std::ptr;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::AtomicU32;
 
-use super::sys::{nap, now_ns, SysError};
+use super::error::ShellError;
+use abi::*;
+pub use abi::XdpStats;
+use ccarena_sys::clock::{nap, now_ns};
+use program::XdpAttachment;
+pub use program::PROG_NAME;
 
-const AF_XDP: i32 = 44;
-const SOL_XDP: i32 = 283;
-const XDP_MMAP_OFFSETS: i32 = 1;
-const XDP_RX_RING: i32 = 2;
-const XDP_TX_RING: i32 = 3;
-const XDP_UMEM_REG: i32 = 4;
-const XDP_UMEM_FILL_RING: i32 = 5;
-const XDP_UMEM_COMPLETION_RING: i32 = 6;
-const XDP_STATISTICS: i32 = 7;
-const XDP_COPY: u16 = 1 << 1;
-const XDP_UMEM_TX_METADATA_LEN: u32 = 1 << 2;
-const XDP_TX_METADATA: u32 = 1 << 1;
-const XDP_TXMD_FLAGS_CHECKSUM: u64 = 1 << 1;
-const PGOFF_RX: i64 = 0;
-const PGOFF_TX: i64 = 0x8000_0000;
-const PGOFF_FILL: i64 = 0x1_0000_0000;
-const PGOFF_COMP: i64 = 0x1_8000_0000;
-const BPF_MAP_CREATE: i32 = 0;
-const BPF_MAP_UPDATE_ELEM: i32 = 2;
-const BPF_PROG_LOAD: i32 = 5;
-const BPF_LINK_CREATE: i32 = 28;
-const BPF_MAP_TYPE_XSKMAP: u64 = 17;
-const BPF_PROG_TYPE_XDP: u64 = 6;
-const BPF_XDP: u64 = 37;
-const XDP_FLAGS_DRV_MODE: u64 = 1 << 2;
-/// Name of the XDP program as `bpftool prog` shows it (the leak checks look for it).
-pub const PROG_NAME: &[u8; 8] = b"cca_xsk\0";
 /// Bytes of TX metadata in front of a transmitted frame: flags and the checksum request
 /// of struct xsk_tx_metadata (later fields, e.g. launch_time, are not used).
 const TXMD_LEN: usize = 16;
@@ -70,140 +51,6 @@ const TX_FRAMES: u32 = 4096;
 pub const UMEM_FRAMES: u32 = RX_FRAMES + TX_FRAMES;
 /// The kernel's transmit budget per sendto in copy mode (max_tx_budget, default 32).
 const KICK_BATCH: usize = 32;
-
-#[repr(C)]
-#[derive(Default, Clone, Copy)]
-struct RingOff {
-    producer: u64,
-    consumer: u64,
-    desc: u64,
-    flags: u64,
-}
-
-#[repr(C)]
-#[derive(Default)]
-struct MmapOffsets {
-    rx: RingOff,
-    tx: RingOff,
-    fr: RingOff,
-    cr: RingOff,
-}
-
-#[repr(C)]
-struct UmemReg {
-    addr: u64,
-    len: u64,
-    chunk_size: u32,
-    headroom: u32,
-    flags: u32,
-    tx_metadata_len: u32,
-}
-
-#[repr(C)]
-struct SockaddrXdp {
-    family: u16,
-    flags: u16,
-    ifindex: u32,
-    queue_id: u32,
-    shared_umem_fd: u32,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct XdpDesc {
-    addr: u64,
-    len: u32,
-    options: u32,
-}
-
-/// Kernel counters of one AF_XDP socket (struct xdp_statistics).
-#[repr(C)]
-#[derive(Default, Clone, Copy, Debug)]
-pub struct XdpStats {
-    pub rx_dropped: u64,
-    pub rx_invalid_descs: u64,
-    pub tx_invalid_descs: u64,
-    pub rx_ring_full: u64,
-    pub rx_fill_ring_empty_descs: u64,
-    pub tx_ring_empty_descs: u64,
-}
-
-/// One ring shared with the kernel; we are the producer or the consumer, never both.
-struct Ring {
-    map: *mut libc::c_void,
-    map_len: usize,
-    prod: *const AtomicU32,
-    cons: *const AtomicU32,
-    desc: *mut u8,
-    mask: u32,
-}
-
-impl Ring {
-    fn prod(&self) -> u32 {
-        unsafe { (*self.prod).load(Ordering::Acquire) }
-    }
-    fn cons(&self) -> u32 {
-        unsafe { (*self.cons).load(Ordering::Acquire) }
-    }
-    fn set_prod(&self, v: u32) {
-        unsafe { (*self.prod).store(v, Ordering::Release) }
-    }
-    fn set_cons(&self, v: u32) {
-        unsafe { (*self.cons).store(v, Ordering::Release) }
-    }
-    fn addr_at(&self, i: u32) -> *mut u64 {
-        unsafe { (self.desc as *mut u64).add((i & self.mask) as usize) }
-    }
-    fn desc_at(&self, i: u32) -> *mut XdpDesc {
-        unsafe { (self.desc as *mut XdpDesc).add((i & self.mask) as usize) }
-    }
-}
-
-impl Drop for Ring {
-    fn drop(&mut self) {
-        unsafe { libc::munmap(self.map, self.map_len) };
-    }
-}
-
-fn err(attempt: &str, object: &str) -> SysError {
-    SysError {
-        attempt: attempt.into(),
-        object: object.into(),
-        cause: io::Error::last_os_error(),
-    }
-}
-
-fn bpf(cmd: i32, attr: &mut [u64; 16]) -> i64 {
-    unsafe { libc::syscall(libc::SYS_bpf, cmd, attr.as_mut_ptr(), std::mem::size_of::<[u64; 16]>()) }
-}
-
-/// One eBPF instruction (struct bpf_insn: code, dst:4|src:4, off, imm), little-endian.
-fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> u64 {
-    code as u64 | (((dst | (src << 4)) as u64) << 8) | ((off as u16 as u64) << 16) | ((imm as u32 as u64) << 32)
-}
-
-/// The XDP program: stamp the arrival time, redirect to the port's AF_XDP socket.
-fn xdp_program(map_fd: RawFd) -> Vec<u64> {
-    vec![
-        insn(0xbf, 6, 1, 0, 0),  // r6 = ctx
-        insn(0xb7, 2, 0, 0, -8), // r2 = -8
-        insn(0x85, 0, 0, 0, 54), // r0 = bpf_xdp_adjust_meta(ctx, -8)
-        insn(0x55, 0, 0, 7, 0),  // if r0 != 0 goto redirect (no room: no stamp)
-        insn(0x85, 0, 0, 0, 5),  // r0 = bpf_ktime_get_ns()
-        insn(0x61, 2, 6, 8, 0),  // r2 = ctx->data_meta
-        insn(0x61, 3, 6, 0, 0),  // r3 = ctx->data
-        insn(0xbf, 4, 2, 0, 0),  // r4 = r2
-        insn(0x07, 4, 0, 0, 8),  // r4 += 8
-        insn(0x2d, 4, 3, 1, 0),  // if r4 > r3 goto redirect (the verifier's bound)
-        insn(0x7b, 2, 0, 0, 0),  // *(u64 *)r2 = r0
-        insn(0x61, 2, 6, 16, 0), // redirect: r2 = ctx->rx_queue_index
-        insn(0x18, 1, 1, 0, map_fd), // r1 = the XSKMAP (BPF_PSEUDO_MAP_FD)
-        0,
-        insn(0xb7, 3, 0, 0, 2),  // r3 = XDP_PASS if the queue has no socket
-        insn(0x85, 0, 0, 0, 51), // r0 = bpf_redirect_map(r1, r2, r3)
-        insn(0x95, 0, 0, 0, 0),  // exit
-    ]
-}
 
 /// (csum_start, csum_offset) of a TCP/UDP frame over IPv4 or IPv6 (no extension
 /// headers), for the TX checksum request; None for anything else.
@@ -228,6 +75,10 @@ fn l4_checksum(f: &[u8]) -> Option<(u16, u16)> {
         17 if f.len() >= start + 8 && (f[start + 6] | f[start + 7]) != 0 => Some((start as u16, 6)),
         _ => None,
     }
+}
+
+fn err(attempt: &str, object: &str) -> ShellError {
+    ShellError::last_os(attempt, object)
 }
 
 /// Marks a TX ring entry left by an earlier `send` call (its bytes are not at hand).
@@ -260,9 +111,8 @@ pub struct XskPort {
     comp: Ring,
     /// Transmit frames not in the kernel's hands (chunk addresses).
     tx_free: Vec<u64>,
-    prog_fd: RawFd,
-    map_fd: RawFd,
-    link_fd: RawFd,
+    /// The XDP program feeding the socket (None only while dropping).
+    xdp: Option<XdpAttachment>,
     /// Sends the receiving side refused and that were sent again / given up.
     pub tx_waits: u64,
     pub tx_lost: u64,
@@ -282,8 +132,8 @@ unsafe impl Send for XskPort {}
 impl XskPort {
     /// Open the socket, map its rings and UMEM, attach the XDP program. `frame_max` is the
     /// longest frame (Ethernet header included) the port must carry.
-    pub fn open(ifname: &str, frame_max: usize) -> Result<XskPort, SysError> {
-        let cname = std::ffi::CString::new(ifname).map_err(|_| SysError {
+    pub fn open(ifname: &str, frame_max: usize) -> Result<XskPort, ShellError> {
+        let cname = std::ffi::CString::new(ifname).map_err(|_| ShellError {
             attempt: "look up interface".into(),
             object: ifname.into(),
             cause: io::Error::from(io::ErrorKind::InvalidInput),
@@ -295,7 +145,7 @@ impl XskPort {
         // Copy mode puts a received frame XDP_PACKET_HEADROOM (256) into its chunk.
         let chunk: u64 = if frame_max + 256 <= 2048 { 2048 } else { 4096 };
         if frame_max + 256 > 4096 {
-            return Err(SysError {
+            return Err(ShellError {
                 attempt: "AF_XDP: frames of this MTU do not fit a 4 KiB chunk".into(),
                 object: ifname.into(),
                 cause: io::Error::from(io::ErrorKind::InvalidInput),
@@ -322,8 +172,8 @@ impl XskPort {
             unsafe { libc::close(fd) };
             return Err(err("map AF_XDP UMEM", ifname));
         }
-        let mut partial = Partial { fd, umem: umem as *mut u8, umem_len, fds: Vec::new() };
-        let so = |opt: i32, v: *const libc::c_void, l: usize, what: &str| -> Result<(), SysError> {
+        let partial = Partial { fd, umem: umem as *mut u8, umem_len };
+        let so = |opt: i32, v: *const libc::c_void, l: usize, what: &str| -> Result<(), ShellError> {
             if unsafe { libc::setsockopt(fd, SOL_XDP, opt, v, l as u32) } < 0 {
                 return Err(err(what, ifname));
             }
@@ -359,7 +209,7 @@ impl XskPort {
         if unsafe { libc::getsockopt(fd, SOL_XDP, XDP_MMAP_OFFSETS, &mut off as *mut _ as _, &mut l) } < 0 {
             return Err(err("getsockopt XDP_MMAP_OFFSETS", ifname));
         }
-        let map = |o: &RingOff, pgoff: i64, n: u32, esz: usize| -> Result<Ring, SysError> {
+        let map = |o: &RingOff, pgoff: i64, n: u32, esz: usize| -> Result<Ring, ShellError> {
             let len = o.desc as usize + n as usize * esz;
             let p = unsafe {
                 libc::mmap(
@@ -404,51 +254,7 @@ impl XskPort {
         if unsafe { libc::bind(fd, &sa as *const _ as _, std::mem::size_of::<SockaddrXdp>() as u32) } < 0 {
             return Err(err("bind AF_XDP socket (copy mode, queue 0)", ifname));
         }
-        let mut a = [0u64; 16];
-        a[0] = BPF_MAP_TYPE_XSKMAP | (4 << 32);
-        a[1] = 4 | (1 << 32);
-        // map_name "cca_xsk" (bytes 28..36 of the attribute), so tools can tell it is ours
-        a[3] = (u32::from_le_bytes(*b"cca_") as u64) << 32;
-        a[4] = u32::from_le_bytes(*b"xsk\0") as u64;
-        let map_fd = bpf(BPF_MAP_CREATE, &mut a);
-        if map_fd < 0 {
-            return Err(err("create XSKMAP", ifname));
-        }
-        partial.fds.push(map_fd as RawFd);
-        let (key, val) = (0u32, fd as u32);
-        let mut a = [0u64; 16];
-        a[0] = map_fd as u64;
-        a[1] = &key as *const u32 as u64;
-        a[2] = &val as *const u32 as u64;
-        if bpf(BPF_MAP_UPDATE_ELEM, &mut a) < 0 {
-            return Err(err("insert socket into XSKMAP", ifname));
-        }
-        let prog = xdp_program(map_fd as RawFd);
-        let lic = b"GPL\0";
-        let mut log = vec![0u8; 1 << 16];
-        let mut a = [0u64; 16];
-        a[0] = BPF_PROG_TYPE_XDP | ((prog.len() as u64) << 32);
-        a[1] = prog.as_ptr() as u64;
-        a[2] = lic.as_ptr() as u64;
-        a[3] = 1 | ((log.len() as u64) << 32);
-        a[4] = log.as_mut_ptr() as u64;
-        a[6] = u64::from_le_bytes(*PROG_NAME); // prog_name (bytes 48..64)
-        let prog_fd = bpf(BPF_PROG_LOAD, &mut a);
-        if prog_fd < 0 {
-            let mut e = err("load the XDP program", ifname);
-            let v = String::from_utf8_lossy(&log).trim_end_matches('\0').trim().to_string();
-            e.attempt = format!("load the XDP program (verifier: {v})");
-            return Err(e);
-        }
-        partial.fds.push(prog_fd as RawFd);
-        let mut a = [0u64; 16];
-        a[0] = prog_fd as u64 | ((ifindex as u64) << 32);
-        a[1] = BPF_XDP | (XDP_FLAGS_DRV_MODE << 32);
-        let link_fd = bpf(BPF_LINK_CREATE, &mut a);
-        if link_fd < 0 {
-            return Err(err("attach the XDP program (native mode)", ifname));
-        }
-        partial.fds.clear();
+        let xdp = program::attach(ifindex, fd, ifname)?;
         std::mem::forget(partial);
         Ok(XskPort {
             fd,
@@ -461,9 +267,7 @@ impl XskPort {
             fill,
             comp,
             tx_free,
-            prog_fd: prog_fd as RawFd,
-            map_fd: map_fd as RawFd,
-            link_fd: link_fd as RawFd,
+            xdp: Some(xdp),
             tx_waits: 0,
             tx_lost: 0,
             tx_refused: 0,
@@ -669,14 +473,10 @@ struct Partial {
     fd: RawFd,
     umem: *mut u8,
     umem_len: usize,
-    fds: Vec<RawFd>,
 }
 
 impl Drop for Partial {
     fn drop(&mut self) {
-        for &f in &self.fds {
-            unsafe { libc::close(f) };
-        }
         unsafe {
             libc::close(self.fd);
             libc::munmap(self.umem as *mut libc::c_void, self.umem_len);
@@ -686,11 +486,9 @@ impl Drop for Partial {
 
 impl Drop for XskPort {
     fn drop(&mut self) {
+        // the XDP program first: it stops redirecting before the socket goes
+        drop(self.xdp.take());
         unsafe {
-            // the link first: the program stops redirecting before the socket goes
-            libc::close(self.link_fd);
-            libc::close(self.prog_fd);
-            libc::close(self.map_fd);
             libc::close(self.fd);
             libc::munmap(self.umem as *mut libc::c_void, self.umem_len);
         }
@@ -742,15 +540,5 @@ mod tests {
         assert_eq!(kernel_consumer(11, 10, true), 12, "a second unpublished drop");
         assert_eq!(kernel_consumer(u32::MAX, 2, false), 2, "wraps");
         assert_eq!(kernel_consumer(u32::MAX, u32::MAX, true), 0, "wraps on a drop");
-    }
-
-    #[test]
-    fn program_encodes_the_map_as_a_pseudo_fd() {
-        let p = xdp_program(7);
-        assert_eq!(p.len(), 17);
-        assert_eq!(p[12] & 0xff, 0x18);
-        assert_eq!((p[12] >> 12) & 0xf, 1, "src_reg = BPF_PSEUDO_MAP_FD");
-        assert_eq!(p[12] >> 32, 7);
-        assert_eq!(p[16] & 0xff, 0x95, "ends with exit");
     }
 }
