@@ -32,7 +32,8 @@ def machine() -> dict:
     from ccarena.paths import find_binary
     u = platform.uname()
     tools = {"ccarena": __version__, "python": platform.python_version()}
-    for name in ("ccarena-flow", "ccarena-link"):
+    tools["ccarena_commit"] = _git_commit()
+    for name in ("ccarena-flow", "ccarena-link", "ccarena-trace", "ccarena-cc"):
         b = find_binary(name)
         tools[name] = _version([b, "--version"]) if b else None
     for name, argv in (("iproute2", ["ip", "-V"]), ("ping", ["ping", "-V"]),
@@ -45,6 +46,24 @@ def machine() -> dict:
         pass
     return {"kernel": u.release, "kernel_version": u.version, "machine": u.machine,
             "hostname": u.node, "cpus": os.cpu_count(), "tools": tools}
+
+
+def _git_commit() -> str | None:
+    """The commit of the ccarena checkout in use (with '+dirty' when it has changes)."""
+    from ccarena.paths import repo_root
+    root = repo_root()
+    if not (root / ".git").exists():
+        return None
+    sha = _version(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"])
+    if sha is None:
+        return None
+    try:
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain",
+                                "--untracked-files=no"], capture_output=True, text=True,
+                               timeout=5).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        dirty = ""
+    return sha + ("+dirty" if dirty else "")
 
 
 def host_state(topo) -> dict:
