@@ -77,18 +77,14 @@ def test_studies_lists_the_builtin_ones():
 
 
 def test_show_markdown_of_a_stored_study(tmp_path):
-    """`show --markdown` on a results directory made by hand (no network needed)."""
-    import json
+    """`show --markdown` on a stored study (synthetic: no network needed)."""
+    import re
 
-    import pandas as pd
-    d = tmp_path / "s-20260101-000000"
-    (d / "runs" / "c000-r1").mkdir(parents=True)
-    (d / "ccarena-results.json").write_text(json.dumps({"format_version": 1}))
-    (d / "plan.json").write_text(json.dumps({"cells": {"c000": {"flow.f.cc": "reno"}}}))
-    pd.DataFrame([{"cell": "c000", "name": "f", "cc": "reno", "metric": "goodput_bps",
-                   "mean": 9.5e6, "ci_half": 1e5, "n": 3, "n_invalid": 1}]
-                 ).to_parquet(d / "cells.parquet")
-    pd.DataFrame([{"run_id": "a", "valid": True}]).to_parquet(d / "runs.parquet")
+    from ccarena.analysis.synthetic import write_synthetic_study
+    d = write_synthetic_study(tmp_path / "s-20260101-000000", reps=3, duration_s=4.0,
+                              invalid=("buf20-reno-r1",))
     r = ccarena_cli("show", d, "--markdown")
-    assert "| flow | cc | goodput Mbit/s | n |" in r.stdout
-    assert "| f | reno | 9.50 ± 0.10 | 3 (+1 invalid) |" in r.stdout
+    assert "| buffer | flow | cc | goodput Mbit/s |" in r.stdout
+    # the cell with an invalid run: mean ± CI over its 2 valid runs, the invalid one counted
+    assert re.search(r"\| 20p \| bulk\d \| reno \| [\d.]+ ± [\d.]+ \|.*\| 2 \+1 invalid \|",
+                     r.stdout), r.stdout

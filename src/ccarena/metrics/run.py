@@ -237,7 +237,10 @@ def run_metrics(tables: dict, meta: dict, *, interval_s: float = DEFAULT_INTERVA
                 **{k: fl[k] for k in ("name", "kind", "cc", "from", "to", "start_s", "stop_s")},
                 "dir": int(fl["dir"]), "window_s": max(fl["win_b"] - fl["win_a"], 0.0)}
         conns = sorted(c for (ff, c) in conn_keys if ff == f)
-        g, nbytes = g_flow.get(f, (NAN if not nonempty(rx) else 0.0, NAN))
+        # nothing received: 0 when the receiving engine ran and recorded (a flow that
+        # never connected delivered nothing); NaN only when there is no record at all
+        ran = nonempty(rx) or _receiver_ran(fl, meta)
+        g, nbytes = g_flow.get(f, (0.0 if ran else NAN, 0.0 if ran else NAN))
         # Jain's index among the connections of one striped transfer (parallel TCP studies)
         jc = F.jain([g_conn.get((f, c), (NAN, NAN))[0] for c in conns]) \
             if fl["kind"] == "parallel" and len(conns) > 1 else NAN
@@ -345,6 +348,13 @@ def _main_direction(df, col: str):
     keep = df.set_index(["flow", "conn", "host"]).index.isin(
         best.set_index(["flow", "conn", "host"]).index)
     return df[keep]
+
+
+def _receiver_ran(fl: dict, meta: dict) -> bool:
+    """Did the flow's receiving host run an engine that wrote its records?"""
+    receiver = fl.get("to") if fl.get("kind") in ("bulk", "parallel", "paced") else \
+        fl.get("from")
+    return receiver in (meta.get("engines") or {})
 
 
 def _tcp_row(t: pd.DataFrame, key) -> dict:

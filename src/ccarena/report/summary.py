@@ -51,6 +51,12 @@ def table_rows(results) -> tuple[list[str], list[list[str]]]:
     head = [p.rsplit(".", 1)[-1] for p in params] + ["flow", "cc"] + \
         [h for _, h, _, _ in present] + ["n"]
     rows = []
+    runs = results.runs
+    odd = (runs[runs["anomalies"].fillna(0) > 0].groupby("cell").size().to_dict()
+           if len(runs) and "anomalies" in runs else {})
+    st = results.status()
+    missing = (st[st["state"] == "missing"].groupby("cell").size().to_dict()
+               if len(st) else {})
     if len(cells):
         keys = [k for k in ["cell", *params, "name", "cc"] if k in cells.columns]
         for key, g in cells.groupby(keys, sort=True):
@@ -62,7 +68,11 @@ def table_rows(results) -> tuple[list[str], list[list[str]]]:
             rows.append([str(d.get(p, "")) for p in params]
                         + [str(d.get("name", "")), str(d.get("cc", ""))]
                         + [_fmt(by.get(m, {}), sc, f) for m, _, sc, f in present]
-                        + [f"{n}" + (f" (+{bad} invalid)" if bad else "")])
+                        + [f"{n}" + (f" +{bad} invalid" if bad else "")
+                           + (f" +{missing[d['cell']]} missing" if missing.get(d.get("cell"))
+                              else "")
+                           + (f" ({odd[d['cell']]} anomalous)" if odd.get(d.get("cell"))
+                              else "")])
     return head, rows
 
 
@@ -86,6 +96,8 @@ def render(results, console: Console | None = None) -> Table:
         console.print(f"[red]{escape(line)}[/red]")
     for p in results.problems if hasattr(results, "problems") else []:
         console.print(f"[yellow]damaged: {escape(p)}[/yellow]")
+    for line in anomaly_lines(results):
+        console.print(f"[magenta]anomaly[/magenta] {escape(line)}")
     if len(runs) and "valid" in runs:
         bad = runs[~runs["valid"].astype(bool)]
         for _, r in bad.iterrows():
@@ -96,6 +108,19 @@ def render(results, console: Console | None = None) -> Table:
             console.print(f"[dim]run {r['label']} was run {int(r['reruns']) + 1} times; set "
                           f"aside (superseded/): {escape(str(r['rerun_reasons']))}[/dim]")
     return t
+
+
+def anomaly_lines(results) -> list[str]:
+    """One line per anomaly of a stored run (metrics/anomalies.py): valid runs whose
+    result may look like a failure, listed so no table shows them as normal."""
+    runs = results.runs
+    if not len(runs) or "anomaly_list" not in runs:
+        return []
+    out = []
+    for _, r in runs[runs["anomalies"].fillna(0) > 0].sort_values("label").iterrows():
+        for what in str(r["anomaly_list"]).split("; "):
+            out.append(f"run {r['label']}: {what}")
+    return out
 
 
 def completeness(results) -> list[str]:

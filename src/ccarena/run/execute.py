@@ -14,6 +14,7 @@ import time
 
 from ccarena.errors import CcarenaError
 from ccarena.metrics import run_metrics
+from ccarena.metrics.anomalies import anomalies
 from ccarena.run import watchdog
 from ccarena.run.collect import collect, guard_counts, judge_guards
 from ccarena.run.parts import START_LEAD_S, RunContext, parts_for
@@ -82,6 +83,7 @@ def execute_run(r: PlannedRun, results, backend: str, kernel_names: dict, pf: di
     meta["wall_s"] = time.time() - started
     collect(ctx)
     judge_guards(ctx, guards0, inodes)
+    meta["anomalies"] = anomalies(ctx.tables, meta)
     reasons = ctx.reasons + ctx.noise
     meta["valid"] = not reasons
     meta["invalid_reasons"] = reasons

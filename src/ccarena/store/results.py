@@ -361,7 +361,7 @@ class ResultsDir:
                          "invalid_reasons": "; ".join(meta.get("invalid_reasons", [])),
                          "cpu_busy_frac": meta.get("cpu", {}).get("busy_frac"),
                          "cpu_steal_frac": meta.get("cpu", {}).get("steal_frac"),
-                         **rerun_columns(meta)})
+                         **anomaly_columns(meta), **rerun_columns(meta)})
             f = self._parquet(d / f"{RUN_METRICS}.parquet")
             if f is not None:
                 f = f.copy()
@@ -401,6 +401,12 @@ class ResultsDir:
         """Drop what was read (after runs were added or changed)."""
         for k in ("_summaries", "_complete", "factors", "_stale"):
             self.__dict__.pop(k, None)
+
+
+def anomaly_columns(meta: dict) -> dict:
+    """A run's anomaly columns of runs.parquet (metrics/anomalies.py): how many, and what."""
+    a = meta.get("anomalies") or []
+    return {"anomalies": len(a), "anomaly_list": "; ".join(x.get("what", "") for x in a)}
 
 
 def rerun_columns(meta: dict) -> dict:

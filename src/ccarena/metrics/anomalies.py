@@ -1,0 +1,159 @@
+"""Anomalies: what in a run looks like a failure although the run was measured properly.
+
+A run is *invalid* when the machine or a tool failed the experiment (validity.py); it is
+never averaged in. An *anomaly* is different: the network may really have done it (a RED
+queue that locks a flow out, a flow stuck in RTO backoff), so the run stays valid and its
+numbers count, but the anomaly is listed beside them everywhere (meta.json, runs.parquet,
+`ccarena show`, `ccarena check`, the report), so no table shows it as a normal result.
+
+    anomalies(tables, meta) -> [{"kind", "flow", "value", "what"}]
+
+kinds:
+  connect_failed       a connection of the flow never connected (timeout, refused, reset)
+  no_delivery          the flow's receiver got no byte at all
+  stalled              a backlogged flow (bulk, parallel) received nothing for longer than
+                       STALL_MIN_S or STALL_RTTS base RTTs (many retransmission timeouts)
+  stuck_in_recovery    the sender spent longer than that without leaving loss recovery
+                       (Recovery or Loss state) at a stretch
+  download_incomplete  downloads (or requests) that started and never completed
+  emulator_drops       the user-space link lost packets for its own reasons (its receive or
+                       send path, or its ports), not by the emulated queue or loss model
+Thresholds are stated here, not tuned per study."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+STALL_MIN_S = 2.0      # a gap shorter than this is ordinary (an RTO or two, a SYN retry)
+STALL_RTTS = 20        # ... or shorter than this many base RTTs
+RECOVERY_STATES = (3, 4)   # TCP_CA_Recovery, TCP_CA_Loss
+BACKLOGGED = ("bulk", "parallel")
+
+
+def _threshold(meta: dict) -> float:
+    return max(STALL_MIN_S, STALL_RTTS * float(meta.get("base_rtt_s") or 0.0))
+
+
+def _t(df: pd.DataFrame, meta: dict) -> pd.Series:
+    if "t" in df:
+        return df["t"].astype(float)
+    return (df["t_ns"].astype("int64") - int(meta.get("t0_ns") or 0)) / 1e9
+
+
+def _flow_end(f: dict, meta: dict) -> float:
+    stop = f.get("stop_s")
+    return float(stop) if stop is not None else float(meta.get("duration_s") or 0.0)
+
+
+def longest_gap(times: np.ndarray, start: float, end: float) -> tuple[float, float]:
+    """The longest interval in [start, end] without any of `times` -> (length, its start)."""
+    ts = np.sort(times[(times >= start) & (times <= end)])
+    edges = np.concatenate(([start], ts, [end]))
+    gaps = np.diff(edges)
+    if not len(gaps):
+        return 0.0, start
+    i = int(np.argmax(gaps))
+    return float(gaps[i]), float(edges[i])
+
+
+def longest_stretch(t: np.ndarray, flag: np.ndarray) -> tuple[float, float]:
+    """Longest run of consecutive True samples -> (its length in time, its start)."""
+    best, best_at, run_at = 0.0, 0.0, None
+    for ti, on in zip(t, flag):
+        if on and run_at is None:
+            run_at = ti
+        elif not on and run_at is not None:
+            if ti - run_at > best:
+                best, best_at = ti - run_at, run_at
+            run_at = None
+    if run_at is not None and len(t) and t[-1] - run_at > best:
+        best, best_at = t[-1] - run_at, run_at
+    return float(best), float(best_at)
+
+
+def _connect_failures(conns, flow: int, name: str, meta: dict) -> list[dict]:
+    if conns is None or not len(conns) or "error" not in conns:
+        return []
+    c = conns[conns["flow"] == flow]
+    err = c["error"].astype("string").fillna("")
+    never = c["connected_ns"].isna() if "connected_ns" in c else pd.Series(False, c.index)
+    bad = c[(err.str.len() > 0) & never]
+    out = []
+    for _, r in bad.iterrows():
+        at = r.get("end_ns")
+        when = (f" at {(int(at) - int(meta.get('t0_ns') or 0)) / 1e9:.2f} s"
+                if pd.notna(at) and meta.get("t0_ns") else "")
+        out.append({"kind": "connect_failed", "flow": name, "value": str(r["error"]),
+                    "what": f"flow {name}: connection {int(r['conn'])} never connected "
+                            f"({r['error']}{when})"})
+    return out
+
+
+def anomalies(tables: dict, meta: dict) -> list[dict]:
+    out: list[dict] = []
+    rx, tcp, conns = (tables.get(k) for k in ("rx", "tcpinfo", "conns"))
+    thr = _threshold(meta)
+    engines = meta.get("engines") or {}
+    for f in meta.get("flows") or []:
+        fid, name, kind = f["flow"], f["name"], f["kind"]
+        start, end = float(f.get("start_s") or 0.0), _flow_end(f, meta)
+        out += _connect_failures(conns, fid, name, meta)
+        got = rx[(rx["flow"] == fid) & (rx["bytes"] > 0)] if rx is not None and len(rx) \
+            else None
+        receiver = f["to"] if kind in ("bulk", "parallel", "paced") else f["from"]
+        if (got is None or not len(got)) and (receiver in engines or not engines):
+            out.append({"kind": "no_delivery", "flow": name, "value": 0,
+                        "what": f"flow {name}: its receiver got no data in the whole run"})
+            continue
+        if kind in BACKLOGGED and got is not None and len(got) and end - start > thr:
+            stop = end
+            if f.get("bytes") is not None and conns is not None and len(conns):
+                # a size-limited transfer is done when its last byte arrived
+                last = conns[(conns["flow"] == fid)]["last_byte_ns"].max()
+                if pd.notna(last) and meta.get("t0_ns"):
+                    stop = min(stop, (int(last) - int(meta["t0_ns"])) / 1e9)
+            gap, at = longest_gap(_t(got, meta).to_numpy(), start, stop)
+            if gap > thr:
+                out.append({"kind": "stalled", "flow": name, "value": round(gap, 3),
+                            "what": f"flow {name}: received nothing for {gap:.1f} s "
+                                    f"(from {at:.1f} s; limit {thr:.1f} s)"})
+        if tcp is not None and len(tcp) and "ca_state" in tcp:
+            s = tcp[tcp["flow"] == fid]
+            if "host" in s:
+                s = s[s["host"] == f["from"]]     # the data sender's view
+            for conn, sc in s.groupby("conn") if len(s) else []:
+                sc = sc.sort_values("t_ns")
+                dur, at = longest_stretch(_t(sc, meta).to_numpy(),
+                                          sc["ca_state"].isin(RECOVERY_STATES).to_numpy())
+                if dur > thr:
+                    out.append({"kind": "stuck_in_recovery", "flow": name,
+                                "value": round(dur, 3),
+                                "what": f"flow {name}: connection {int(conn)} stayed in loss "
+                                        f"recovery for {dur:.1f} s (from {at:.1f} s)"})
+                    break
+        if kind == "download" and conns is not None and len(conns) and f.get("size"):
+            c = conns[(conns["flow"] == fid) & (conns.get("side") == "recv")]
+            if len(c) and "connect_start_ns" in c and meta.get("t0_ns"):
+                # one still running at the flow's end was cut by the run, not failed
+                began = (c["connect_start_ns"].astype(float) - int(meta["t0_ns"])) / 1e9
+                c = c[began < end - thr]
+            if len(c):
+                late = int((c["bytes"].fillna(0) < f["size"]).sum())
+                if late:
+                    out.append({"kind": "download_incomplete", "flow": name, "value": late,
+                                "what": f"flow {name}: {late} of {len(c)} downloads did not "
+                                        f"complete within {thr:.1f} s of the run's end"})
+    out += _emulator_drops(meta)
+    return out
+
+
+def _emulator_drops(meta: dict) -> list[dict]:
+    link = meta.get("link") or {}
+    own = int(link.get("rx_ring_drops") or 0) + int(link.get("tx_errors") or 0)
+    own += sum(int((c or {}).get("dropped") or 0)
+               for c in (meta.get("link_ingress") or {}).values())
+    if not own:
+        return []
+    return [{"kind": "emulator_drops", "flow": None, "value": own,
+             "what": f"the link emulator lost {own} packets for its own reasons (its "
+                     "receive or send path, or its ports), not by the emulated queue"}]
