@@ -26,8 +26,12 @@ def cmd_run(args) -> int:
     overrides = {}
     if args.duration:
         overrides.setdefault("study", {})["duration"] = args.duration
+    scale = args.scale
+    if args.resume and scale is None:     # the scale the study was planned with
+        from ccarena.store.results import open_results
+        scale = open_results(args.resume).plan.get("scale")
     study = load_study(resolve_study_path(args.study), overrides=overrides or None,
-                       scale=args.scale)
+                       scale=scale)
     if args.dry_run:
         from ccarena.run.preflight import preflight
         plan = make_plan(study, seed=args.seed, shuffle=not args.no_shuffle if args.no_shuffle
@@ -55,7 +59,7 @@ def cmd_run(args) -> int:
     res = run_study(study, results_base=args.results, seed=args.seed,
                     shuffle=False if args.no_shuffle else None, repetitions=args.repetitions,
                     reruns=args.reruns, progress=not args.quiet, force_cc=args.cc_source,
-                    event_log=args.event_log)
+                    event_log=args.event_log, resume=args.resume)
     render(res)
     print(f"results: {res.path}")
     from ccarena.report.summary import print_checks
@@ -170,6 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--duration", help="override study.duration (e.g. 5s)")
     r.add_argument("--scale", help="apply the study's [scale.<name>] table (quick, full, ...)")
     r.add_argument("--results", default="results", help="results base directory")
+    r.add_argument("--resume", metavar="RESULTS_DIR", help="complete an interrupted study: "
+                   "run only its missing and in-flight runs, same plan and seeds (the study "
+                   "file must be unchanged)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.add_argument("--cc-source", choices=("kernel", "bpf"),
                    help="force where algorithms come from")
@@ -230,7 +237,15 @@ def main(argv=None) -> int:
         if args.debug:
             raise
         print(f"ccarena: {e}", file=sys.stderr)
-        return 1
+        return exits.ERROR
+    except OSError as e:
+        # a storage failure outside the store's own writers (a tool's output, a log): the
+        # same one line, naming the path and the remedy
+        from ccarena.store.atomic import storage_error
+        if args.debug or e.errno is None:
+            raise
+        print(f"ccarena: {storage_error(e.filename or '(a file)', e)}", file=sys.stderr)
+        return exits.ERROR
 
 
 if __name__ == "__main__":

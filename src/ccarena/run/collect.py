@@ -8,34 +8,54 @@ it has `t_ns`, `t` in seconds from t0."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 
 from ccarena import cc as ccmod
+from ccarena.errors import CcarenaError
 from ccarena.measure import records
 from ccarena.run import validity
 from ccarena.study.resolve import PROBE_FLOW_ID
+
+
+def _read(reader, path, reasons: list[str]):
+    """A raw output, or None with the failure in `reasons`: a file a tool could not
+    finish (a full disk, a crash) makes the run invalid, never the study fail."""
+    try:
+        return reader(path)
+    except (OSError, ValueError, CcarenaError) as e:
+        reasons.append(f"{path.relative_to(path.parents[2]) if len(path.parents) > 2 else path}"
+                       f": unreadable ({str(e).splitlines()[0] if str(e) else type(e).__name__})")
+        return None
+
+
+def _json(path: Path):
+    return json.loads(path.read_text())
 
 
 def collect(ctx) -> None:
     """Read every part's raw output into tables; check what the kernel says it ran."""
     raw, tables, meta, study = ctx.raw, ctx.tables, ctx.meta, ctx.study
     reasons, noise = ctx.reasons, ctx.noise
+    if not raw.is_dir():       # the run failed before any part wrote anything
+        noise += validity.judge_cpu(meta.get("cpu", {}))
+        return
     parts = {k: [] for k in ("tcpinfo", "rx", "rr", "conns", "udp")}
     engines = {}
     for hd in sorted(p for p in raw.glob("*") if p.is_dir() and p.name not in ("logs", "link")):
         for k in ("tcpinfo", "rx", "rr", "udp"):
-            df = records.read_bin(hd / f"{k}.bin")
+            df = _read(records.read_bin, hd / f"{k}.bin", reasons)
             if df is not None and len(df):
                 df.insert(0, "host", hd.name)
                 parts[k].append(df)
-        c = records.read_jsonl(hd / "conns.jsonl")
+        c = _read(records.read_jsonl, hd / "conns.jsonl", reasons)
         if c is not None and len(c):
             c.insert(0, "host", hd.name)
             parts["conns"].append(c)
         ej = hd / "engine.json"
-        if ej.exists():
-            engines[hd.name] = json.loads(ej.read_text())
+        if ej.exists() and (e := _read(_json, ej, reasons)) is not None:
+            engines[hd.name] = e
             # a CPU-limited host's gaps are the study's own doing, not noise
             limited = hd.name in (meta.get("host_limits") or {})
             (reasons if limited else noise).extend(
@@ -50,7 +70,7 @@ def collect(ctx) -> None:
         tables["udp"] = pd.DataFrame({
             "t_ns": u["t_ns"], "probe": u["flow"].map(names), "seq": u["seq"],
             "rtt_s": u["rtt_ns"].where(~lost).astype(float) / 1e9})
-    trace = records.read_bin(raw / "trace" / "tcpprobe.bin")
+    trace = _read(records.read_bin, raw / "trace" / "tcpprobe.bin", reasons)
     if trace is not None and len(trace):
         trace = trace.sort_values("t_ns", kind="stable").reset_index(drop=True)
         tables["tcpprobe"] = trace
@@ -58,12 +78,12 @@ def collect(ctx) -> None:
     link_dir = raw / "link"
     if link_dir.is_dir():
         for k in ("link_stats", "link_events"):
-            df = records.read_bin(link_dir / f"{k}.bin")
+            df = _read(records.read_bin, link_dir / f"{k}.bin", reasons)
             if df is not None and len(df):
                 tables[k] = df
         lj = link_dir / "link.json"
-        if lj.exists():
-            meta["link"] = json.loads(lj.read_text())
+        if lj.exists() and (link := _read(_json, lj, reasons)) is not None:
+            meta["link"] = link
             noise += validity.judge_link(meta["link"], meta.get("link_ingress"))
     noise += validity.judge_cpu(meta.get("cpu", {}))
     reasons += check_algorithms(tables.get("conns"), meta)

@@ -14,11 +14,13 @@ import signal
 from ccarena import cc as ccmod
 from ccarena.analysis import aggregates
 from ccarena.run import environment, validity
+from ccarena.run import resume as resume_mod
 from ccarena.run.execute import execute_run
 from ccarena.run.preflight import preflight
 from ccarena.run.progress import Progress
 from ccarena.store.results import ResultsDir
 from ccarena.study.model import Study
+from ccarena.testbed import leftovers
 from ccarena.study.plan import PlannedRun, make_plan
 
 
@@ -39,8 +41,13 @@ def _sigterm_as_exception():
 
 def run_study(study: Study, *, results_base="results", seed=None, shuffle=None,
               repetitions=None, reruns=None, progress=True, force_cc=None, event_log=False,
-              on_run=None, on_testbed=None) -> ResultsDir:
-    """on_run(planned_run, meta) after each run; on_testbed(topology) once each run's
+              on_run=None, on_testbed=None, resume=None) -> ResultsDir:
+    """Run the study's plan and return its results directory.
+
+    resume: a results directory of this study; only its planned runs that are missing or
+    were in flight are run (same plan, same seeds), after checking that the study is the
+    one planned (resume.py).
+    on_run(planned_run, meta) after each run; on_testbed(topology) once each run's
     network is built (tests and tools that watch a run from outside use it).
 
     A run that only the machine's noise made invalid (validity.noise_only) is run again,
@@ -49,20 +56,33 @@ def run_study(study: Study, *, results_base="results", seed=None, shuffle=None,
     a cell's re-runs ended invalid all the same, its noise is taken for its own (e.g. a
     workload that saturates the CPU) and its later runs are not re-run."""
     pf = preflight(study, force_cc)
-    plan = make_plan(study, seed=seed, shuffle=shuffle, repetitions=repetitions,
-                     reruns=reruns)
-    results = ResultsDir.create(study.name, results_base)
-    results.write_study(study, plan, study.path)
-    results.write_json("preflight.json", pf)
-    results.write_json("environment.json", environment.machine())
+    if resume is not None:
+        results = ResultsDir.open(resume)
+        plan = resume_mod.resume_plan(results, study, seed=seed, shuffle=shuffle,
+                                      repetitions=repetitions, reruns=reruns)
+        done_before = len(results.metas)
+        discarded = resume_mod.discard_in_flight(results)
+        # a killed ccarena left its namespaces and algorithm holds: remove what no live
+        # process owns (other studies running now keep theirs)
+        leftovers.cleanup()
+        ccmod.cleanup_stale()
+        resume_mod.record(results, done_before, discarded, environment.machine())
+    else:
+        plan = make_plan(study, seed=seed, shuffle=shuffle, repetitions=repetitions,
+                         reruns=reruns)
+        results = ResultsDir.create(study.name, results_base)
+        results.write_study(study, plan, study.path)
+        results.write_json("preflight.json", pf)
+        results.write_json("environment.json", environment.machine())
+    todo = resume_mod.todo(results, plan)
     cell_index = {r.cell: int(r.cell[1:]) for r in plan.runs}
     reruns = plan.reruns        # recorded in plan.json
     unhelped: set[str] = set()      # cells whose re-runs were invalid all the same
-    bar = Progress(len(plan.runs), study.name) if progress else None
+    bar = Progress(len(todo), study.name) if progress else None
     with _sigterm_as_exception(), ccmod.acquire(sorted(pf["algorithms"]), _study_token(),
                                                  force=force_cc) as kernel_names:
         try:
-            for r in plan.runs:
+            for r in todo:
                 backend = pf["cells"][cell_index[r.cell]]["backend"]
                 if bar:
                     bar.update(r)
@@ -75,6 +95,8 @@ def run_study(study: Study, *, results_base="results", seed=None, shuffle=None,
         finally:
             if bar:
                 bar.close()
+    if not todo:
+        aggregates.refresh(results)
     return results
 
 

@@ -32,11 +32,13 @@ class Plan:
     shuffled: bool
     runs: list[PlannedRun] = field(default_factory=list)
     reruns: int = 1     # how often a run invalid for the machine's noise is run again
+    repetitions: int = 1
 
     def to_json(self) -> dict:
         return {
             "version": 1, "study": self.study.name, "scale": self.study.scale,
             "seed": self.seed, "shuffled": self.shuffled, "reruns": self.reruns,
+            "repetitions": self.repetitions,
             "cells": {c: p for c, p in self.cells().items()},
             "runs": [{"index": r.index, "cell": r.cell, "rep": r.rep, "seed": r.seed,
                       "label": r.label} for r in self.runs],
@@ -67,4 +69,4 @@ def make_plan(study: Study, seed: int | None = None, shuffle: bool | None = None
     runs = [PlannedRun(index=i, cell=label, rep=rep, params=c.params, study=c.study, seed=seed_)
             for i, (label, rep, c, seed_) in enumerate(drafts)]
     return Plan(study=study, seed=seed, shuffled=shuffle, runs=runs,
-                reruns=study.reruns if reruns is None else reruns)
+                reruns=study.reruns if reruns is None else reruns, repetitions=reps)

@@ -1,0 +1,224 @@
+"""Faults injected into small studies: ccarena, the link or an engine killed mid-sweep, a
+full disk, a read-only results directory, damaged files. Each must leave nothing behind
+(after `ccarena cleanup` where ccarena itself was killed), never a partial study that
+looks complete, one clear line of error, and `--resume` must complete the study with every
+planned run exactly once."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ccarena_cli, ccarena_namespaces, foreign_runs
+
+pytestmark = pytest.mark.root
+
+STUDY = """
+[study]
+name = "faults"
+duration = "{duration}"
+warmup = "0.5s"
+repetitions = {reps}
+seed = 7
+reruns = 0
+[bottleneck]
+rate = "20mbit"
+delay = "5ms"
+buffer = "50p"
+backend = "user"
+[[flow]]
+name = "bulk"
+from = "s1"
+to = "r1"
+cc = "cubic"
+[sweep]
+"bottleneck.buffer" = ["30p", "60p"]
+[[expect]]
+name = "goodput within the rate"
+metric = "goodput_bps"
+flow = "bulk"
+max = "100%rate"
+"""
+
+
+def write_study(tmp_path, duration="2s", reps=2) -> Path:
+    p = tmp_path / "faults.toml"
+    p.write_text(STUDY.format(duration=duration, reps=reps))
+    return p
+
+
+def start(study: Path, results: Path, *extra) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "ccarena.cli", "run", str(study), "--quiet",
+                             "--no-report", "--results", str(results), *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def results_dir(base: Path, timeout_s: float = 60) -> Path:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = sorted(base.glob("faults-*/plan.json")) if base.is_dir() else []
+        if found:
+            return found[0].parent
+        time.sleep(0.1)
+    raise AssertionError(f"no results directory appeared under {base}")
+
+
+def wait_for(pred, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def complete_runs(d: Path) -> list[str]:
+    return sorted(p.parent.name for p in (d / "runs").glob("*/meta.json"))
+
+
+def planned(d: Path) -> list[dict]:
+    return json.loads((d / "plan.json").read_text())["runs"]
+
+
+def pids_of(pattern: str) -> list[int]:
+    r = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
+    return [int(x) for x in r.stdout.split()]
+
+
+def assert_exactly_once(d: Path, before: dict[str, str] | None = None):
+    """Every planned run is stored once, with its planned seed; runs stored before a
+    resume are kept as they were (same run id)."""
+    plan = {r["label"]: r for r in planned(d)}
+    metas = {p.parent.name: json.loads(p.read_text()) for p in (d / "runs").glob("*/meta.json")}
+    assert sorted(metas) == sorted(plan), (sorted(metas), sorted(plan))
+    for label, m in metas.items():
+        assert m["seed"] == plan[label]["seed"] and m["label"] == label
+    assert len({m["run_id"] for m in metas.values()}) == len(metas)
+    for label, rid in (before or {}).items():
+        assert metas[label]["run_id"] == rid, f"{label} was run again"
+    assert not [p for p in (d / "runs").iterdir() if not (p / "meta.json").exists()]
+
+
+def test_ccarena_killed_mid_study_then_cleanup_and_resume(tmp_path, no_leaks):
+    study = write_study(tmp_path, duration="3s")
+    base = tmp_path / "res"
+    p = start(study, base)
+    d = results_dir(base)
+    # one run complete and the next one in flight (its directory without a manifest)
+    wait_for(lambda: len(complete_runs(d)) >= 1 and
+             any(not (x / "meta.json").exists() for x in (d / "runs").iterdir()),
+             120, "a complete run and one in flight")
+    time.sleep(0.5)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    done = {x: json.loads((d / "runs" / x / "meta.json").read_text())["run_id"]
+            for x in complete_runs(d)}
+    assert 1 <= len(done) < len(planned(d))
+    # the partial study does not pass its checks
+    r = ccarena_cli("check", d, check=False)
+    assert r.returncode in (3, 4), r.stdout + r.stderr
+    assert "missing" in r.stdout
+    # children die with ccarena; cleanup removes the namespaces the dead run left
+    wait_for(lambda: not pids_of(f"ccarena-(flow|link) --config {d}"), 10,
+             "the killed run's link and engines to exit")
+    ccarena_cli("cleanup")
+    mine = ccarena_namespaces() - foreign_runs()[0]
+    assert not mine, mine
+    # a changed study is refused, naming what changed
+    changed = tmp_path / "changed.toml"
+    changed.write_text(study.read_text().replace('rate = "20mbit"', 'rate = "30mbit"'))
+    r = ccarena_cli("run", changed, "--resume", d, "--quiet", "--no-report", check=False)
+    assert r.returncode == 1 and "bottleneck.rate" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+    # resume runs only what is missing or was in flight
+    r = ccarena_cli("run", study, "--resume", d, "--quiet", "--no-report", check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert_exactly_once(d, before=done)
+    assert json.loads((d / "resumes.json").read_text())[-1]["complete_runs"] == len(done)
+    assert ccarena_cli("check", d, check=False).returncode == 0
+
+
+@pytest.mark.parametrize("victim", ["ccarena-link", "ccarena-flow"])
+def test_a_part_killed_mid_run_makes_that_run_invalid_and_its_cell_fail(tmp_path, victim,
+                                                                         no_leaks):
+    study = write_study(tmp_path, duration="4s", reps=1)
+    base = tmp_path / "res"
+    p = start(study, base)
+    d = results_dir(base)
+    pid = wait_for(lambda: pids_of(f"{victim} --config {d}/runs/"), 120, victim)[0]
+    time.sleep(1.0)
+    os.kill(pid, signal.SIGKILL)
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 3, out + err           # the killed run's cell has no valid run
+    metas = [json.loads(x.read_text()) for x in (d / "runs").glob("*/meta.json")]
+    assert len(metas) == 2
+    bad = [m for m in metas if not m["valid"]]
+    assert len(bad) == 1 and any(victim in r for r in bad[0]["invalid_reasons"])
+    assert "NO valid run" in out
+
+
+def _mount_tmpfs(where: Path, size: str, ro: bool = False):
+    where.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}" + (",ro" if ro else ""),
+                    "tmpfs", str(where)], check=True)
+
+
+def _umount(where: Path):
+    subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def test_a_full_disk_is_one_line_and_resume_completes(tmp_path, no_leaks):
+    study = write_study(tmp_path, duration="2s", reps=2)
+    small = tmp_path / "small"
+    _mount_tmpfs(small, "4m")
+    # leave room for the study's own files, not for its runs' records
+    st = os.statvfs(small)
+    filler = st.f_bavail * st.f_frsize - 96 * 1024
+    with open(small / "filler", "wb") as f:
+        f.write(b"\0" * filler)
+    try:
+        r = ccarena_cli("run", study, "--results", small, "--quiet", "--no-report",
+                        check=False)
+        assert r.returncode == 1, r.stdout + r.stderr
+        err = r.stderr.strip().splitlines()
+        assert len(err) == 1 and "No space left on device" in err[0], r.stderr
+        assert "resume" in err[0] and "Traceback" not in r.stderr
+        d = next(small.glob("faults-*"))
+        # nothing half-written is claimed: every stored run is complete
+        for m in (d / "runs").glob("*/meta.json"):
+            json.loads(m.read_text())
+        assert not list(d.rglob(".*.tmp"))
+        big = tmp_path / "big"
+        subprocess.run(["cp", "-a", str(d), str(big)], check=True)
+    finally:
+        _umount(small)
+    r = ccarena_cli("run", study, "--resume", big, "--quiet", "--no-report", check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert_exactly_once(big)
+
+
+def test_a_read_only_results_directory_is_one_line(tmp_path):
+    study = write_study(tmp_path, duration="1s", reps=1)
+    ro = tmp_path / "ro"
+    _mount_tmpfs(ro, "1m", ro=True)
+    try:
+        r = ccarena_cli("run", study, "--results", ro, "--quiet", check=False)
+    finally:
+        _umount(ro)
+    assert r.returncode == 1
+    err = r.stderr.strip().splitlines()
+    assert len(err) == 1 and "read-only" in err[0] and str(ro) in err[0], r.stderr
+
+
+def test_a_results_path_that_is_a_file_is_one_line(tmp_path):
+    study = write_study(tmp_path, duration="1s", reps=1)
+    f = tmp_path / "afile"
+    f.write_text("x")
+    r = ccarena_cli("run", study, "--results", f, "--quiet", check=False)
+    assert r.returncode == 1
+    assert len(r.stderr.strip().splitlines()) == 1 and "not a directory" in r.stderr

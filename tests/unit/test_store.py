@@ -1,0 +1,115 @@
+"""store.results: damaged and missing files are named and skipped, never fatal, never
+silently counted; summaries are rebuilt when they do not match the runs; writes are
+atomic."""
+import json
+import shutil
+
+import pandas as pd
+import pytest
+
+from conftest import ccarena_cli
+
+from ccarena.analysis.synthetic import write_synthetic_study
+from ccarena.store import atomic
+from ccarena.store.results import ResultsDir, open_results
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory):
+    return write_synthetic_study(tmp_path_factory.mktemp("st") / "s", reps=2, duration_s=4.0)
+
+
+def copy(stored, tmp_path):
+    d = tmp_path / "copy"
+    shutil.copytree(stored, d)
+    return d
+
+
+def test_a_truncated_run_table_is_named_and_the_run_left_out(stored, tmp_path):
+    d = copy(stored, tmp_path)
+    victim = sorted((d / "runs").iterdir())[0]
+    p = victim / "tcpinfo.parquet"
+    p.write_bytes(p.read_bytes()[:100])
+    res = open_results(d)
+    assert victim not in res.run_dirs()           # its manifest no longer matches
+    assert len(res.runs) == 7
+    assert any(str(victim) in x and "tcpinfo.parquet" in x for x in res.problems)
+    # a query of another table still works, and of this one leaves the damaged run out
+    r = ccarena_cli("query", d, "select count(distinct run_id) as n from tcpinfo", "--csv")
+    assert r.stdout.strip().splitlines()[-1] == "7"
+    r = ccarena_cli("show", d, "--rebuild")
+    assert "damaged" in r.stdout and "missing" in r.stdout
+
+
+def test_a_damaged_summary_is_rebuilt_from_the_runs(stored, tmp_path):
+    d = copy(stored, tmp_path)
+    (d / "runs.parquet").write_bytes(b"PAR1 not really")
+    (d / "flows.parquet").unlink()
+    res = open_results(d)
+    assert len(res.runs) == 8 and len(res.flows) > 0
+    assert any("runs.parquet" in x for x in res.problems)
+
+
+def test_a_summary_older_than_its_runs_is_not_trusted(stored, tmp_path):
+    d = copy(stored, tmp_path)
+    gone = sorted((d / "runs").iterdir())[-1]
+    shutil.rmtree(gone)
+    res = open_results(d)
+    assert len(res.runs) == 7 and gone.name not in set(res.runs["label"])
+    assert res.cells.empty          # made from 8 runs: not shown as if it were current
+
+
+def test_a_meta_without_its_files_is_incomplete(stored, tmp_path):
+    d = copy(stored, tmp_path)
+    victim = sorted((d / "runs").iterdir())[1]
+    (victim / "flow_metrics.parquet").unlink()
+    res = open_results(d)
+    assert victim in res.incomplete_runs()
+    assert res.status().set_index("label").loc[victim.name, "state"] == "missing"
+
+
+def test_an_unreadable_meta_is_named_and_skipped(stored, tmp_path):
+    d = copy(stored, tmp_path)
+    victim = sorted((d / "runs").iterdir())[2]
+    (victim / "meta.json").write_text('{"run_id": ')
+    res = open_results(d)
+    assert len(res.run_dirs()) == 7
+    assert any("meta.json" in x for x in res.problems)
+
+
+def test_atomic_writes_leave_the_old_file_on_failure(tmp_path):
+    p = tmp_path / "x.json"
+    atomic.write_json(p, {"a": 1})
+
+    class Boom:
+        pass
+    with pytest.raises(TypeError):
+        atomic.write_json(p, {"a": Boom()})
+    assert json.loads(p.read_text()) == {"a": 1}
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_storage_errors_name_the_path_and_the_remedy(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(atomic.StoreError, match="not a directory"):
+        ResultsDir.create("s", f)
+    with pytest.raises(atomic.StoreError, match=r"x/y.*give another --results"):
+        atomic.mkdir(f / "x" / "y")
+
+
+def test_a_newer_format_is_refused(tmp_path):
+    d = tmp_path / "r"
+    d.mkdir()
+    (d / "ccarena-results.json").write_text(json.dumps({"format_version": 99}))
+    with pytest.raises(Exception, match="newer than this ccarena reads"):
+        open_results(d)
+
+
+def test_a_run_table_listed_once(stored):
+    from ccarena.store.tables import RUN_TABLES
+    res = open_results(stored)
+    assert set(res.run_tables(next(iter(res.metas)))) == set(RUN_TABLES)
+    with pytest.raises(Exception, match="no per-run table"):
+        res.table("nonsense")
+    assert isinstance(res.table("tcpinfo"), pd.DataFrame) and len(res.table("tcpinfo"))
