@@ -180,9 +180,31 @@ def test_retransmissions_ratio_ce_and_models():
     assert row.loss_p == pytest.approx(0.02)
     assert row.ce_ratio == pytest.approx(0.25)
     assert row.mathis_bps == pytest.approx(1000 * 8 / 0.05 * math.sqrt(1.5 / 0.02))
-    assert row.wnd_limit_bps == pytest.approx(100_000 * 8 / 0.02)
+    assert row.rwnd_bound_bps == pytest.approx(100_000 * 8 / 0.02)
     assert run["retrans_ratio"] == pytest.approx(0.02)
     assert run["bdp_bytes"] == pytest.approx(25000)
+
+
+def test_what_limited_the_flow_from_the_kernels_accounting():
+    """busy_us includes the rwnd- and sndbuf-limited time (Linux's tcp_chrono): over an 8 s
+    window, 6 s busy of which 1 s rwnd- and 0.5 s sndbuf-limited -> cwnd 4.5/8,
+    app 2/8; the congestion window at the measured RTT bounds the rate."""
+    tcp = tcpinfo([50_000])
+    t = tcp["t"].to_numpy()
+    tcp["busy_us"] = t * 0.75e6
+    tcp["rwnd_limited_us"] = t * 0.125e6
+    tcp["sndbuf_limited_us"] = t * 0.0625e6
+    flows, _ = run_metrics({"tcpinfo": tcp}, meta(flows=1))
+    row = flows.iloc[0]
+    assert row.rwnd_limited_frac == pytest.approx(1 / 8)
+    assert row.sndbuf_limited_frac == pytest.approx(0.5 / 8)
+    assert row.cwnd_limited_frac == pytest.approx(4.5 / 8)
+    assert row.app_limited_frac == pytest.approx(2 / 8)
+    assert row.limited_by == "cwnd"
+    assert row.cwnd_bound_bps == pytest.approx(10 * 1000 * 8 / 0.05)
+    tcp["rwnd_limited_us"] = t * 0.7e6            # the receiver's window dominates
+    flows, _ = run_metrics({"tcpinfo": tcp}, meta(flows=1))
+    assert flows.iloc[0].limited_by == "rwnd"
 
 
 def test_link_loss_marks_queue_and_utilisation():

@@ -5,7 +5,7 @@ first failure.
     [[expect]]
     name = "bufferbloat: the large queue inflates the RTT"
     metric = "ping_rtt_p50_s"       # a column of flows (level = "flow") or runs ("run"),
-                                    # or a ratio of two: "goodput_bps / wnd_limit_bps"
+                                    # or a ratio of two: "goodput_bps / rwnd_bound_bps"
     level = "run"
     flow = "bulk"                   # flow level: this flow (also matches bulk.1, bulk.2, ...)
     where = { "bottleneck.buffer" = "100p" }   # only these cells (a value or a list)
@@ -130,7 +130,7 @@ def evaluate(results, study) -> list[dict]:
         label = e.get("name") or f"{e.get('stat', 'mean')} {e['metric']}"
         df = _select(flows if level == "flow" else runs, e, level)
         metric = e["metric"]
-        if "/" in metric:     # a ratio of two columns, e.g. "goodput_bps / wnd_limit_bps"
+        if "/" in metric:     # a ratio of two columns, e.g. "goodput_bps / rwnd_bound_bps"
             a, b = (x.strip() for x in metric.split("/", 1))
             if a in df and b in df:
                 df = df.assign(**{metric: df[a].astype(float) / df[b].astype(float)})

@@ -182,7 +182,7 @@ def cmd_compare(args) -> int:
 def cmd_check(args) -> int:
     """Re-evaluate a stored study's checks, or another study file's, without re-running.
     Exit 3 when a check fails or cannot be evaluated, 4 when planned runs are missing."""
-    from ccarena.report.summary import completeness, print_checks
+    from ccarena.report.summary import anomaly_lines, completeness, print_checks
     from ccarena.study.load import load_study, parse_study
     d = resolve_results(args.results_dir, args.results)
     res = open_results(d)
@@ -196,6 +196,8 @@ def cmd_check(args) -> int:
     gaps = completeness(res)
     for line in gaps:
         print(line)
+    for line in anomaly_lines(res):
+        print(f"anomaly {line}")
     missing = res.status()["state"].eq("missing").sum() if len(res.status()) else 0
     if not study.expect:
         print(f"{d}: the study declares no checks")

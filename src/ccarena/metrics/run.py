@@ -24,6 +24,7 @@ FLOW_ID_COLUMNS = ["run_id", "flow", "name", "kind", "cc", "from", "to", "start_
 # Connections from clients outside the study (curl, wget on /bytes/<size>): contracts §2
 EXTERNAL_FLOW = 0xFFFFFFFF
 COUNTERS = ("bytes_sent", "bytes_retrans", "total_retrans", "delivered", "delivered_ce",
+            "busy_us", "rwnd_limited_us", "sndbuf_limited_us",
             "bytes_acked")
 NAN = float("nan")
 
@@ -402,13 +403,42 @@ def _derived_flow_columns(fdf: pd.DataFrame, timing) -> pd.DataFrame:
     fdf["rtt_inflation"] = rtt / base
     fdf["queue_delay_s"] = rtt - timing.base_rtt_s
     fdf["power"] = fdf["goodput_bps"] / rtt.where(rtt > 0)
-    fdf["wnd_limit_bps"] = col("wnd_bytes") * 8.0 / base
+    # what bounded each flow: the receive window at the base RTT is a ceiling no flow can
+    # pass; the congestion window at the measured RTT is what the sender allowed itself
+    fdf["rwnd_bound_bps"] = col("wnd_bytes") * 8.0 / base
+    fdf["cwnd_bound_bps"] = col("cwnd_mean_pkts") * mss * 8.0 / rtt.where(rtt > 0)
+    fdf = _limits(fdf, col)
     fdf["mathis_bps"] = [F.mathis_bps(m, r, p) for m, r, p in zip(mss, rtt, fdf["loss_p"])]
     top = fdf["conn"] == -1
     tot = fdf.loc[top, "goodput_bps"].sum()
     fdf["share"] = fdf["goodput_bps"] / tot if tot > 0 else NAN
     drop = [c for c in COUNTERS if c in fdf]
     return fdf.drop(columns=drop)
+
+
+LIMITS = ("cwnd", "rwnd", "sndbuf", "app")
+
+
+def _limits(fdf: pd.DataFrame, col) -> pd.DataFrame:
+    """Fractions of the flow's window during which the kernel's own accounting (TCP_INFO
+    busy_time, rwnd_limited, sndbuf_limited; Linux's tcp_chrono) says what limited it:
+      rwnd_limited_frac   the peer's receive window was full
+      sndbuf_limited_frac the socket's send buffer was (the sender's memory)
+      cwnd_limited_frac   busy otherwise: the congestion window or pacing (the network)
+      app_limited_frac    not busy: nothing to send (the application, or idle)
+    Each is Δcounter / (connections × window); `limited_by` names the largest."""
+    span = fdf["window_s"].astype(float) * 1e6 * fdf["n_conns"].clip(lower=1).astype(float)
+    span = span.where(span > 0)
+    busy, rw, sb = col("busy_us"), col("rwnd_limited_us"), col("sndbuf_limited_us")
+    fdf["rwnd_limited_frac"] = (rw / span).clip(0, 1)
+    fdf["sndbuf_limited_frac"] = (sb / span).clip(0, 1)
+    fdf["cwnd_limited_frac"] = ((busy - rw - sb) / span).clip(0, 1)
+    fdf["app_limited_frac"] = (1 - busy / span).clip(0, 1)
+    fr = fdf[[f"{k}_limited_frac" for k in LIMITS]]
+    best = fr.fillna(-1).to_numpy().argmax(axis=1)
+    fdf["limited_by"] = [LIMITS[i] if fr.iloc[j].notna().any() else None
+                         for j, i in enumerate(best)]
+    return fdf
 
 
 def _run_rtt(tcp, timing) -> dict:

@@ -22,7 +22,7 @@ import pandas as pd
 from ccarena.report import figures as plots
 from ccarena.analysis import KEY_METRICS, cell_stats, valid_mask
 from ccarena.report.html import esc, figure, fmt_metric, fmt_num, kv_table, page, table
-from ccarena.report.summary import completeness
+from ccarena.report.summary import anomaly_lines, completeness
 from ccarena.store.results import ResultsDir as Results
 
 __all__ = ["write_report"]
@@ -90,6 +90,12 @@ def _checks(res: Results) -> str:
                    "excluded from every statistic below and counted in the "
                    "<em>invalid</em> column.</p>")
         out.append(table(pd.DataFrame(rows), left=("run_id", "cell", "reasons")))
+    odd = anomaly_lines(res)
+    if odd:
+        out.append(f'<p class="bad">{len(odd)} anomal{"y" if len(odd) == 1 else "ies"} in '
+                   "valid runs: the network may really have done this, so these runs count, "
+                   "but their numbers are not a normal result.</p>")
+        out.append(table(pd.DataFrame({"anomaly": odd}), left=("anomaly",)))
     gaps = completeness(res)
     if gaps:
         out.append('<p class="bad">The study is not complete: '
@@ -313,6 +319,8 @@ def _flows_table(res: Results, key: list[str]) -> str:
         return table(pd.DataFrame())
     by = [c for c in ("cell", "flow", "name", "cc") if c in fl]
     ms = _present(fl, ["goodput_bps", "share", "rtt_mean_s", "rtt_p99_s", "retrans_ratio",
+                       "cwnd_limited_frac", "rwnd_limited_frac", "sndbuf_limited_frac",
+                       "app_limited_frac",
                        "fct_mean_s", "mathis_bps"])
     if not by or not ms:
         return table(pd.DataFrame())

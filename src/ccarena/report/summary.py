@@ -16,9 +16,11 @@ COLUMNS = (  # (metric, header, format); scales from units.display_unit
     ("goodput_bps", "goodput Mbit/s", "{:.2f}"),
     ("rtt_mean_s", "RTT ms", "{:.2f}"),
     ("rtt_p95_s", "RTT p95 ms", "{:.2f}"),
-    ("retrans_ratio", "retrans %", "{:.3f}"),
     ("fct_s", "download s", "{:.3f}"),
 )
+# per cell, from the runs: the bottleneck's own drops over its arrivals (not the senders'
+# retransmissions, which exceed the loss when SACK is off and a timeout resends in bulk)
+RUN_COLUMNS = (("loss_ratio", "loss %", "{:.3f}"),)
 
 
 def _scale(metric: str) -> float:
@@ -48,10 +50,14 @@ def table_rows(results) -> tuple[list[str], list[list[str]]]:
     params = [p for p in params if not (p.startswith("flow.") and p.endswith(".cc"))]
     have = set(cells.loc[cells["mean"].notna(), "metric"]) if len(cells) else set()
     present = [(m, h, _scale(m), f) for m, h, f in COLUMNS if m in have]
-    head = [p.rsplit(".", 1)[-1] for p in params] + ["flow", "cc"] + \
-        [h for _, h, _, _ in present] + ["n"]
-    rows = []
     runs = results.runs
+    run_stats = _run_cells(runs)
+    run_present = [(m, h, _scale(m), f) for m, h, f in RUN_COLUMNS
+                   if m in run_stats and run_stats[m]]
+    limits = _limits(results.flows)
+    head = [p.rsplit(".", 1)[-1] for p in params] + ["flow", "cc"] + \
+        [h for _, h, _, _ in present + run_present] + (["limit"] if limits else []) + ["n"]
+    rows = []
     odd = (runs[runs["anomalies"].fillna(0) > 0].groupby("cell").size().to_dict()
            if len(runs) and "anomalies" in runs else {})
     st = results.status()
@@ -68,12 +74,45 @@ def table_rows(results) -> tuple[list[str], list[list[str]]]:
             rows.append([str(d.get(p, "")) for p in params]
                         + [str(d.get("name", "")), str(d.get("cc", ""))]
                         + [_fmt(by.get(m, {}), sc, f) for m, _, sc, f in present]
+                        + [_fmt(run_stats[m].get(d.get("cell"), {}), sc, f)
+                           for m, _, sc, f in run_present]
+                        + ([limits.get((d.get("cell"), d.get("name")), "-")] if limits else [])
                         + [f"{n}" + (f" +{bad} invalid" if bad else "")
                            + (f" +{missing[d['cell']]} missing" if missing.get(d.get("cell"))
                               else "")
                            + (f" ({odd[d['cell']]} anomalous)" if odd.get(d.get("cell"))
                               else "")])
     return head, rows
+
+
+def _run_cells(runs) -> dict[str, dict]:
+    """metric -> cell -> statistics over the cell's valid runs (run-level columns)."""
+    from ccarena.analysis.stats import cell_stats
+    out = {}
+    for m, _, _ in RUN_COLUMNS:
+        if m in runs and "cell" in runs and runs[m].notna().any():
+            st = cell_stats(runs, ["cell"], [m])
+            out[m] = {r["cell"]: r for r in st.to_dict("records")}
+    return out
+
+
+def _limits(flows) -> dict:
+    """(cell, flow) -> what limited the flow most often over its valid runs, with the mean
+    fraction of time it did ("cwnd 97%")."""
+    if not len(flows) or "limited_by" not in flows:
+        return {}
+    f = flows[(flows["conn"] == -1) if "conn" in flows else slice(None)]
+    if "valid" in f:
+        f = f[f["valid"].astype(bool)]
+    out = {}
+    for (cell, name), g in f.groupby(["cell", "name"]):
+        lim = g["limited_by"].dropna()
+        if not len(lim):
+            continue
+        top = lim.mode().iloc[0]
+        frac = g[f"{top}_limited_frac"].mean()
+        out[(cell, name)] = f"{top} {frac:.0%}"
+    return out
 
 
 def render(results, console: Console | None = None) -> Table:
@@ -91,7 +130,10 @@ def render(results, console: Console | None = None) -> Table:
     console.print(t)
     console.print("[dim]mean ± half-width of the 95 % confidence interval over the valid "
                   "runs of a cell (n); invalid runs (the machine or a tool failed the "
-                  "experiment) are never averaged in.[/dim]")
+                  "experiment) are never averaged in. loss: the bottleneck's drops over its "
+                  "arrivals; limit: what held the sender back most of the time (cwnd: the "
+                  "network, rwnd: the receiver's window, sndbuf: its own buffer, app: "
+                  "nothing to send).[/dim]")
     for line in completeness(results):
         console.print(f"[red]{escape(line)}[/red]")
     for p in results.problems if hasattr(results, "problems") else []:
