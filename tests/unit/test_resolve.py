@@ -45,7 +45,7 @@ def test_red_minimum_and_buffer_cap():
 def test_red_thresholds_in_bytes_stay_bytes():
     q = study('rate = "10mbit"\nbuffer = "300p"\nqueue = "red"\naqm = { min = "30KB" }'
               ).bottleneck.queue_params
-    assert q.unit == "bytes" and (q.min_th, q.max_th) == (30000, 90000)
+    assert q.unit == "bytes" and (q.min_th, q.max_th) == (30 * 1024, 90 * 1024)
 
 
 def test_red_thresholds_out_of_order_name_the_key():
@@ -101,7 +101,7 @@ def test_step_threshold_units():
     assert study('rate = "10mbit"\nqueue = "step"').bottleneck.queue_params == \
         StepParams("packets", 20)
     assert study('rate = "10mbit"\nqueue = "step"\naqm = { k = "30KB" }'
-                 ).bottleneck.queue_params == StepParams("bytes", 30000)
+                 ).bottleneck.queue_params == StepParams("bytes", 30 * 1024)
 
 
 def test_reverse_rate_and_receiver_cc_and_ports_are_resolved():

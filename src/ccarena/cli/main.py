@@ -72,7 +72,7 @@ def cmd_run(args) -> int:
 
 def _count(v: str) -> int:
     """--reruns: as study.reruns accepts."""
-    from ccarena.study.schema import MAX_RERUNS
+    from ccarena.study.keys import MAX_RERUNS
     if not v.isdigit() or int(v) > MAX_RERUNS:
         raise argparse.ArgumentTypeError(f"expected a whole number from 0 to {MAX_RERUNS}, "
                                          f"got {v!r}")
@@ -150,6 +150,15 @@ def cmd_cc_list(args) -> int:
     return 0
 
 
+def cmd_schema(args) -> int:
+    from ccarena.study import reference
+    if args.markdown:
+        print(reference.markdown(), end="")
+    else:
+        print(json.dumps(reference.json_schema(), indent=1))
+    return 0
+
+
 def cmd_studies(args) -> int:
     for name, desc in builtin_studies().items():
         print(f"{name:22s} {desc}")
@@ -208,6 +217,13 @@ def build_parser() -> argparse.ArgumentParser:
     s2 = ccsub.add_parser("list", help="each algorithm and where it comes from")
     s2.add_argument("--json", action="store_true")
     s2.set_defaults(func=cmd_cc_list)
+    s = sub.add_parser("schema", help="the JSON Schema of study files (for editors)",
+                       description="Print the JSON Schema of a study file. Editors that check "
+                       "TOML against JSON Schema (Taplo, Even Better TOML) complete keys with "
+                       "it: save it and start a study with `#:schema ./study.schema.json`.")
+    s.add_argument("--markdown", action="store_true",
+                   help="print the key reference (docs/study-keys.md) instead")
+    s.set_defaults(func=cmd_schema)
     s = sub.add_parser("studies", help="list the built-in studies")
     s.set_defaults(func=cmd_studies)
     try:

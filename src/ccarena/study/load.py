@@ -11,7 +11,8 @@ from pathlib import Path
 from ccarena.errors import SpecError
 from ccarena.study.catalog import resolve_study_path
 from ccarena.study.model import Cell, Study
-from ccarena.study.schema import EXPECT_KEYS, Ctx, _str, _take, build_study
+from ccarena.study.keys import EXPECT_KEYS, text
+from ccarena.study.schema import Ctx, _take, build_study
 from ccarena.study.sweep import cells as sweep_cells
 
 MAX_EXTENDS_DEPTH = 8
@@ -131,7 +132,7 @@ def scale_checks(base: list, over, scale: str, path: str) -> list:
     for i, e in enumerate(over):
         # checked here, where the error can name the scale's key; the merged list is
         # checked again as the study's own
-        _take(ctx, e, f"{key}[{i}]", {**EXPECT_KEYS, "replaces": lambda v: _str(v)},
+        _take(ctx, e, f"{key}[{i}]", {**EXPECT_KEYS, "replaces": text("the study check this one replaces")},
               required=("metric",))
         e = copy.deepcopy(e)
         target = e.pop("replaces", None)

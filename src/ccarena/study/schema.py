@@ -1,22 +1,22 @@
-"""Raw TOML dict -> Study. Every key is declared here with its parser; an unknown key, a
-wrong type or a bad unit raises SpecError(file, key, what is accepted).
-
-The tables and their keys are the user-facing study format documented in docs/study-format.md;
-keep the two in step."""
+"""Raw TOML dict -> Study. The keys and their parsers are declared in study.keys; here they
+are applied, with the rules that tie keys together (a flow's hosts exist, a probe kind's
+keys, ...). An unknown key, a wrong type or a bad unit raises SpecError(file, key, what is
+accepted), with a "did you mean" for a near miss."""
 from __future__ import annotations
 
+import difflib
 import re
 from typing import Any, Callable
 
 from ccarena import units
 from ccarena.cc.catalog import known_names
 from ccarena.errors import SpecError
-from ccarena.study.model import (FLOW_KINDS, Buffer, FlowSpec, HostSpec, LinkSpec, ProbeSpec,
-                                 Study, TcpSettings)
+from ccarena.study.keys import (EXPECT_KEYS, FLOW_KEYS, HOST_KEYS, LINK_KEYS, PROBE_KEYS,
+                               PROBE_SHAPES, STUDY_KEYS, TCP_KEYS, TESTBED_KEYS, TOP_KEYS,
+                               TOPOLOGY_KEYS)
+from ccarena.study.model import Buffer, FlowSpec, HostSpec, LinkSpec, ProbeSpec, Study, TcpSettings
 from ccarena.study.resolve import DEFAULT_CC, AqmError, resolve
 
-QUEUES = ("droptail", "red", "codel", "fq_codel", "step", "classes")
-BACKENDS = ("auto", "kernel", "user")
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
@@ -32,90 +32,6 @@ class Ctx:
         return SpecError(self.path, key, reason)
 
 
-def _str(v, what="a string"):
-    if not isinstance(v, str):
-        raise ValueError(f"expected {what}, got {v!r}")
-    return v
-
-
-def _int(lo=None, hi=None):
-    def p(v):
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise ValueError(f"expected an integer, got {v!r}")
-        if lo is not None and v < lo:
-            raise ValueError(f"must be at least {lo}, got {v}")
-        if hi is not None and v > hi:
-            raise ValueError(f"must be at most {hi}, got {v}")
-        return v
-    return p
-
-
-def _bool(v):
-    if not isinstance(v, bool):
-        raise ValueError(f"expected true or false, got {v!r}")
-    return v
-
-
-def _choice(options):
-    def p(v):
-        if v not in options:
-            raise ValueError(f"{v!r} is not one of: {', '.join(options)}")
-        return v
-    return p
-
-
-def _time_nonneg(v):
-    t = units.parse_time(v)
-    if t < 0:
-        raise ValueError(f"must not be negative, got {v!r}")
-    return t
-
-
-def _time_pos(v):
-    t = units.parse_time(v)
-    if t <= 0:
-        raise ValueError(f"must be positive, got {v!r}")
-    return t
-
-
-def _rate(v):
-    r = units.parse_rate(v)
-    if r <= 0:
-        raise ValueError(f"must be positive, got {v!r}")
-    return r
-
-
-def _size_pos(v):
-    s = units.parse_size(v)
-    if s <= 0:
-        raise ValueError(f"must be positive, got {v!r}")
-    return s
-
-
-def _table(v):
-    if not isinstance(v, dict):
-        raise ValueError(f"expected a table, got {v!r}")
-    return v
-
-
-def _sysctl_table(v):
-    _table(v)
-    out = {}
-    for k, val in v.items():
-        if not re.match(r"^net\.[a-z0-9_.]+$", k):
-            raise ValueError(f"only net.* sysctls can be set per host, got {k!r}")
-        out[k] = " ".join(str(x) for x in val) if isinstance(val, list) else str(val)
-    return out
-
-
-def _mem_triple(v):
-    if isinstance(v, list) and len(v) == 3:
-        return " ".join(str(units.parse_size(x)) for x in v)
-    if isinstance(v, str) and len(v.split()) == 3:
-        return " ".join(str(units.parse_size(x)) for x in v.split())
-    raise ValueError("expected three sizes: [min, default, max], e.g. ['4KiB', '128KiB', '6MiB']")
-
-
 def _take(ctx: Ctx, table: dict, prefix: str, spec: dict[str, Callable], required=()):
     """Parse `table` by `spec`; return {key: parsed}. Unknown keys are errors."""
     if not isinstance(table, dict):
@@ -124,7 +40,9 @@ def _take(ctx: Ctx, table: dict, prefix: str, spec: dict[str, Callable], require
     for k, v in table.items():
         key = f"{prefix}.{k}" if prefix else k
         if k not in spec:
-            raise ctx.err(key, "unknown key; accepted here: " + ", ".join(sorted(spec)))
+            near = difflib.get_close_matches(str(k), list(spec), n=1)
+            raise ctx.err(key, "unknown key" + (f" (did you mean {near[0]!r}?)" if near else "")
+                          + "; accepted here: " + ", ".join(sorted(spec)))
         try:
             out[k] = spec[k](v)
         except ValueError as e:
@@ -133,25 +51,6 @@ def _take(ctx: Ctx, table: dict, prefix: str, spec: dict[str, Callable], require
         if k not in out:
             raise ctx.err(f"{prefix}.{k}" if prefix else k, "is required")
     return out
-
-
-MAX_RERUNS = 10    # study.reruns and `ccarena run --reruns`
-
-STUDY_KEYS = {
-    "name": lambda v: _str(v), "description": lambda v: _str(v),
-    "duration": _time_pos, "warmup": _time_nonneg, "repetitions": _int(1, 100000),
-    "reruns": _int(0, MAX_RERUNS),
-    "default_scale": lambda v: _str(v),
-    "seed": _int(0), "shuffle": _bool, "sample_interval": _time_pos,
-    "extends": lambda v: _str(v),
-}
-LINK_KEYS = {
-    "rate": _rate, "reverse_rate": _rate, "delay": _time_nonneg, "rtt": _time_nonneg,
-    "jitter": _time_nonneg,
-    "loss": units.parse_fraction, "buffer": units.parse_buffer, "queue": _choice(QUEUES),
-    "aqm": _table, "ecn": _bool, "backend": _choice(BACKENDS),
-    "trace": lambda v: _str(v), "rate_schedule": lambda v: _schedule(v),
-}
 
 
 def _check_aqm(ctx: Ctx, study: Study) -> None:
@@ -163,96 +62,14 @@ def _check_aqm(ctx: Ctx, study: Study) -> None:
         raise ctx.err(f"bottleneck.aqm.{e.key}", e.reason) from None
 
 
-def _schedule(v):
-    if not isinstance(v, list) or not v:
-        raise ValueError("expected a list of [time, rate] steps, e.g. [[\"0s\", \"10mbit\"], "
-                         "[\"10s\", \"2mbit\"]]")
-    out = []
-    for step in v:
-        if not isinstance(step, list) or len(step) != 2:
-            raise ValueError(f"each step is [time, rate], got {step!r}")
-        t = units.parse_time(step[0])
-        r = None if step[1] in ("unlimited", None) else units.parse_rate(step[1])
-        if out and t <= out[-1][0]:
-            raise ValueError("step times must increase")
-        out.append((t, r))
-    return out
-TCP_KEYS = {
-    "ecn": lambda v: int(v) if isinstance(v, bool) else _int(0, 2)(v), "sack": _bool,
-    "metrics_save": _bool, "rmem": _mem_triple, "wmem": _mem_triple, "sysctl": _sysctl_table,
-}
-TESTBED_KEYS = {"offloads": _bool, "mtu": _int(576, 9000)}
-TOPOLOGY_KEYS = {"kind": _choice(("dumbbell",)), "pairs": _int(1, 256)}
-def _cpus(v):
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
-        raise ValueError(f"expected a positive number of CPUs (e.g. 1, 2 or 0.5), got {v!r}")
-    if v < 0.01:
-        raise ValueError("the smallest CPU quota is 0.01 (1 % of a core)")
-    return float(v)
-
-
-def _cpuset(v):
-    v = str(v) if isinstance(v, int) and not isinstance(v, bool) else v
-    if not isinstance(v, str) or not re.match(r"^\d+(-\d+)?(,\d+(-\d+)?)*$", v):
-        raise ValueError(f"expected a CPU list like \"0\", \"0-1\" or \"0,2\", got {v!r}")
-    return v
-
-
-def _memory(v):
-    m = units.parse_size(v)
-    if m < 16 * 2**20:
-        raise ValueError(f"{v!r} is below 16MiB; a host needs more to run its processes")
-    return m
-
-
-HOST_KEYS = {"delay": _time_nonneg, "loss": units.parse_fraction, "cc": lambda v: _str(v),
-             "sysctl": _sysctl_table, "cpus": _cpus, "cpuset": _cpuset, "memory": _memory}
-FLOW_KEYS = {
-    "name": lambda v: _str(v), "from": lambda v: _str(v), "to": lambda v: _str(v),
-    "kind": _choice(FLOW_KINDS), "cc": lambda v: _str(v), "receiver_cc": lambda v: _str(v),
-    "start": _time_nonneg, "stop": _time_pos, "bytes": _size_pos, "conns": _int(1, 1024),
-    "size": _size_pos, "count": _int(1), "every": _time_pos, "write": _size_pos,
-    "gap": _time_pos, "gap_dist": _choice(("const", "uniform", "exp")),
-    "request": _size_pos, "response": _size_pos,
-    "host": lambda v: _str(v), "run": lambda v: _str(v), "check": _bool,
-    "enabled": _bool, "each_pair": _bool, "first_pair": _int(1),
-}
-PROBE_KINDS = ("ping", "udp", "tcp_probe", "pcap")
-PROBE_KEYS = {"name": lambda v: _str(v), "kind": _choice(PROBE_KINDS),
-              "from": lambda v: _str(v), "to": lambda v: _str(v), "interval": _time_pos,
-              "size": _int(16, 1472), "hosts": lambda v: _str_list(v),
-              "snaplen": _int(64, 65535)}
-# which keys each probe kind takes, and which it needs
-PROBE_SHAPES = {"ping": ({"from", "to", "interval"}, {"from", "to"}),
-                "udp": ({"from", "to", "interval", "size"}, {"from", "to"}),
-                "tcp_probe": ({"hosts"}, set()),
-                "pcap": ({"hosts", "snaplen"}, {"hosts"})}
-
-
-def _str_list(v):
-    if isinstance(v, str):
-        return [v]
-    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise ValueError(f"expected a host name or a list of them, got {v!r}")
-    return v
-EXPECT_KEYS = {
-    "name": lambda v: _str(v), "metric": lambda v: _str(v), "flow": lambda v: _str(v),
-    "where": _table, "min": lambda v: v, "max": lambda v: v,
-    "stat": _choice(("mean", "min", "max", "median", "each")),
-    "level": _choice(("flow", "run")), "relative_to": _table,
-    "trend": _choice(("increasing", "nondecreasing", "decreasing", "nonincreasing")),
-    "over": lambda v: _str(v), "tolerance": lambda v: float(v),
-}
-TOP_KEYS = ("study", "topology", "bottleneck", "tcp", "testbed", "hosts", "flow", "probe",
-            "sweep", "expect", "scale")
-
-
 def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
     """Validate a merged raw dict (no sweep applied) into a Study."""
     ctx = Ctx(path, extra_algorithms)
     for k in raw:
         if k not in TOP_KEYS:
-            raise ctx.err(k, "unknown table; accepted: " + ", ".join(TOP_KEYS))
+            near = difflib.get_close_matches(str(k), TOP_KEYS, n=1)
+            raise ctx.err(k, "unknown table" + (f" (did you mean [{near[0]}]?)" if near else "")
+                          + "; accepted: " + ", ".join(TOP_KEYS))
     st = _take(ctx, raw.get("study", {}), "study", STUDY_KEYS, required=("name", "duration"))
     if not _NAME.match(st["name"]):
         raise ctx.err("study.name", "use letters, digits, '-', '_' and '.' only")
@@ -422,7 +239,9 @@ def _hosts(study: Study) -> str:
 
 def _check_alg(ctx: Ctx, key: str, name: str):
     if name not in ctx.algorithms:
-        raise ctx.err(key, f"unknown congestion control {name!r}; known: "
+        near = difflib.get_close_matches(name, sorted(ctx.algorithms), n=1)
+        raise ctx.err(key, f"unknown congestion control {name!r}"
+                      + (f" (did you mean {near[0]!r}?)" if near else "") + "; known: "
                       + ", ".join(sorted(ctx.algorithms)))
 
 

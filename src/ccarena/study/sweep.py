@@ -83,7 +83,7 @@ def expand_values(path: str, key: str, spec: Any) -> list:
 
 def set_path(raw: dict, dotted: str, value, path: str) -> None:
     """Write `value` at a sweep path inside a raw study dict (in place)."""
-    from ccarena.study.schema import (FLOW_KEYS, HOST_KEYS, LINK_KEYS, PROBE_KEYS,
+    from ccarena.study.keys import (FLOW_KEYS, HOST_KEYS, LINK_KEYS, PROBE_KEYS,
                                       STUDY_KEYS, TCP_KEYS, TESTBED_KEYS, TOPOLOGY_KEYS)
     tables = {"study": STUDY_KEYS, "bottleneck": LINK_KEYS, "tcp": TCP_KEYS,
               "testbed": TESTBED_KEYS, "topology": TOPOLOGY_KEYS}

@@ -1,0 +1,346 @@
+"""Every key of a study file, declared once: its parser, type, unit, default and meaning.
+
+The same declarations give the parsing (study.schema), the JSON Schema editors use to
+complete and check study files (`ccarena schema`), and the reference table of
+docs/study-keys.md (a test keeps that page in step with this module).
+
+A Key is called like a parser: Key(value) -> the value in SI units, or ValueError saying
+what is accepted."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ccarena import units
+from ccarena.study.model import FLOW_KINDS
+
+QUEUES = ("droptail", "red", "codel", "fq_codel", "step", "classes")
+BACKENDS = ("auto", "kernel", "user")
+PROBE_KINDS = ("ping", "udp", "tcp_probe", "pcap")
+MAX_RERUNS = 10    # study.reruns and `ccarena run --reruns`
+MAX_PAIRS = 256    # topology.pairs: the address plan gives each pair a /24 of its own
+
+
+@dataclass(frozen=True)
+class Key:
+    type: str                     # what the reference table and the JSON Schema call it
+    doc: str
+    parse: Callable[[Any], Any]
+    default: str = ""             # as the reference shows it ("" = none / required)
+    json: tuple = ()              # extra JSON Schema items, as (name, value) pairs
+
+    def __call__(self, v):
+        return self.parse(v)
+
+
+# -- parsers --------------------------------------------------------------------------------
+def _str(v, what="a string"):
+    if not isinstance(v, str):
+        raise ValueError(f"expected {what}, got {v!r}")
+    return v
+
+
+def _int(lo=None, hi=None):
+    def p(v):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ValueError(f"expected an integer, got {v!r}")
+        if lo is not None and v < lo:
+            raise ValueError(f"must be at least {lo}, got {v}")
+        if hi is not None and v > hi:
+            raise ValueError(f"must be at most {hi}, got {v}")
+        return v
+    return p
+
+
+def _bool(v):
+    if not isinstance(v, bool):
+        raise ValueError(f"expected true or false, got {v!r}")
+    return v
+
+
+def _choice(options):
+    def p(v):
+        if v not in options:
+            import difflib
+            near = difflib.get_close_matches(str(v), options, n=1)
+            raise ValueError(f"{v!r} is not one of: {', '.join(options)}"
+                             + (f" (did you mean {near[0]!r}?)" if near else ""))
+        return v
+    return p
+
+
+def _time_nonneg(v):
+    t = units.parse_time(v)
+    if t < 0:
+        raise ValueError(f"must not be negative, got {v!r}")
+    return t
+
+
+def _time_pos(v):
+    t = units.parse_time(v)
+    if t <= 0:
+        raise ValueError(f"must be positive, got {v!r}")
+    return t
+
+
+def _rate(v):
+    r = units.parse_rate(v)
+    if r <= 0:
+        raise ValueError(f"must be positive, got {v!r}")
+    return r
+
+
+def _size_pos(v):
+    s = units.parse_size(v)
+    if s <= 0:
+        raise ValueError(f"must be positive, got {v!r}")
+    return s
+
+
+def _table(v):
+    if not isinstance(v, dict):
+        raise ValueError(f"expected a table, got {v!r}")
+    return v
+
+
+def _sysctl_table(v):
+    _table(v)
+    out = {}
+    for k, val in v.items():
+        if not re.match(r"^net\.[a-z0-9_.]+$", k):
+            raise ValueError(f"only net.* sysctls can be set per host, got {k!r}")
+        out[k] = " ".join(str(x) for x in val) if isinstance(val, list) else str(val)
+    return out
+
+
+def _mem_triple(v):
+    if isinstance(v, list) and len(v) == 3:
+        return " ".join(str(units.parse_size(x)) for x in v)
+    if isinstance(v, str) and len(v.split()) == 3:
+        return " ".join(str(units.parse_size(x)) for x in v.split())
+    raise ValueError("expected three sizes: [min, default, max], e.g. ['4KiB', '128KiB', '6MiB']")
+
+
+def _schedule(v):
+    if not isinstance(v, list) or not v:
+        raise ValueError("expected a list of [time, rate] steps, e.g. [[\"0s\", \"10mbit\"], "
+                         "[\"10s\", \"2mbit\"]]")
+    out = []
+    for step in v:
+        if not isinstance(step, list) or len(step) != 2:
+            raise ValueError(f"each step is [time, rate], got {step!r}")
+        t = units.parse_time(step[0])
+        r = None if step[1] in ("unlimited", None) else units.parse_rate(step[1])
+        if out and t <= out[-1][0]:
+            raise ValueError("step times must increase")
+        out.append((t, r))
+    return out
+
+
+def _cpus(v):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+        raise ValueError(f"expected a positive number of CPUs (e.g. 1, 2 or 0.5), got {v!r}")
+    if v < 0.01:
+        raise ValueError("the smallest CPU quota is 0.01 (1 % of a core)")
+    return float(v)
+
+
+def _cpuset(v):
+    v = str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+    if not isinstance(v, str) or not re.match(r"^\d+(-\d+)?(,\d+(-\d+)?)*$", v):
+        raise ValueError(f"expected a CPU list like \"0\", \"0-1\" or \"0,2\", got {v!r}")
+    return v
+
+
+def _memory(v):
+    m = units.parse_size(v)
+    if m < 16 * 2**20:
+        raise ValueError(f"{v!r} is below 16MiB; a host needs more to run its processes")
+    return m
+
+
+def _str_list(v):
+    if isinstance(v, str):
+        return [v]
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise ValueError(f"expected a host name or a list of them, got {v!r}")
+    return v
+
+
+def _float(v):
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ValueError(f"expected a number, got {v!r}")
+    return float(v)
+
+
+def _any(v):
+    return v
+
+
+# -- key constructors, one per type ------------------------------------------------------------
+def text(doc, default=""):
+    return Key("string", doc, lambda v: _str(v), default)
+
+
+def integer(doc, lo=None, hi=None, default=""):
+    rng = tuple(x for x in (("minimum", lo) if lo is not None else None,
+                            ("maximum", hi) if hi is not None else None) if x)
+    return Key("integer", doc, _int(lo, hi), default, rng)
+
+
+def boolean(doc, default=""):
+    return Key("true/false", doc, _bool, default)
+
+
+def choice(options, doc, default=""):
+    return Key("one of: " + ", ".join(options), doc, _choice(options), default,
+               (("enum", list(options)),))
+
+
+def rate(doc, default=""):
+    return Key("rate", doc, _rate, default)
+
+
+def time(doc, default="", positive=False):
+    return Key("time", doc, _time_pos if positive else _time_nonneg, default)
+
+
+def size(doc, default=""):
+    return Key("size", doc, _size_pos, default)
+
+
+def percent(doc, default="0%"):
+    return Key("probability", doc, units.parse_fraction, default)
+
+
+def table(doc, parse=_table, default=""):
+    return Key("table", doc, parse, default)
+
+
+# -- the tables ---------------------------------------------------------------------------------
+STUDY_KEYS = {
+    "name": text("names the study and its results directory (letters, digits, - _ .)"),
+    "description": text("one line shown by `ccarena studies` and in the report"),
+    "extends": text("a study file whose keys this one starts from (path relative to this "
+                    "file); tables merge key by key"),
+    "duration": time("length of every run", positive=True),
+    "warmup": time("excluded from steady-state metrics at the start of each flow", "0s"),
+    "repetitions": integer("runs per cell", 1, 100000, "1"),
+    "reruns": integer("how often a run invalid only for the machine's noise is run again",
+                      0, MAX_RERUNS, "1"),
+    "seed": integer("seed of the run order and the per-run seeds (random if absent)", 0),
+    "shuffle": boolean("run the cells in a shuffled order", "true"),
+    "sample_interval": time("TCP_INFO and queue sampling period (at least 1 ms)", "10ms",
+                            positive=True),
+    "default_scale": text("the [scale.<name>] applied when `--scale` is not given"),
+}
+TOPOLOGY_KEYS = {
+    "kind": choice(("dumbbell",), "the topology", "dumbbell"),
+    "pairs": integer("sender/receiver pairs s1..sN, r1..rN", 1, MAX_PAIRS, "1"),
+}
+LINK_KEYS = {
+    "rate": rate("bottleneck rate (none: unlimited)"),
+    "reverse_rate": rate("rate of the r->s direction", "rate"),
+    "delay": time("one-way delay, each direction", "0s"),
+    "rtt": time("base RTT instead of delay (split over both directions)"),
+    "jitter": time("delay varies uniformly within ±jitter around delay (packets keep their "
+                   "order)", "0s"),
+    "loss": percent("random loss of the s->r direction"),
+    "buffer": Key("buffer", "bottleneck buffer, packets ('100p') or bytes ('150KB')",
+                  units.parse_buffer, "1000p"),
+    "queue": choice(QUEUES, "queue discipline at the bottleneck", "droptail"),
+    "aqm": table("the queue's parameters (see 'Queue parameters')", default="{}"),
+    "ecn": boolean("AQMs mark ECN-capable packets instead of dropping", "false"),
+    "backend": choice(BACKENDS, "link emulation: tc qdiscs (kernel) or ccarena-link (user)",
+                      "auto"),
+    "trace": text("mahimahi delivery trace (user backend), path relative to the study"),
+    "rate_schedule": Key("list", "[[time, rate], ...]: the rate changes at these times "
+                         "(user backend)", _schedule),
+}
+TCP_KEYS = {
+    "ecn": Key("integer", "net.ipv4.tcp_ecn of every host (0, 1, 2; true = 1)",
+               lambda v: int(v) if isinstance(v, bool) else _int(0, 2)(v), "0"),
+    "sack": boolean("SACK (net.ipv4.tcp_sack)", "true"),
+    "metrics_save": boolean("keep the kernel's TCP metrics cache between runs", "false"),
+    "rmem": Key("sizes", "net.ipv4.tcp_rmem [min, default, max]", _mem_triple),
+    "wmem": Key("sizes", "net.ipv4.tcp_wmem [min, default, max]", _mem_triple),
+    "sysctl": table("any other net.* sysctls of every host", _sysctl_table),
+}
+TESTBED_KEYS = {
+    "offloads": boolean("TSO/GSO/GRO on the emulated path", "false"),
+    "mtu": integer("MTU of every interface", 576, 9000, "1500"),
+}
+HOST_KEYS = {
+    "delay": time("extra one-way delay on this host's access link", "0s"),
+    "loss": percent("extra random loss on this host's access link"),
+    "cc": text("default algorithm of the flows this host sends", "cubic"),
+    "sysctl": table("net.* sysctls of this host", _sysctl_table),
+    "cpus": Key("number", "CPU quota in cores (cgroup), e.g. 0.5", _cpus),
+    "cpuset": Key("string", "CPUs this host may run on, e.g. \"0\" or \"0-1\"", _cpuset),
+    "memory": Key("size", "memory limit (cgroup), at least 16MiB", _memory),
+}
+FLOW_KEYS = {
+    "name": text("names the flow in tables and sweeps", "flow<i>"),
+    "from": text("the host that sends the data (with each_pair: \"s\" or \"r\")"),
+    "to": text("the host that receives it"),
+    "kind": choice(FLOW_KINDS, "what the flow does (docs/workloads.md)", "bulk"),
+    "cc": text("algorithm of the data sender", "its host's cc, else cubic"),
+    "receiver_cc": text("algorithm of the other end", "its host's cc, else cubic"),
+    "start": time("start, from the run's t0", "0s"),
+    "stop": time("stop (none: the end of the run)", positive=True),
+    "bytes": size("bulk/parallel/paced: stop after this many bytes"),
+    "conns": integer("parallel: connections striping one transfer", 1, 1024, "1"),
+    "size": size("download: object size"),
+    "count": integer("download/rr: how many (none: until stop)", 1),
+    "every": time("download: start one every this long (none: back to back)", positive=True),
+    "write": size("paced: bytes per write", "1448"),
+    "gap": time("paced/rr: gap between writes or requests", "1ms", positive=True),
+    "gap_dist": choice(("const", "uniform", "exp"), "paced: distribution of the gaps",
+                       "const"),
+    "request": size("rr: request bytes", "100"),
+    "response": size("rr: response bytes", "1000"),
+    "host": text("command: the host it runs in"),
+    "run": text("command: the command line ({r1}, {port.<flow>}, {duration})"),
+    "check": boolean("command: a non-zero exit makes the run invalid", "true"),
+    "enabled": boolean("false leaves the flow out (sweepable)", "true"),
+    "each_pair": boolean("one copy per pair: s<i> -> r<i>, named <name>.<i>", "false"),
+    "first_pair": integer("with each_pair: the first pair to get a copy", 1, None, "1"),
+}
+PROBE_KEYS = {
+    "name": text("names the probe in tables", "<kind><i>"),
+    "kind": choice(PROBE_KINDS, "what it measures (docs/probes.md)"),
+    "from": text("ping, udp: the sending host"),
+    "to": text("ping, udp: the echoing host"),
+    "interval": time("ping, udp: time between probes", "100ms (udp: 10ms)", positive=True),
+    "size": integer("udp: datagram bytes", 16, 1472, "64"),
+    "hosts": Key("list", "tcp_probe, pcap: the hosts to trace", _str_list, "s1..sN"),
+    "snaplen": integer("pcap: bytes kept per packet", 64, 65535, "128"),
+}
+# which keys each probe kind takes, and which it needs
+PROBE_SHAPES = {"ping": ({"from", "to", "interval"}, {"from", "to"}),
+                "udp": ({"from", "to", "interval", "size"}, {"from", "to"}),
+                "tcp_probe": ({"hosts"}, set()),
+                "pcap": ({"hosts", "snaplen"}, {"hosts"})}
+EXPECT_KEYS = {
+    "name": text("what the check says, in the output"),
+    "metric": text("a column of flows or runs, or a ratio \"a / b\""),
+    "flow": text("flow level: only this flow (and its copies name.1, name.2, ...)"),
+    "where": table("only the cells with these swept values"),
+    "min": Key("bound", "lower bound: a number, \"90%rate\", \"0.5*rate\" or "
+               "\"3*base_rtt\"", _any),
+    "max": Key("bound", "upper bound, as min", _any),
+    "stat": choice(("mean", "min", "max", "median", "each"), "statistic over the valid "
+                   "runs of a cell", "mean"),
+    "level": choice(("flow", "run"), "judge flow rows or run rows", "flow"),
+    "relative_to": table("divide by the same statistic in the cell with these values"),
+    "trend": choice(("increasing", "nondecreasing", "decreasing", "nonincreasing"),
+                    "the statistic's direction over `over`"),
+    "over": text("the swept factor of a trend"),
+    "tolerance": Key("number", "relative slack of a trend", _float, "0"),
+}
+TABLES = {"study": STUDY_KEYS, "topology": TOPOLOGY_KEYS, "bottleneck": LINK_KEYS,
+          "tcp": TCP_KEYS, "testbed": TESTBED_KEYS, "hosts.<host>": HOST_KEYS,
+          "[flow]": FLOW_KEYS, "[probe]": PROBE_KEYS, "[expect]": EXPECT_KEYS}
+TOP_KEYS = ("study", "topology", "bottleneck", "tcp", "testbed", "hosts", "flow", "probe",
+            "sweep", "expect", "scale")

@@ -1,0 +1,66 @@
+"""The study format's description: docs/study-keys.md is what the declarations say, the
+JSON Schema accepts every shipped study and rejects the mistakes the parser rejects, and
+near misses get a "did you mean"."""
+import tomllib
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from ccarena.errors import SpecError
+from ccarena.study import keys, reference
+from ccarena.study.load import loads_study
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_key_reference_page_is_current():
+    page = (ROOT / "docs" / "study-keys.md").read_text()
+    assert page == reference.markdown(), \
+        "docs/study-keys.md is stale: `ccarena schema --markdown > docs/study-keys.md`"
+
+
+def test_every_declared_key_is_documented_and_typed():
+    for table in keys.TABLES.values():
+        for name, k in table.items():
+            assert k.doc and k.type, name
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "studies").glob("*.toml")), ids=lambda p: p.stem)
+def test_the_json_schema_accepts_every_shipped_study(path):
+    jsonschema.validate(tomllib.loads(path.read_text()), reference.json_schema())
+
+
+@pytest.mark.parametrize("doc", [
+    {"study": {"name": "x", "duration": "5s"}, "bottleneck": {"rat": "10mbit"}},
+    {"study": {"name": "x", "duration": "5s"}, "bottleneck": {"rate": 10}},
+    {"study": {"name": "x", "duration": "5s"}, "bottleneck": {"queue": "redd"}},
+    {"study": {"name": "x", "duration": "5s"}, "flows": []},
+    {"study": {"name": "x", "duration": "5s"}, "bottleneck": {"aqm": {"mn": "5p"}}},
+])
+def test_the_json_schema_rejects_what_the_parser_rejects(doc):
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, reference.json_schema())
+
+
+BASE = '[study]\nname = "x"\nduration = "5s"\n[[flow]]\nfrom = "s1"\nto = "r1"\n'
+
+
+@pytest.mark.parametrize("extra,needle", [
+    ('[bottleneck]\nrat = "10mbit"', "bottleneck.rat: unknown key (did you mean 'rate'?)"),
+    ('[bottleneck]\nqueue = "codle"', "did you mean 'codel'?"),
+    ('[bottlenek]\nrate = "10mbit"', "unknown table (did you mean [bottleneck]?)"),
+    ('[bottleneck]\nrate = "10"', "bottleneck.rate: '10' needs a unit"),
+    ('[bottleneck]\ndelay = "10m"', "bottleneck.delay: unknown time unit 'm'"),
+    ('[bottleneck]\nloss = 1', "bottleneck.loss: 1 needs a unit"),
+])
+def test_mistakes_name_the_key_and_the_near_miss(extra, needle):
+    with pytest.raises(SpecError) as e:
+        loads_study(BASE + extra + "\n")
+    assert needle in str(e.value)
+
+
+def test_a_misspelt_algorithm_gets_a_suggestion():
+    with pytest.raises(SpecError, match=r"unknown congestion control 'cubik' \(did you mean "
+                       r"'cubic'\?\)"):
+        loads_study(BASE.replace('to = "r1"', 'to = "r1"\ncc = "cubik"'))
