@@ -154,7 +154,7 @@ def format_rate(bps: float) -> str:
 
 def format_time(s: float) -> str:
     if s >= 1:
-        return f"{s:.3g} s"
+        return f"{s:.6g} s"
     if s >= 1e-3:
         return f"{s * 1e3:.3g} ms"
     return f"{s * 1e6:.3g} µs"

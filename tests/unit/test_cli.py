@@ -36,6 +36,46 @@ to = "r1"
     assert "2 cells x 2 repetitions = 4 runs" in r.stdout
     assert "seed 3" in r.stdout
     assert not (tmp_path / "res").exists()
+    # the resolved setup of each cell: rate, delay, BDP, buffer in packets and BDPs
+    assert "rate 10 Mbit/s; one-way delay 0 µs" in r.stdout
+    assert "buffer 1000 packets" in r.stdout
+    assert ccarena_cli("validate", p).stdout == r.stdout
+
+
+def test_dry_run_shows_the_setup_and_warns(tmp_path):
+    p = tmp_path / "w.toml"
+    p.write_text('''
+[study]
+name = "w"
+duration = "5s"
+[bottleneck]
+rate = "500kbit"
+delay = "10ms"
+buffer = "25p"
+loss = "100%"
+[hosts.s1]
+delay = "40ms"
+[[flow]]
+name = "f"
+from = "s1"
+to = "r1"
+''')
+    out = ccarena_cli("validate", p).stdout
+    assert "one-way delay 10 ms, base RTT 20 ms" in out
+    assert "BDP 1.2 kB = 1 packets; buffer 25 packets = 30.28 BDP" in out
+    assert "loss 100.0000% (s->r)" in out and "host s1: +40 ms delay" in out
+    assert "warning: the bottleneck runs at 500 kbit/s, below 1 Mbit/s" in out
+    assert "warning: the loss is 100 %" in out
+    assert "about 0:00 (h:mm)" in out
+
+
+def test_output_piped_into_head_is_no_traceback():
+    import subprocess
+    import sys
+    r = subprocess.run(f"{sys.executable} -m ccarena.cli validate parallel-tcp --scale full "
+                       "| head -1", shell=True, capture_output=True, text=True)
+    assert r.stdout.startswith("study parallel-tcp (scale full): 35 cells")
+    assert "Traceback" not in r.stderr and "BrokenPipe" not in r.stderr
 
 
 @pytest.mark.parametrize("edit,needle", [

@@ -33,28 +33,7 @@ def cmd_run(args) -> int:
     study = load_study(resolve_study_path(args.study), overrides=overrides or None,
                        scale=scale)
     if args.dry_run:
-        from ccarena.run.preflight import preflight
-        plan = make_plan(study, seed=args.seed, shuffle=not args.no_shuffle if args.no_shuffle
-                         else None, repetitions=args.repetitions, reruns=args.reruns)
-        print(f"study {study.name}{f' (scale {study.scale})' if study.scale else ''}: "
-              f"{len(plan.study.cells)} cells x "
-              f"{args.repetitions or study.repetitions} repetitions = {len(plan.runs)} runs, "
-              f"{'shuffled' if plan.shuffled else 'in order'} (seed {plan.seed}); "
-              f"about {len(plan.runs) * (study.duration_s + 1):.0f} s")
-        reruns = plan.reruns
-        print(f"a run the machine's noise makes invalid is run again up to {reruns} "
-              f"time{'s' if reruns != 1 else ''}" if reruns else
-              "a run the machine's noise makes invalid is kept as it is (reruns = 0)")
-        for r in plan.runs:
-            params = ", ".join(f"{k} = {v}" for k, v in r.params.items())
-            print(f"  {r.index:4d}  {r.label:10s} seed {r.seed:<11d} {params}")
-        if os.geteuid() == 0:
-            pf = preflight(study, args.cc_source)
-            backends = {v["backend"] + ": " + v["why"] for v in pf["cells"].values()}
-            print("link backend: " + "; ".join(sorted(backends)))
-            for n, a in pf["algorithms"].items():
-                print(f"algorithm {n}: {a['source']} ({a['kernel_name']})")
-        return 0
+        return _dry_run(study, args)
     from ccarena.run.executor import run_study
     res = run_study(study, results_base=args.results, seed=args.seed,
                     shuffle=False if args.no_shuffle else None, repetitions=args.repetitions,
@@ -68,6 +47,24 @@ def cmd_run(args) -> int:
         from ccarena.report import write_report
         print(f"report: {write_report(res.path)}")
     return exits.OK if ok else exits.CHECKS
+
+
+def _dry_run(study, args) -> int:
+    from ccarena.run import capacity, dryrun
+    from ccarena.run.preflight import preflight
+    from ccarena.study.plan import make_plan
+    plan = make_plan(study, seed=args.seed, shuffle=False if args.no_shuffle else None,
+                     repetitions=args.repetitions, reruns=args.reruns)
+    pf = preflight(study, args.cc_source) if os.geteuid() == 0 else None
+    for line in dryrun.describe(study, plan, pf, capacity.load()):
+        print(line)
+    return exits.OK
+
+
+def cmd_validate(args) -> int:
+    """`ccarena validate STUDY`: the dry run under the name people look for."""
+    args.dry_run = True
+    return cmd_run(args)
 
 
 def _count(v: str) -> int:
@@ -135,6 +132,15 @@ def cmd_cleanup(args) -> int:
 
 def cmd_doctor(args) -> int:
     from ccarena.cli.doctor import doctor
+    if args.measure:
+        import tempfile
+
+        from ccarena import units
+        from ccarena.run import capacity
+        with tempfile.TemporaryDirectory(prefix="ccarena-capacity-") as tmp:
+            g = capacity.measure(tmp)
+        print(f"this machine carries {units.format_rate(g)} through the user-space link "
+              "(one cubic flow, 10 ms one-way delay, no rate limit); kept for dry runs")
     return doctor(args.study, as_json=args.json)
 
 
@@ -165,14 +171,7 @@ def cmd_studies(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="ccarena", description="A laboratory for TCP "
-                                 "congestion-control experiments on network namespaces.")
-    ap.add_argument("--version", action="version", version=f"ccarena {__version__}")
-    ap.add_argument("--debug", action="store_true", help="show tracebacks")
-    sub = ap.add_subparsers(dest="cmd", metavar="COMMAND")
-
-    r = sub.add_parser("run", help="run a study (a file, or a built-in study by name)")
+def _run_arguments(r) -> None:
     r.add_argument("study", help="study file or built-in name (see `ccarena studies`)")
     r.add_argument("--dry-run", action="store_true", help="list the runs; build nothing")
     r.add_argument("--seed", type=int, help="seed of the run order and per-run seeds")
@@ -193,7 +192,24 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not write report.html and its figures at the end")
     r.add_argument("--event-log", action="store_true",
                    help="keep the user-space link's per-packet event log")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="ccarena", description="A laboratory for TCP "
+                                 "congestion-control experiments on network namespaces.")
+    ap.add_argument("--version", action="version", version=f"ccarena {__version__}")
+    ap.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = ap.add_subparsers(dest="cmd", metavar="COMMAND")
+
+    r = sub.add_parser("run", help="run a study (a file, or a built-in study by name)")
+    _run_arguments(r)
     r.set_defaults(func=cmd_run)
+    v = sub.add_parser("validate", help="check a study and show what it would build and run",
+                       description="Validate a study and print the resolved setup of every "
+                       "cell, the runs with their seeds, the total time and warnings; builds "
+                       "nothing (the same as `ccarena run STUDY --dry-run`).")
+    _run_arguments(v)
+    v.set_defaults(func=cmd_validate)
 
     s = sub.add_parser("ls", help="list stored studies")
     s.add_argument("--results", default="results")
@@ -211,6 +227,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("doctor", help="what this machine offers and what a study will use")
     s.add_argument("study", nargs="?", help="also say how this study would run")
     s.add_argument("--json", action="store_true")
+    s.add_argument("--measure", action="store_true", help="measure what the user-space link "
+                   "carries on this machine (about 20 s) and keep it for dry runs' warnings")
     s.set_defaults(func=cmd_doctor)
     s = sub.add_parser("cc", help="congestion-control algorithms")
     ccsub = s.add_subparsers(dest="cc_cmd", metavar="SUBCOMMAND")
@@ -245,6 +263,11 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return args.func(args)
+    except BrokenPipeError:
+        # `ccarena ... | head`: the reader is gone; say nothing more (and let Python not
+        # complain while it flushes stdout at exit)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return exits.OK
     except KeyboardInterrupt:
         print("ccarena: interrupted; the current run was torn down, completed runs are kept",
               file=sys.stderr)

@@ -1,0 +1,140 @@
+"""What a study will build and run, before anything is built (`ccarena run --dry-run`,
+`ccarena validate`).
+
+    describe(study, plan, preflight=None, capacity_bps=None) -> list[str]   lines to print
+    warnings(study, plan, capacity_bps=None) -> list[str]
+
+Per cell: rate, one-way delay and base RTT, BDP, buffer in packets and in BDPs, loss,
+per-host differences, queue, and (with a preflight, which needs root) the link backend and
+where each algorithm comes from. Then the plan's run order and seeds, the total time, and
+warnings for settings that are legal but rarely meant."""
+from __future__ import annotations
+
+from ccarena import units
+from ccarena.study.model import Cell
+
+RUN_OVERHEAD_S = 3.0        # building, starting and tearing down a run, measured here
+SLOW_LINK_BPS = 1e6
+LONG_STUDY_S = 4 * 3600
+
+
+def hmm(seconds: float) -> str:
+    m = int(round(seconds / 60))
+    return f"{m // 60}:{m % 60:02d}"
+
+
+def total_s(study, plan) -> float:
+    return sum(r.study.duration_s + RUN_OVERHEAD_S for r in plan.runs)
+
+
+def cell_lines(cell) -> list[str]:
+    s = cell.study
+    b = s.bottleneck
+    frame = s.mtu + 14
+    out = []
+    rate = units.format_rate(b.rate_bps) if b.rate_bps else "unlimited"
+    rev = "" if b.reverse_rate_bps == b.rate_bps or not b.reverse_rate_bps else \
+        f" (r->s {units.format_rate(b.reverse_rate_bps)})"
+    out.append(f"rate {rate}{rev}; one-way delay {units.format_time(b.delay_s)}, base RTT "
+               f"{units.format_time(s.base_rtt_s)}"
+               + (f", jitter ±{units.format_time(b.jitter_s)}" if b.jitter_s else ""))
+    buf_pk = b.buffer.packets(s.mtu)
+    if b.rate_bps and s.base_rtt_s > 0:
+        bdp = b.rate_bps * s.base_rtt_s / 8
+        out.append(f"BDP {bdp / 1e3:.1f} kB = {bdp / frame:.0f} packets; buffer "
+                   f"{buf_pk} packets = {b.buffer.bytes(s.mtu) / bdp:.2f} BDP; queue {b.queue}"
+                   + (" with ECN" if b.ecn else ""))
+    else:
+        out.append(f"buffer {buf_pk} packets; queue {b.queue}")
+    if b.queue_params is not None:
+        out.append(f"queue parameters: {_params(b.queue_params)}")
+    if b.loss:
+        out.append(f"loss {b.loss:.4%} (s->r)")
+    for h, hs in sorted(s.hosts.items()):
+        extra = [x for x in (f"+{units.format_time(hs.delay_s)} delay" if hs.delay_s else "",
+                             f"+{hs.loss:.2%} loss" if hs.loss else "",
+                             f"cc {hs.cc}" if hs.cc else "",
+                             f"{hs.cpus:g} CPUs" if hs.cpus else "",
+                             f"CPUs {hs.cpuset}" if hs.cpuset else "",
+                             f"{hs.memory / 2**20:.0f} MiB" if hs.memory else "") if x]
+        if extra:
+            out.append(f"host {h}: " + ", ".join(extra))
+    for f in s.flows:
+        if f.kind == "command":
+            out.append(f"flow {f.name}: command on {f.src}: {f.run}")
+            continue
+        what = {"download": f"downloads of {f.size} B" + (f" every {f.every_s:g} s"
+                                                          if f.every_s else ""),
+                "parallel": f"{f.conns} connections"}.get(f.kind, f.kind)
+        out.append(f"flow {f.name}: {f.src} -> {f.dst}, {what}, cc {f.cc} (receiver "
+                   f"{f.receiver_cc}), {f.start_s:g}-{f.stop_s if f.stop_s else s.duration_s:g} s")
+    return out
+
+
+def _params(qp) -> str:
+    d = {k: v for k, v in vars(qp).items()}
+    return ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
+                     for k, v in d.items())
+
+
+def warnings(study, plan, capacity_bps: float | None = None) -> list[str]:
+    out = []
+    cells = study.cells or [Cell(0, {}, study)]
+    for c in cells:
+        s, b = c.study, c.study.bottleneck
+        where = ", ".join(f"{k}={v}" for k, v in c.params.items())
+        at = f" [{where}]" if where else ""
+        if b.rate_bps and b.rate_bps < SLOW_LINK_BPS:
+            out.append(f"the bottleneck runs at {units.format_rate(b.rate_bps)}, below 1 "
+                       f"Mbit/s{at}: is the unit right?")
+        if s.base_rtt_s >= s.duration_s:
+            out.append(f"the base RTT {units.format_time(s.base_rtt_s)} is not shorter than "
+                       f"the run ({units.format_time(s.duration_s)}){at}")
+        if b.loss >= 1.0:
+            out.append(f"the loss is 100 %: no packet gets through{at}")
+        if b.rate_bps and capacity_bps and b.rate_bps > 0.8 * capacity_bps:
+            out.append(f"{units.format_rate(b.rate_bps)} is beyond what this machine carried "
+                       f"when measured ({units.format_rate(capacity_bps)}: `ccarena doctor "
+                       f"--measure`){at}: runs will be CPU-limited and flagged invalid")
+    t = total_s(study, plan)
+    if t > LONG_STUDY_S:
+        out.append(f"the study takes about {hmm(t)} (h:mm); a smaller --scale, or --jobs / "
+                   "--cluster (docs/scale-out.md), may be meant")
+    return list(dict.fromkeys(out))
+
+
+def describe(study, plan, pf: dict | None = None, capacity_bps: float | None = None
+             ) -> list[str]:
+    cells = study.cells or [Cell(0, {}, study)]
+    lines = [f"study {study.name}" + (f" (scale {study.scale})" if study.scale else "")
+             + f": {len(cells)} cell{'s' if len(cells) != 1 else ''} x {plan.repetitions} "
+             f"repetition{'s' if plan.repetitions != 1 else ''} = {len(plan.runs)} runs of "
+             f"{units.format_time(study.duration_s)}, "
+             f"{'shuffled' if plan.shuffled else 'in order'} (seed {plan.seed}); about "
+             f"{hmm(total_s(study, plan))} (h:mm)"]
+    lines.append(f"a run the machine's noise makes invalid is run again up to {plan.reruns} "
+                 f"time{'s' if plan.reruns != 1 else ''}" if plan.reruns else
+                 "a run the machine's noise makes invalid is kept as it is (reruns = 0)")
+    labels = {c.index: f"c{c.index:0{max(3, len(str(len(cells) - 1)))}d}" for c in cells}
+    for c in cells:
+        params = ", ".join(f"{k} = {v}" for k, v in c.params.items())
+        lines.append(f"cell {labels[c.index]}" + (f" ({params})" if params else "") + ":")
+        lines += ["  " + x for x in cell_lines(c)]
+        if pf:
+            b = pf["cells"].get(c.index) or pf["cells"].get(str(c.index)) or {}
+            if b:
+                lines.append(f"  link backend {b['backend']} ({b['why']})"
+                             + (f", packet I/O {b['io']}" if b.get("io") else ""))
+    if pf:
+        for n, a in sorted(pf["algorithms"].items()):
+            lines.append(f"algorithm {n}: {a['source']} ({a['kernel_name']})"
+                         + (f": {a['why']}" if a.get("why") else ""))
+    else:
+        lines.append("(link backend and algorithm sources: run as root to see them)")
+    lines.append("runs, in order:")
+    for r in plan.runs:
+        params = ", ".join(f"{k} = {v}" for k, v in r.params.items())
+        lines.append(f"  {r.index:4d}  {r.label:10s} seed {r.seed:<11d} {params}")
+    for w in warnings(study, plan, capacity_bps):
+        lines.append(f"warning: {w}")
+    return lines
