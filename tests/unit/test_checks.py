@@ -56,7 +56,7 @@ def test_bounds_relative_to_rate_per_cell(tmp_path):
         max = "100%rate"
         '''))
     by_cell = {r["cell"]: r["ok"] for r in out}
-    assert by_cell == {"bottleneck.buffer=20p": True, "bottleneck.buffer=100p": False}
+    assert by_cell == {"buffer=20p": True, "buffer=100p": False}
 
 
 def test_ratio_to_a_reference_cell(tmp_path):
@@ -127,7 +127,7 @@ def test_a_partial_study_does_not_pass(tmp_path):
     out = evaluate(res, parse_study(res.study))
     by_cell = {r["cell"]: r for r in out}
     assert len(out) == 4
-    assert not by_cell["bottleneck.buffer=100p, flow.bulk.cc=reno"]["ok"]
+    assert not by_cell["buffer=100p, cc=reno"]["ok"]
     failed = [r for r in out if not r["ok"]]
     assert failed and "0 of 2 planned runs valid" in failed[0]["why"]
     r = ccarena_cli("check", d, check=False)

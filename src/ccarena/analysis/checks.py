@@ -102,6 +102,22 @@ def planned_cells(results, params=()) -> dict[str, dict]:
     return out or {"all": {}}
 
 
+def short_names(params) -> dict[str, str]:
+    """Dotted factor keys -> the shortest unambiguous tail ("flow.bulk.cc" -> "cc",
+    unless another factor also ends in "cc": then "bulk.cc")."""
+    out = {}
+    for p in params:
+        parts = p.split(".")
+        for n in range(1, len(parts) + 1):
+            tail = ".".join(parts[-n:])
+            if sum(1 for q in params if q == tail or q.endswith("." + tail)) == 1:
+                out[p] = tail
+                break
+        else:
+            out[p] = p
+    return out
+
+
 def cell_counts(results) -> dict[str, dict]:
     """cell -> {"planned", "valid", "invalid", "missing"} runs (from results.status())."""
     st = results.status() if hasattr(results, "status") else None
@@ -120,6 +136,7 @@ def evaluate(results, study) -> list[dict]:
     min, max, why?, runs?}]."""
     flows, runs = results.flows, results.runs
     params = list(study.sweep)
+    short = short_names(params)
     cells = planned_cells(results, params)
     counts = cell_counts(results)
     ctx = runs.set_index("run_id")[["rate_bps", "base_rtt_s"]] if len(runs) and \
@@ -147,7 +164,7 @@ def evaluate(results, study) -> list[dict]:
             continue
         for cell, p in covered.items():
             g = df[df["cell"].astype(str) == cell] if "cell" in df else df
-            where = ", ".join(f"{k}={p[k]}" for k in params if k in p)
+            where = ", ".join(f"{short[k]}={p[k]}" for k in params if k in p)
             r = {"check": i, "what": label, "cell": where or cell, "metric": metric,
                  **({"runs": counts[cell]} if cell in counts else {})}
             if metric not in g or not len(g):

@@ -91,9 +91,6 @@ def cmd_report(args) -> int:
 
 
 def cmd_export(args) -> int:
-    if not args.csv:
-        print("ccarena export: choose a format: --csv", file=sys.stderr)
-        return 2
     d = resolve_results(args.results_dir, args.results)
     out = Path(args.out) if args.out else d / "csv"
     out.mkdir(parents=True, exist_ok=True)
@@ -232,7 +229,7 @@ def register(subparsers) -> None:
                               description="Export runs, flows, cells and the per-run tables "
                               "(unioned over runs) as CSV files.")
     p.add_argument("results_dir", metavar="RESULTS")
-    p.add_argument("--csv", action="store_true", help="write CSV (the only format so far)")
+    p.add_argument("--csv", action="store_true", help="write CSV (the default format)")
     p.add_argument("--out", help="output directory (default: RESULTS/csv)")
     p.add_argument("--tables", help="comma-separated subset, e.g. runs,flows,tcpinfo")
     results_opt(p)

@@ -37,8 +37,17 @@ def cmd_run(args) -> int:
     from ccarena.run.executor import run_study
     res = run_study(study, results_base=args.results, seed=args.seed,
                     shuffle=False if args.no_shuffle else None, repetitions=args.repetitions,
-                    reruns=args.reruns, progress=not args.quiet, force_cc=args.cc_source,
-                    event_log=args.event_log, resume=args.resume)
+                    reruns=args.reruns, progress=not (args.quiet or args.json),
+                    force_cc=args.cc_source, event_log=args.event_log, resume=args.resume)
+    if args.json:
+        from ccarena.analysis.checks import evaluate
+        from ccarena.report.summary import as_dict
+        checks = evaluate(res, study) if study.expect else []
+        if not args.no_report:
+            from ccarena.report import write_report
+            write_report(res.path)
+        print(json.dumps(as_dict(res, checks), indent=1))
+        return exits.OK if all(c["ok"] for c in checks) else exits.CHECKS
     render(res)
     print(f"results: {res.path}")
     from ccarena.report.summary import print_checks
@@ -77,19 +86,43 @@ def _count(v: str) -> int:
 
 
 def cmd_ls(args) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
     from ccarena.store.results import list_results
     rs = list_results(args.results)
-    if not rs:
-        print(f"no results under {args.results}/")
-        return 0
+    rows = []
     for r in rs:
         try:
             meta = r.check_version()
-            n = len(r.run_dirs())
-            print(f"{r.path.name:45s} {n:5d} runs   {meta.get('created', '')}")
+            st = r.status()["state"].value_counts()
+            rows.append({"results": r.path.name, "study": meta.get("study", ""),
+                         "planned": int(st.sum()), "valid": int(st.get("valid", 0)),
+                         "invalid": int(st.get("invalid", 0)),
+                         "missing": int(st.get("missing", 0)),
+                         "created": meta.get("created", "")})
         except CcarenaError as e:
-            print(f"{r.path.name:45s} unreadable: {e}")
-    return 0
+            rows.append({"results": r.path.name, "error": str(e)})
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return exits.OK
+    if not rows:
+        print(f"no results under {args.results}/")
+        return exits.OK
+    from rich.table import Column
+    t = Table(Column("results", no_wrap=True), "planned", "valid", "invalid", "missing",
+              "created",
+              title=f"results under {args.results}/", title_justify="left")
+    for row in rows:
+        if "error" in row:
+            t.add_row(row["results"], "", "", "", "", f"unreadable: {row['error']}")
+            continue
+        t.add_row(row["results"], str(row["planned"]), str(row["valid"]),
+                  f"[yellow]{row['invalid']}[/yellow]" if row["invalid"] else "0",
+                  f"[red]{row['missing']}[/red]" if row["missing"] else "0",
+                  row["created"][:16].replace("T", " "))
+    Console(width=None if sys.stdout.isatty() else 160).print(t)
+    return exits.OK
 
 
 def cmd_show(args) -> int:
@@ -109,12 +142,16 @@ def cmd_show(args) -> int:
             aggregates.refresh(res)
         except StoreError as e:     # a read-only copy: show what it holds, in memory
             print(f"ccarena: not rebuilt on disk: {e}", file=sys.stderr)
+    if args.json:
+        from ccarena.report.summary import as_dict
+        print(json.dumps(as_dict(res), indent=1))
+        return exits.OK
     if args.markdown:
         from ccarena.report.summary import markdown
         print(markdown(res))
-        return 0
+        return exits.OK
     render(res)
-    return 0
+    return exits.OK
 
 
 def cmd_cleanup(args) -> int:
@@ -166,9 +203,12 @@ def cmd_schema(args) -> int:
 
 
 def cmd_studies(args) -> int:
+    if args.json:
+        print(json.dumps(builtin_studies(), indent=1))
+        return exits.OK
     for name, desc in builtin_studies().items():
         print(f"{name:22s} {desc}")
-    return 0
+    return exits.OK
 
 
 def _run_arguments(r) -> None:
@@ -186,6 +226,8 @@ def _run_arguments(r) -> None:
                    "run only its missing and in-flight runs, same plan and seeds (the study "
                    "file must be unchanged)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.add_argument("--json", action="store_true", help="print the outcome as JSON (no "
+                   "progress bar): runs, cells with their statistics, anomalies, checks")
     r.add_argument("--cc-source", choices=("kernel", "bpf"),
                    help="force where algorithms come from")
     r.add_argument("--no-report", action="store_true",
@@ -213,12 +255,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("ls", help="list stored studies")
     s.add_argument("--results", default="results")
+    s.add_argument("--json", action="store_true", help="print JSON")
     s.set_defaults(func=cmd_ls)
     s = sub.add_parser("show", help="summary table of a stored study")
     s.add_argument("results_dir", help="results directory (or a prefix of its name)")
     s.add_argument("--results", default="results")
     s.add_argument("--rebuild", action="store_true", help="recompute the aggregates first")
     s.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    s.add_argument("--json", action="store_true", help="print the summary as JSON")
     s.set_defaults(func=cmd_show)
     s = sub.add_parser("cleanup", help="remove what crashed runs left (namespaces, BPF)")
     s.add_argument("--all", action="store_true", help="also remove live runs' namespaces "
@@ -243,6 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print the key reference (docs/study-keys.md) instead")
     s.set_defaults(func=cmd_schema)
     s = sub.add_parser("studies", help="list the built-in studies")
+    s.add_argument("--json", action="store_true", help="print JSON")
     s.set_defaults(func=cmd_studies)
     try:
         from ccarena.cli import analysis as cli_analysis

@@ -169,8 +169,11 @@ def _checks_frame(rows: list) -> pd.DataFrame:
 
 def _figures(res: Results, stats: pd.DataFrame, tmp: Path, key: list[str],
              max_timeseries: int, fmt: str = "png") -> list[tuple[str, list[str]]]:
-    """(section title, [figure html]) for every figure that the data supports."""
-    runs = res.runs
+    """(section title, [figure html]) for every figure that the data supports. Cells are
+    labelled by their factor values ("cc=reno, buffer=20p"), not by c000."""
+    labels = cell_labels(res)
+    runs = res.runs.assign(setting=res.runs["cell"].map(labels)) if "cell" in res.runs \
+        else res.runs
     sections = []
     factors = [f for f in res.factors if f in runs and runs[f].nunique(dropna=True) > 1]
     n = [0]
@@ -194,7 +197,7 @@ def _figures(res: Results, stats: pd.DataFrame, tmp: Path, key: list[str],
     if figs:
         sections.append(("Metrics against the swept factors", figs))
 
-    group = "cell" if "cell" in runs else (factors[0] if factors else None)
+    group = "setting" if "setting" in runs else (factors[0] if factors else None)
     if group:
         figs = [fig(plots.box, f"{m} per {group} over repetitions (box: quartiles, "
                     "triangle: mean, dots: runs).", runs, group, m)
@@ -203,12 +206,13 @@ def _figures(res: Results, stats: pd.DataFrame, tmp: Path, key: list[str],
             sections.append(("Spread over repetitions", figs))
 
     figs = []
-    reps = _representative_runs(res, group)
+    reps = [(labels.get(c, c), rid, ok) for c, rid, ok in _representative_runs(res, "cell")]
     fl = _valid_flows(res)
     if len(fl) and "goodput_bps" in fl:
+        fl = fl.assign(setting=fl["cell"].map(labels)) if "cell" in fl else fl
         figs.append(fig(plots.cdf, "Per-flow steady-state goodput, all valid runs, per "
                         f"{group or 'study'}.", fl, "goodput_bps",
-                        hue="cell" if "cell" in fl else None))
+                        hue="setting" if "setting" in fl else None))
     samples = []
     for cell, rid, ok in reps[:max_timeseries]:
         if not ok:
@@ -218,11 +222,11 @@ def _figures(res: Results, stats: pd.DataFrame, tmp: Path, key: list[str],
         if len(tcp) and "srtt_us" in tcp:
             w = tcp[tcp["t"] >= float(meta.get("warmup_s") or 0)] if "t" in tcp else tcp
             samples.append(pd.DataFrame({"rtt_s": w["srtt_us"].to_numpy(float) / 1e6,
-                                         "cell": cell}))
+                                         "setting": cell}))
     if samples:
         figs.append(fig(plots.cdf, "Smoothed RTT (TCP_INFO srtt) samples after warm-up, "
                         "one representative run per cell.", pd.concat(samples), "rtt_s",
-                        hue="cell"))
+                        hue="setting"))
     if figs:
         sections.append(("Distributions", figs))
 
@@ -255,7 +259,7 @@ def _figures(res: Results, stats: pd.DataFrame, tmp: Path, key: list[str],
         bad = "" if ok else (" INVALID run (" + "; ".join(
             map(str, meta.get("invalid_reasons") or [])) + "), shown because the cell has "
             "no valid run.")
-        figs.append(fig(plots.timeseries, f"Run {rid} (cell {cell}): cwnd, goodput, RTT, "
+        figs.append(fig(plots.timeseries, f"Run {rid} ({cell}): cwnd, goodput, RTT, "
                         "bottleneck queue, Jain per interval; grey: warm-up." + bad,
                         res.run_tables(rid), meta,
                         title=None if ok else f"INVALID run {rid}  {cell}"))
@@ -265,6 +269,15 @@ def _figures(res: Results, stats: pd.DataFrame, tmp: Path, key: list[str],
                                                     f"{more} more cells)" if more > 0 else "")
         sections.append((title, figs))
     return sections
+
+
+def cell_labels(res: Results) -> dict[str, str]:
+    """cell -> its factor values with short names ("cc=reno, buffer=20p")."""
+    from ccarena.analysis.checks import short_names
+    cells = res.plan.get("cells") or {}
+    short = short_names(list(res.factors))
+    return {c: ", ".join(f"{short.get(k, k)}={v}" for k, v in p.items()) or c
+            for c, p in cells.items()}
 
 
 def _first_flow_share(res: Results, a: str, b: str):

@@ -206,6 +206,40 @@ def print_checks(results, study, console: Console | None = None) -> bool:
     return all(r["ok"] for r in res)
 
 
+def as_dict(results, checks: list | None = None) -> dict:
+    """The summary as plain data (`--json`): per cell and flow the statistics in SI units,
+    what each cell lacks, anomalies, invalid runs, and the checks if evaluated."""
+    import json as _json
+    cells = results.cells if len(results.cells) else flow_cells(results)
+    st = results.status()
+    counts = st["state"].value_counts() if len(st) else {}
+    rows = []
+    if len(cells):
+        keys = [k for k in cells.columns if k not in ("metric",) and
+                k not in ("n", "n_invalid", "n_missing", "mean", "sd", "min", "max", "median",
+                          "ci_low", "ci_high", "ci_half", "cov")]
+        for key, g in cells.groupby(keys, sort=True, dropna=False):
+            key = key if isinstance(key, tuple) else (key,)
+            rows.append({**dict(zip(keys, key)), "metrics": {
+                r["metric"]: {k: r[k] for k in ("mean", "ci_half", "sd", "n", "n_invalid")}
+                for r in g.to_dict("records")}})
+    runs = results.runs
+    bad = runs[~runs["valid"].astype(bool)] if len(runs) and "valid" in runs else runs
+    out = {"results": str(results.path), "study": results.name,
+           "runs": {"planned": int(len(st)), "valid": int(counts.get("valid", 0)),
+                    "invalid": int(counts.get("invalid", 0)),
+                    "missing": int(counts.get("missing", 0))},
+           "incomplete_cells": completeness(results) if len(st) else [],
+           "cells": rows, "anomalies": anomaly_lines(results),
+           "invalid_runs": [{"label": r["label"], "reasons": r["invalid_reasons"]}
+                            for _, r in bad.iterrows()] if len(bad) else [],
+           "problems": list(getattr(results, "problems", []))}
+    if checks is not None:
+        out["checks"] = checks
+    # NaN is not JSON: a missing value is null
+    return _json.loads(_json.dumps(out, default=str).replace("NaN", "null"))
+
+
 def markdown(results) -> str:
     """The summary as a Markdown table (for docs pages and notebooks)."""
     head, rows = table_rows(results)

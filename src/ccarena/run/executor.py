@@ -90,6 +90,8 @@ def run_study(study: Study, *, results_base="results", seed=None, shuffle=None,
                     r, results, backend, kernel_names, pf, event_log=event_log,
                     on_testbed=on_testbed, **kw), bar)
                 aggregates.refresh(results)
+                if bar:
+                    bar.finished(r, meta)
                 if on_run:
                     on_run(r, meta)
         finally:
