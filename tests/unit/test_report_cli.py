@@ -69,7 +69,9 @@ def test_export_csv(studies, tmp_path, capsys):
     assert run(["export", str(a), "--csv", "--out", str(tmp_path / "x"),
                 "--tables", "runs"]) == 0
     assert [p.name for p in (tmp_path / "x").iterdir()] == ["runs.csv"]
-    assert run(["export", str(a)]) == 2  # no format chosen
+    # CSV is the default format
+    assert run(["export", str(a), "--out", str(tmp_path / "y"), "--tables", "flows"]) == 0
+    assert [p.name for p in (tmp_path / "y").iterdir()] == ["flows.csv"]
 
 
 def test_compare_two_studies(studies, tmp_path, capsys):
