@@ -134,3 +134,30 @@ def test_no_development_history_in_docs_or_code():
                     if pat.search(line):
                         hits.append(f"{p.relative_to(ROOT)}:{i}")
     assert not hits, "development history in: " + ", ".join(hits[:20])
+
+
+def test_the_architecture_page_maps_every_module():
+    """docs/dev/architecture.md lists each module of a stage under its heading; a module
+    added, moved or removed without the page changing fails here."""
+    import re
+    page = (ROOT / "docs" / "dev" / "architecture.md").read_text()
+    listed: dict[str, set] = {}
+    stage = None
+    for line in page.splitlines():
+        m = re.match(r"^### (\w+)", line)
+        if m:
+            stage = {"Root": ""}.get(m.group(1), m.group(1))
+            listed.setdefault(stage, set())
+            continue
+        if line.startswith("## "):
+            stage = None
+        m = re.match(r"^- `([a-z_]+)`", line)
+        if stage is not None and m:
+            listed[stage] |= {x.strip(" `") for x in line[2:].split("—")[0].split(",")}
+    have: dict[str, set] = {}
+    for mod, p in modules():
+        if p.name in ("__init__.py", "__main__.py"):
+            continue
+        have.setdefault(stage_of(mod), set()).add(p.stem)
+    for st, mods in have.items():
+        assert mods == listed.get(st, set()), (st or "root", mods ^ listed.get(st, set()))
