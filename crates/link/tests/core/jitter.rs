@@ -36,7 +36,9 @@ fn uniform_jitter_spreads_delays_over_plus_minus_j() {
     // Every packet its own flow, reordering allowed: the raw distribution U(D − J, D + J).
     let (d, j) = (10_000_000u64, 2_000_000u64);
     let n = 20_000;
-    let r = delays(d, JitterModel::Uniform { ns: j as f64 }, true, n, |i| i as u16);
+    let r = delays(d, JitterModel::Uniform { ns: j as f64 }, true, n, |i| {
+        i as u16
+    });
     let delay: Vec<u64> = r.iter().map(|&(a, _, due)| due - a).collect();
     let (lo, hi) = (*delay.iter().min().unwrap(), *delay.iter().max().unwrap());
     assert!(lo >= d - j && hi <= d + j, "delays {lo}..{hi}");
@@ -44,51 +46,98 @@ fn uniform_jitter_spreads_delays_over_plus_minus_j() {
     assert!(lo < d - j + j / 100, "lowest {lo}");
     assert!(hi > d + j - j / 100, "highest {hi}");
     let below = delay.iter().filter(|&&x| x < d).count() as f64 / n as f64;
-    assert!((below - 0.5).abs() < 4.0 * (0.25 / n as f64).sqrt(), "below D: {below}");
+    assert!(
+        (below - 0.5).abs() < 4.0 * (0.25 / n as f64).sqrt(),
+        "below D: {below}"
+    );
 }
 
 #[test]
 fn without_reordering_a_flow_keeps_its_order_and_its_bounds() {
     let (d, j) = (10_000_000u64, 2_000_000u64);
-    let r = delays(d, JitterModel::Uniform { ns: j as f64 }, false, 5_000, |i| (i % 3) as u16 + 1);
+    let r = delays(
+        d,
+        JitterModel::Uniform { ns: j as f64 },
+        false,
+        5_000,
+        |i| (i % 3) as u16 + 1,
+    );
     let mut last: std::collections::HashMap<u16, (u64, u64)> = Default::default();
     let mut held_back = 0;
     for &(arr, f, due) in &r {
-        assert!(due >= arr + d - j && due <= arr + d + j, "delay {}", due - arr);
+        assert!(
+            due >= arr + d - j && due <= arr + d + j,
+            "delay {}",
+            due - arr
+        );
         if let Some(&(a0, d0)) = last.get(&f) {
             assert!(arr > a0, "flow {f} reordered");
             held_back += (due == d0) as u32;
         }
         last.insert(f, (arr, due));
     }
-    assert!(held_back > 0, "some packets waited for an earlier one of their flow");
+    assert!(
+        held_back > 0,
+        "some packets waited for an earlier one of their flow"
+    );
 }
 
 #[test]
 fn jitter_larger_than_the_delay_never_releases_before_arrival() {
-    let r = delays(1_000_000, JitterModel::Uniform { ns: 2_000_000.0 }, true, 4_000, |i| i as u16);
-    assert!(r.iter().all(|&(a, _, due)| due >= a && due <= a + 3_000_000));
+    let r = delays(
+        1_000_000,
+        JitterModel::Uniform { ns: 2_000_000.0 },
+        true,
+        4_000,
+        |i| i as u16,
+    );
+    assert!(r
+        .iter()
+        .all(|&(a, _, due)| due >= a && due <= a + 3_000_000));
     // P(D + U(−J, J) ≤ 0) = (J − D)/(2J) = 1/4: those leave on arrival.
     let at_arrival = r.iter().filter(|&&(a, _, due)| due == a).count();
     let frac = at_arrival as f64 / r.len() as f64;
-    assert!((frac - 0.25).abs() < 4.0 * (0.25 * 0.75 / r.len() as f64).sqrt(), "{frac}");
+    assert!(
+        (frac - 0.25).abs() < 4.0 * (0.25 * 0.75 / r.len() as f64).sqrt(),
+        "{frac}"
+    );
 }
 
 #[test]
 fn normal_and_exponential_jitter_stay_within_their_cuts() {
     let d = 50_000_000u64;
     let sd = 2_000_000.0;
-    let r = delays(d, JitterModel::Normal { sd_ns: sd }, true, 4_000, |i| i as u16);
-    let dev: Vec<f64> = r.iter().map(|&(a, _, due)| due as f64 - (a + d) as f64).collect();
+    let r = delays(d, JitterModel::Normal { sd_ns: sd }, true, 4_000, |i| {
+        i as u16
+    });
+    let dev: Vec<f64> = r
+        .iter()
+        .map(|&(a, _, due)| due as f64 - (a + d) as f64)
+        .collect();
     assert!(dev.iter().all(|x| x.abs() <= 4.0 * sd + 1.0));
     let mean = dev.iter().sum::<f64>() / dev.len() as f64;
-    assert!(mean.abs() < 4.0 * sd / (dev.len() as f64).sqrt(), "mean {mean}");
+    assert!(
+        mean.abs() < 4.0 * sd / (dev.len() as f64).sqrt(),
+        "mean {mean}"
+    );
     let var = dev.iter().map(|x| x * x).sum::<f64>() / dev.len() as f64;
     assert!((var.sqrt() / sd - 1.0).abs() < 0.05, "sd {}", var.sqrt());
     let m = 1_000_000.0;
-    let r = delays(d, JitterModel::Exponential { mean_ns: m }, true, 4_000, |i| i as u16);
-    let extra: Vec<f64> = r.iter().map(|&(a, _, due)| due as f64 - (a + d) as f64).collect();
+    let r = delays(
+        d,
+        JitterModel::Exponential { mean_ns: m },
+        true,
+        4_000,
+        |i| i as u16,
+    );
+    let extra: Vec<f64> = r
+        .iter()
+        .map(|&(a, _, due)| due as f64 - (a + d) as f64)
+        .collect();
     assert!(extra.iter().all(|&x| (0.0..=40.0 * m + 1.0).contains(&x)));
     let mean = extra.iter().sum::<f64>() / extra.len() as f64;
-    assert!((mean - m).abs() < 4.0 * m / (extra.len() as f64).sqrt(), "mean {mean}");
+    assert!(
+        (mean - m).abs() < 4.0 * m / (extra.len() as f64).sqrt(),
+        "mean {mean}"
+    );
 }

@@ -38,12 +38,21 @@ fn slowing_down_mid_frame_sends_the_rest_at_the_new_rate() {
 fn speeding_up_mid_frame_finishes_the_frame_at_the_new_rate() {
     // Issue 17.7: 10 Mbit/s, 1 kbit/s from 3 s, 10 Mbit/s again from 8 s. The frame that
     // starts at 3 s sends 5 000 of its 10 000 bits by 8 s, the rest in 0.5 ms.
-    let mut link = scheduled(10_000_000, &[(3_000_000_000, Some(1_000)), (8_000_000_000, Some(10_000_000))]);
+    let mut link = scheduled(
+        10_000_000,
+        &[
+            (3_000_000_000, Some(1_000)),
+            (8_000_000_000, Some(10_000_000)),
+        ],
+    );
     for _ in 0..3_100 {
         link.enqueue(0, W2E, pkt(1250, 1)); // 1 ms each at 10 Mbit/s
     }
     let d = dues(&mut link, 9_000_000_000);
-    assert_eq!(d[2_999], 3_000_000_000, "the 3000th frame ends as the rate drops");
+    assert_eq!(
+        d[2_999], 3_000_000_000,
+        "the 3000th frame ends as the rate drops"
+    );
     assert_eq!(d[3_000], 8_000_500_000);
     assert_eq!(d[3_001], 8_001_500_000);
     assert_eq!(d.len(), 3_100);
@@ -55,7 +64,13 @@ fn a_slow_phase_does_not_hold_the_link_after_it_ends() {
     // its rate again (≤ 10 Mbit/s and not much less), and during the 1 kbit/s phase at
     // most the one frame in transmission finishes.
     let frame = 1514u64;
-    let mut link = scheduled(10_000_000, &[(3_000_000_000, Some(1_000)), (8_000_000_000, Some(10_000_000))]);
+    let mut link = scheduled(
+        10_000_000,
+        &[
+            (3_000_000_000, Some(1_000)),
+            (8_000_000_000, Some(10_000_000)),
+        ],
+    );
     for _ in 0..5_000 {
         link.enqueue(0, W2E, pkt(frame as usize, 1));
     }
