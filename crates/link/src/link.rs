@@ -482,10 +482,12 @@ impl Link {
         }
     }
 
-    /// Close the last (partial) interval at `now` (call once, at exit).
+    /// Close the last (partial) interval at `now` (call once, at exit), with the
+    /// transmitter's events up to `now` in it, as every other interval has.
     pub fn finish(&mut self, now: u64) {
         self.close_intervals(now);
         for d in self.dirs.iter_mut() {
+            d.advance(now);
             let r = d
                 .sink
                 .close_interval(now, d.qdisc.len_pkts(), d.qdisc.len_bytes());

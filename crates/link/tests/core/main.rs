@@ -1,6 +1,7 @@
 //! Deterministic tests of the sans-IO link core through its public API
 //! (`Link::enqueue`, `Link::poll`, `Link::next_deadline`), driven by a simulated clock.
 
+mod accounting;
 mod jitter;
 mod schedule;
 

@@ -12,6 +12,10 @@ const MS: u64 = 1_000_000;
 
 /// FQ-CoDel with `quantum`; `quiet`: a CoDel target no test reaches (scheduling only).
 fn fq(quantum: u32, limit: Limit, quiet: bool) -> FqCodel {
+    fq_perturbed(quantum, limit, quiet, 7)
+}
+
+fn fq_perturbed(quantum: u32, limit: Limit, quiet: bool, perturb: u32) -> FqCodel {
     let mut codel = CodelParams::default();
     if quiet {
         codel.target_ns = 1_000_000 * MS;
@@ -21,7 +25,7 @@ fn fq(quantum: u32, limit: Limit, quiet: bool) -> FqCodel {
             flows: 1024,
             quantum,
             codel,
-            perturb: 7,
+            perturb,
         },
         limit,
     )
@@ -238,4 +242,24 @@ fn byte_limit_holds_and_oversized_packets_are_refused() {
     let mut q2 = fq(1514, Limit::bytes(1_500), true);
     h2.enq(&mut q2, 0, pkt(1514, 1, NOT_ECT));
     assert_eq!((q2.len_pkts(), h2.totals().drops_queue), (0, 1));
+}
+
+#[test]
+fn flows_get_their_own_queues_whatever_the_perturbation() {
+    // §4.1.1: the hash is perturbed, never collapsed: two flows land in two queues (and
+    // are served in turn) for any perturbation value.
+    for perturb in [0, 7, 0x8000_0001, u32::MAX] {
+        let mut h = Harness::new(1);
+        let mut q = fq_perturbed(1514, Limit::packets(100), true, perturb);
+        for f in [1, 2] {
+            for _ in 0..3 {
+                h.enq(&mut q, 0, pkt(1514, f, NOT_ECT));
+            }
+        }
+        assert_eq!(
+            order(&mut h, &mut q, 6),
+            vec![1, 2, 1, 2, 1, 2],
+            "perturb {perturb:#x}"
+        );
+    }
 }
