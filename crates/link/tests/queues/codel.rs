@@ -213,59 +213,102 @@ fn a_sojourn_below_target_ends_the_dropping_state() {
     assert_eq!(deq(&mut h, &mut q, 300 * MS).1, 1);
 }
 
-/// Episode 1: a backlog at 0, dequeued every 250 µs until its 10th drop, then drained
-/// at once (the drain ends the dropping state by the MTU rule). count = 10, lastcount =
-/// 1. Episode 2: a backlog at `t2`, dequeued every 250 µs: it enters the dropping state at
-/// t2 + 105 ms. Returns (the due time of episode 1's next drop, the gap between episode
-/// 2's first two drops).
-fn two_episodes(t2_after_next_due: i64) -> (u64, u64) {
+/// How the first dropping episode of `two_episodes` ends.
+#[derive(Clone, Copy)]
+enum Exit {
+    /// After its 10th drop the backlog is drained at once: the last dequeues leave at
+    /// most one MTU queued, which ends the dropping state. count = 10.
+    Drained,
+    /// At its 11th drop the packet behind the dropped one has a sojourn below target,
+    /// which ends the dropping state there. count = 11.
+    BelowTarget,
+}
+
+/// Episode 1: a backlog at 0, dequeued every 250 µs, ended as `exit` says; lastcount = 1.
+/// Episode 2: a backlog at `t2` = (the last drop_next of episode 1) + `t2_after`,
+/// dequeued every 250 µs: it enters the dropping state at t2 + 105 ms. Returns the gap
+/// between episode 2's first two drops.
+fn two_episodes(exit: Exit, t2_after: i64) -> u64 {
     let step = 250_000;
     let mut h = Harness::new(1);
     let mut q = codel(false);
-    fill(&mut h, &mut q, 0, 3000, 200, NOT_ECT);
+    // 1515-byte packets: even one of them left queued is more than an MTU.
+    fill(&mut h, &mut q, 0, 3000, 1515, NOT_ECT);
     let mut drops = 0;
     let mut t = 0;
     while drops < 10 {
         t += step;
         drops += deq(&mut h, &mut q, t).1;
     }
-    assert_eq!(drops, 10);
-    let due = control_law_schedule(TARGET + INTERVAL, 11);
+    let due = control_law_schedule(TARGET + INTERVAL, 12);
     assert_eq!(t, on_grid(due[9], step));
-    h.drain(&mut q, t);
-    assert_eq!(
-        h.totals().drops_aqm,
-        10,
-        "draining at once drops nothing more"
-    );
-    let next_due = due[10];
-    let t2 = (next_due as i64 + t2_after_next_due) as u64;
-    assert!(t2 > t);
+    let last_due = match exit {
+        Exit::Drained => {
+            h.drain(&mut q, t);
+            assert_eq!(
+                h.totals().drops_aqm,
+                10,
+                "draining before drop_next drops nothing"
+            );
+            due[10]
+        }
+        Exit::BelowTarget => {
+            while q.len_pkts() > 1 {
+                h.deq(&mut q, t);
+            }
+            fill(&mut h, &mut q, due[10] - MS, 20, 200, NOT_ECT);
+            let (p, n) = deq(&mut h, &mut q, due[10]);
+            assert_eq!(
+                (p.unwrap().len(), n),
+                (200, 1),
+                "the 11th drop, then a fresh packet"
+            );
+            h.drain(&mut q, due[10]);
+            assert_eq!(h.totals().drops_aqm, 11);
+            // The drop that ended the episode scheduled nothing: drop_next stays due[10].
+            due[10]
+        }
+    };
+    let t2 = (last_due as i64 + t2_after) as u64;
     fill(&mut h, &mut q, t2, 3000, 200, NOT_ECT);
     let got = signal_times(&mut h, &mut q, t2, t2 + 400 * MS, step);
     assert_eq!(got[0], t2 + TARGET + INTERVAL);
-    (next_due, got[1] - got[0])
+    got[1] - got[0]
+}
+
+/// The gap after a re-entry at count `c`: interval/√c, seen on the 250 µs grid.
+fn resumed_gap(c: u64) -> u64 {
+    on_grid((INTERVAL as f64 / (c as f64).sqrt()) as u64, 250_000)
 }
 
 #[test]
 fn reentering_soon_resumes_at_count_minus_lastcount() {
     // dequeue: delta = count − lastcount = 9 > 1 and now − drop_next < 16·interval:
     // count = 9, so the second drop is interval/√9 after the first.
-    let (_, gap) = two_episodes(10 * MS as i64);
-    assert_eq!(gap, 250_000 * (INTERVAL / 3).div_ceil(250_000));
+    assert_eq!(two_episodes(Exit::Drained, 10 * MS as i64), resumed_gap(9));
+    assert_eq!(
+        two_episodes(Exit::BelowTarget, 10 * MS as i64),
+        resumed_gap(10)
+    );
 }
 
 #[test]
 fn reentering_16_intervals_after_the_last_drop_due_starts_at_count_1() {
-    // now − drop_next = 16·interval exactly is not "< 16·interval": count = 1.
+    // now − drop_next = 16·interval exactly is not "< 16·interval": count = 1. The
+    // episode that ended below target must not have moved drop_next on.
     let at = 16 * INTERVAL as i64 - (TARGET + INTERVAL) as i64;
-    let (_, gap) = two_episodes(at);
-    assert_eq!(gap, INTERVAL);
-    let (_, gap) = two_episodes(at - 1);
+    for exit in [Exit::Drained, Exit::BelowTarget] {
+        assert_eq!(two_episodes(exit, at), INTERVAL);
+    }
     assert_eq!(
-        gap,
-        250_000 * (INTERVAL / 3).div_ceil(250_000),
-        "1 ns sooner: resumes"
+        two_episodes(Exit::Drained, at - 1),
+        resumed_gap(9),
+        "1 ns sooner"
+    );
+    assert_eq!(
+        two_episodes(Exit::BelowTarget, at - 1),
+        resumed_gap(10),
+        "1 ns sooner"
     );
 }
 

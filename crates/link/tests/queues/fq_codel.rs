@@ -240,8 +240,40 @@ fn byte_limit_holds_and_oversized_packets_are_refused() {
     assert_eq!(q.len_bytes(), 10_000);
     let mut h2 = Harness::new(1);
     let mut q2 = fq(1514, Limit::bytes(1_500), true);
-    h2.enq(&mut q2, 0, pkt(1514, 1, NOT_ECT));
-    assert_eq!((q2.len_pkts(), h2.totals().drops_queue), (0, 1));
+    h2.enq(&mut q2, 0, pkt(1501, 1, NOT_ECT));
+    assert_eq!(
+        (q2.len_pkts(), h2.totals().drops_queue),
+        (0, 1),
+        "larger than the limit"
+    );
+    h2.enq(&mut q2, 0, pkt(1500, 1, NOT_ECT));
+    assert_eq!(
+        (q2.len_pkts(), h2.totals().drops_queue),
+        (1, 1),
+        "exactly the limit fits"
+    );
+}
+
+#[test]
+fn an_overflow_drops_at_most_64_packets_at_once() {
+    // §4.1 (as Linux): drop from the fattest queue until half its bytes are gone, but no
+    // more than 64 packets per overflow.
+    let mut h = Harness::new(1);
+    let mut q = fq(1514, Limit::packets(200), true);
+    for _ in 0..201 {
+        h.enq(&mut q, 0, pkt(100, 1, NOT_ECT));
+    }
+    assert_eq!((q.len_pkts(), h.totals().drops_queue), (201 - 64, 64));
+    let mut h = Harness::new(1);
+    let mut q = fq(1514, Limit::packets(20), true);
+    for _ in 0..21 {
+        h.enq(&mut q, 0, pkt(100, 1, NOT_ECT));
+    }
+    assert_eq!(
+        q.len_pkts(),
+        10,
+        "half of the 21 packets' bytes, rounded down, stays"
+    );
 }
 
 #[test]
@@ -262,4 +294,22 @@ fn flows_get_their_own_queues_whatever_the_perturbation() {
             "perturb {perturb:#x}"
         );
     }
+}
+
+#[test]
+fn at_most_one_mtu_queued_in_all_is_never_dropped() {
+    // The backlog test of RFC 8289 dodequeue, with the bytes of all queues: 1514 bytes
+    // left after the dequeue is not "above" (CoDel's MTU is 1514 bytes).
+    let run = |sizes: &[usize]| {
+        let mut h = Harness::new(1);
+        let mut q = fq(1_000_000, Limit::packets(100), false);
+        for &s in sizes {
+            h.enq(&mut q, 0, pkt(s, 1, NOT_ECT));
+        }
+        h.deq(&mut q, 5 * MS); // sojourn = target: first_above_time = 105 ms
+        h.deq(&mut q, 105 * MS);
+        h.totals().drops_aqm
+    };
+    assert_eq!(run(&[100, 100, 1414, 100]), 0);
+    assert_eq!(run(&[100, 100, 100, 1515]), 1);
 }
