@@ -199,3 +199,39 @@ fn an_idle_link_has_no_deadline() {
         assert_eq!(link.next_deadline(), None, "{rate:?}");
     }
 }
+
+#[test]
+fn the_default_delay_line_bound_holds_rate_times_delay_for_every_rate_spec() {
+    // Without `delay_line_bytes` the bound is derived from the peak rate and the longest
+    // delay: a backlogged 1 Gbit/s link with 100 ms of delay has 12.5 MB in flight (more
+    // than the 4 MiB of slack), all of which must fit.
+    let g = 1_000_000_000;
+    let specs = [
+        RateSpec::Constant(g),
+        RateSpec::Schedule {
+            initial: Some(g / 10),
+            steps: vec![(0, Some(g)), (10_000_000_000, Some(g / 10))],
+        },
+        // 84 opportunities of 1500 bytes per ms ≈ 1 Gbit/s.
+        RateSpec::Trace {
+            opportunities_ms: vec![1; 84],
+        },
+    ];
+    for spec in specs {
+        let mut link = Link::new(
+            &params(DirParams::simple(
+                spec.clone(),
+                100_000_000,
+                Limit::packets(20_000),
+            )),
+            0,
+        );
+        for _ in 0..9_000 {
+            link.enqueue(0, W2E, pkt(1514, 1));
+        }
+        let mut out = Vec::new();
+        run_until(&mut link, 0, u64::MAX / 2, &mut out);
+        let t = link.totals(W2E);
+        assert_eq!((t.drops_delay_line, out.len()), (0, 9_000), "{spec:?}");
+    }
+}

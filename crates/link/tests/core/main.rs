@@ -3,6 +3,7 @@
 
 mod accounting;
 mod jitter;
+mod red;
 mod schedule;
 
 use ccarena_link::impair::LossModel;

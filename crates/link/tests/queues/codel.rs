@@ -318,7 +318,7 @@ fn persistent_overload_keeps_the_sojourn_bounded() {
     // 2.5 s over 10 s; the rising drop rate keeps it far below.
     let mut h = Harness::new(1);
     let mut q = codel(false);
-    let (mut next_a, mut next_s, mut max_soj) = (0u64, 0u64, 0u64);
+    let (mut next_a, mut next_s, mut max_soj, mut late_served) = (0u64, 0u64, 0u64, 0u64);
     let dur = 10_000 * MS;
     while next_a.min(next_s) < dur {
         if next_a <= next_s {
@@ -328,12 +328,19 @@ fn persistent_overload_keeps_the_sojourn_bounded() {
             if let Some(p) = h.deq(&mut q, next_s) {
                 if next_s > dur / 2 {
                     max_soj = max_soj.max(next_s - p.enq_ns);
+                    late_served += 1;
                 }
             }
             next_s += 1_200_000;
         }
     }
     assert!(h.totals().drops_aqm > 0);
+    // The link stays busy in the second half (≥ 90 % of its 1.2 ms service slots).
+    let slots = dur / 2 / 1_200_000;
+    assert!(
+        late_served * 10 >= slots * 9,
+        "{late_served} of {slots} slots"
+    );
     assert!(max_soj < 1_000 * MS, "max sojourn {max_soj}");
 }
 
