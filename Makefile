@@ -71,7 +71,7 @@ MUTANTS_FILES ?= crates/link/src/queue/*.rs crates/link/src/link.rs crates/link/
   crates/link/src/impair.rs
 mutants:
 	@command -v cargo-mutants >/dev/null || cargo install --locked cargo-mutants
-	CARGO_PROFILE_DEV_DEBUG=0 cargo mutants -p ccarena-link --jobs 1 --timeout 30 \
+	CARGO_PROFILE_DEV_DEBUG=0 cargo mutants -p ccarena-link --jobs 1 --timeout 15 \
 	  --output build/mutants $(addprefix -f ,$(wildcard $(MUTANTS_FILES)))
 
 clean:

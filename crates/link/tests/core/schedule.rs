@@ -121,3 +121,29 @@ fn the_schedule_counts_from_t0() {
     let d = dues(&mut link, u64::MAX / 2);
     assert_eq!(&d[4..], &[5_000_000, 6_000_000, 8_000_000, 10_000_000]);
 }
+
+#[test]
+fn rounding_to_whole_ns_does_not_drift() {
+    // 1000-byte frames at 3 Mbit/s take 2 666 666.67 ns: frame k ends at
+    // floor(k·8000·10⁹/3·10⁶) exactly, however many frames came before; also across a
+    // schedule change (at 9 Mbit/s a frame takes 888 888.89 ns).
+    let n = 300u64;
+    let exact = |k: u64, start: u64, rate: u64| start + k * 8_000 * 1_000_000_000 / rate;
+    let mut link = scheduled(3_000_000, &[(400_000_000, Some(9_000_000))]);
+    for _ in 0..n {
+        link.enqueue(0, W2E, pkt(1000, 1));
+    }
+    let d = dues(&mut link, u64::MAX / 2);
+    // 150 frames take exactly 400 ms at 3 Mbit/s: the change falls between two frames.
+    for k in 1..=150 {
+        assert_eq!(d[k as usize - 1], exact(k, 0, 3_000_000), "frame {k}");
+    }
+    for k in 1..=(n - 150) {
+        assert_eq!(
+            d[(149 + k) as usize],
+            exact(k, 400_000_000, 9_000_000),
+            "frame {}",
+            150 + k
+        );
+    }
+}
