@@ -141,3 +141,47 @@ fn normal_and_exponential_jitter_stay_within_their_cuts() {
         "mean {mean}"
     );
 }
+
+#[test]
+fn following_its_deadlines_the_link_releases_every_packet_at_its_due_time() {
+    // With reordering, later packets may be due first (the delay line keeps them apart
+    // from the in-order ones): next_deadline() must still be the earliest due time, and
+    // poll() must release exactly the packets due by then.
+    for reorder in [true, false] {
+        let mut dp = DirParams::simple(
+            RateSpec::Constant(100_000_000),
+            5_000_000,
+            Limit::packets(1000),
+        );
+        dp.jitter = Some((JitterModel::Uniform { ns: 3_000_000.0 }, reorder));
+        let mut link = Link::new(&params(dp), 0);
+        let mut released = 0;
+        let mut next_arrival = Some(0u64);
+        let mut sent = 0u64;
+        // An event loop over arrivals (every 50 µs) and the link's own deadlines.
+        loop {
+            let now = match (next_arrival, link.next_deadline()) {
+                (Some(a), Some(d)) => a.min(d),
+                (a, d) => match a.or(d) {
+                    Some(t) => t,
+                    None => break,
+                },
+            };
+            let mut out = Vec::new();
+            link.poll(now, &mut out);
+            for r in &out {
+                assert_eq!(
+                    r.due_ns, now,
+                    "released at its due time (reorder {reorder})"
+                );
+            }
+            released += out.len();
+            if next_arrival == Some(now) {
+                link.enqueue(now, W2E, pkt(1000, (sent % 7) as u16));
+                sent += 1;
+                next_arrival = (sent < 2_000).then_some(sent * 50_000);
+            }
+        }
+        assert_eq!(released, 2_000);
+    }
+}
