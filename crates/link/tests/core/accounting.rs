@@ -20,7 +20,9 @@ fn finish_closes_the_partial_interval_with_the_occupancy_at_exit() {
         link.enqueue(0, W2E, pkt(1514, 1));
     }
     let mut out = Vec::new();
+    assert_eq!(link.next_stats_ns(), 10_000_000, "the first interval ends one interval in");
     link.poll(12_000_000, &mut out);
+    assert_eq!(link.next_stats_ns(), 20_000_000);
     link.finish(15_000_000);
     let recs: Vec<_> = link.drain_stats().collect();
     let t: Vec<(u64, u8)> = recs.iter().map(|r| (r.t_ns, r.dir)).collect();
