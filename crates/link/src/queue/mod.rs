@@ -80,9 +80,6 @@ impl Fifo {
         self.bytes -= p.len() as u64;
         Some(p)
     }
-    pub fn front(&self) -> Option<&Packet> {
-        self.q.front()
-    }
     pub fn len(&self) -> usize {
         self.q.len()
     }
