@@ -20,7 +20,11 @@ fn finish_closes_the_partial_interval_with_the_occupancy_at_exit() {
         link.enqueue(0, W2E, pkt(1514, 1));
     }
     let mut out = Vec::new();
-    assert_eq!(link.next_stats_ns(), 10_000_000, "the first interval ends one interval in");
+    assert_eq!(
+        link.next_stats_ns(),
+        10_000_000,
+        "the first interval ends one interval in"
+    );
     link.poll(12_000_000, &mut out);
     assert_eq!(link.next_stats_ns(), 20_000_000);
     link.finish(15_000_000);
@@ -137,12 +141,16 @@ fn the_delay_line_refuses_what_exceeds_its_memory_bound() {
     let mut out = Vec::new();
     run_until(&mut link, 0, u64::MAX / 2, &mut out);
     assert_eq!(out.len(), 3);
+    // Releasing one of three packets frees exactly its bytes: one more fits, not two.
     link.enqueue(20_000_000, W2E, pkt(1000, 1));
-    assert_eq!(
-        link.in_flight(W2E),
-        1,
-        "released bytes free the bound again"
-    );
+    link.enqueue(25_000_000, W2E, pkt(1000, 1));
+    link.enqueue(25_000_000, W2E, pkt(1000, 1));
+    link.poll(30_000_000, &mut out);
+    assert_eq!((out.len(), link.in_flight(W2E)), (4, 2));
+    link.enqueue(30_000_000, W2E, pkt(1000, 1));
+    link.enqueue(30_000_000, W2E, pkt(1000, 1));
+    assert_eq!(link.in_flight(W2E), 3);
+    assert_eq!(link.totals(W2E).drops_delay_line, 3);
 }
 
 #[test]
