@@ -22,7 +22,7 @@ APT_PACKAGES := iproute2 iputils-ping ethtool iperf3 curl wget tcpdump procps \
   build-essential chromium
 STAMP := build/.stamps
 
-.PHONY: install deps build python demo test test-unit bench clean
+.PHONY: install deps build python demo test test-unit bench clean mutants
 
 install: deps build python
 
@@ -68,6 +68,15 @@ test-unit: python
 bench: install
 	@for b in benchmarks/*.sh; do [ -x "$$b" ] && echo "== $$b" && "$$b"; done; \
 	for b in benchmarks/*.py; do echo "== $$b" && $(PY) "$$b"; done
+
+# Mutation testing of the link core (docs/dev/testing.md); slow, not part of `make test`.
+# One file at a time: make mutants MUTANTS_FILES=crates/link/src/queue/red.rs
+MUTANTS_FILES ?= crates/link/src/queue/*.rs crates/link/src/link.rs crates/link/src/link/*.rs \
+  crates/link/src/impair.rs
+mutants:
+	@command -v cargo-mutants >/dev/null || cargo install --locked cargo-mutants
+	CARGO_PROFILE_DEV_DEBUG=0 cargo mutants -p ccarena-link --jobs 1 --timeout 15 \
+	  --output build/mutants $(addprefix -f ,$(wildcard $(MUTANTS_FILES)))
 
 clean:
 	rm -rf build target $(VENV)

@@ -188,19 +188,78 @@ mod tests {
     }
 
     #[test]
-    fn jitter_stays_in_bounds_and_is_centred() {
-        let mut j = Jitter::new(JitterModel::Uniform { ns: 1_000_000.0 }, false, Rng::new(1));
+    fn mean_loss_of_each_model() {
+        assert_eq!(LossModel::Bernoulli { p: 0.25 }.mean_loss(), 0.25);
+        let ge = |p, r| LossModel::GilbertElliott {
+            p,
+            r,
+            loss_good: 0.1,
+            loss_bad: 0.9,
+        };
+        // (r·loss_good + p·loss_bad)/(p + r); a chain that never moves stays good.
+        assert!((ge(0.2, 0.6).mean_loss() - (0.6 * 0.1 + 0.2 * 0.9) / 0.8).abs() < 1e-12);
+        assert_eq!(ge(0.0, 0.0).mean_loss(), 0.1);
+    }
+
+    #[test]
+    fn uniform_jitter_is_plus_minus_j_around_the_delay() {
+        let j = 1_000_000.0;
+        let mut u = Jitter::new(JitterModel::Uniform { ns: j }, false, Rng::new(1));
+        assert_eq!(u.max_ns(), 1_000_000);
         let n = 100_000;
-        let mut sum = 0.0;
-        for _ in 0..n {
-            let d = j.apply(10_000_000);
-            assert!((9_000_000..=11_000_000).contains(&d));
-            sum += d as f64;
-        }
-        assert!((sum / n as f64 - 10_000_000.0).abs() < 10_000.0);
-        let mut e = Jitter::new(JitterModel::Normal { sd_ns: 5e6 }, false, Rng::new(1));
-        for _ in 0..1000 {
-            let _ = e.apply(1_000_000); // never negative (u64), never panics
-        }
+        let d: Vec<u64> = (0..n).map(|_| u.apply(10_000_000)).collect();
+        let (lo, hi) = (*d.iter().min().unwrap(), *d.iter().max().unwrap());
+        assert!(lo >= 9_000_000 && hi <= 11_000_000, "{lo}..{hi}");
+        assert!(
+            lo < 9_000_100 && hi > 10_999_900,
+            "both ends reached: {lo}..{hi}"
+        );
+        let mean = d.iter().sum::<u64>() as f64 / n as f64;
+        // sd of U(−J, J) is J/√3; 5 standard errors.
+        assert!(
+            (mean - 1e7).abs() < 5.0 * j / 3f64.sqrt() / (n as f64).sqrt(),
+            "{mean}"
+        );
+    }
+
+    #[test]
+    fn normal_jitter_is_cut_at_four_sd_and_max_ns_says_so() {
+        let sd = 1000.0;
+        let mut g = Jitter::new(JitterModel::Normal { sd_ns: sd }, true, Rng::new(2));
+        assert_eq!(g.max_ns(), 4000);
+        let n = 1_000_000;
+        let dev: Vec<i64> = (0..n)
+            .map(|_| g.apply(1_000_000) as i64 - 1_000_000)
+            .collect();
+        assert!(dev.iter().all(|x| x.abs() <= 4000));
+        // P(|Z| > 4) ≈ 6.3e-5: about 63 of a million draws sit on the cut.
+        let cut = dev.iter().filter(|x| x.abs() == 4000).count();
+        assert!((20..200).contains(&cut), "{cut} at the cut");
+        let var = dev.iter().map(|&x| (x * x) as f64).sum::<f64>() / n as f64;
+        assert!((var.sqrt() / sd - 1.0).abs() < 0.01, "sd {}", var.sqrt());
+    }
+
+    #[test]
+    fn exponential_jitter_only_adds_and_max_ns_is_its_cut() {
+        let m = 1000.0;
+        let mut e = Jitter::new(JitterModel::Exponential { mean_ns: m }, true, Rng::new(3));
+        assert_eq!(e.max_ns(), 40_000);
+        let n = 200_000;
+        let extra: Vec<u64> = (0..n).map(|_| e.apply(5_000) - 5_000).collect();
+        let mean = extra.iter().sum::<u64>() as f64 / n as f64;
+        assert!(
+            (mean / m - 1.0).abs() < 5.0 / (n as f64).sqrt(),
+            "mean {mean}"
+        );
+    }
+
+    #[test]
+    fn total_delay_never_goes_below_zero() {
+        let mut u = Jitter::new(JitterModel::Uniform { ns: 2000.0 }, true, Rng::new(4));
+        let d: Vec<u64> = (0..10_000).map(|_| u.apply(1000)).collect();
+        let zeros = d.iter().filter(|&&x| x == 0).count() as f64 / d.len() as f64;
+        // 1000 + U(−2000, 2000) ≤ 0 with probability 1/4: clamped to 0.
+        assert!((zeros - 0.25).abs() < 0.02, "{zeros}");
+        assert!(d.iter().all(|&x| x <= 3000));
     }
 }

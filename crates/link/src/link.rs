@@ -12,8 +12,7 @@
 //! passed in must not go backwards. Memory is bounded: queues by their buffer limit, the
 //! delay line by `delay_line_bytes` (derived from rate × maximum delay).
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+mod delay_line;
 
 use crate::impair::{Jitter, Loss};
 use crate::packet::Packet;
@@ -28,6 +27,7 @@ use crate::queue::{QCtx, Qdisc};
 use crate::rng::Rng;
 use crate::transmitter::{Transmitter as Clock, TRACE_OPPORTUNITY_BYTES};
 use crate::stats::{EventRecord, Sink, StatsRecord, Totals, EV_DROP_LOSS};
+use delay_line::DelayLine;
 
 pub const W2E: usize = 0;
 pub const E2W: usize = 1;
@@ -41,85 +41,6 @@ pub struct Released {
 }
 
 const ORDER_BUCKETS: usize = 4096;
-
-struct HeapEntry {
-    due: u64,
-    seq: u64,
-    pkt: Packet,
-}
-impl PartialEq for HeapEntry {
-    fn eq(&self, o: &Self) -> bool {
-        (self.due, self.seq) == (o.due, o.seq)
-    }
-}
-impl Eq for HeapEntry {}
-impl PartialOrd for HeapEntry {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for HeapEntry {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (self.due, self.seq).cmp(&(o.due, o.seq))
-    }
-}
-
-/// Packets in flight after transmission. Packets whose due time is not earlier than the
-/// last one go to a FIFO (the common case: O(1)); others (jitter with reordering,
-/// per-host delays) to a heap. Release takes the earlier head of the two.
-#[derive(Default)]
-struct DelayLine {
-    fifo: VecDeque<(u64, Packet)>,
-    heap: BinaryHeap<Reverse<HeapEntry>>,
-    seq: u64,
-    bytes: u64,
-    limit: u64,
-}
-
-impl DelayLine {
-    fn push(&mut self, due: u64, pkt: Packet) -> Result<(), Packet> {
-        if self.bytes + pkt.len() as u64 > self.limit {
-            return Err(pkt);
-        }
-        self.bytes += pkt.len() as u64;
-        if self.fifo.back().is_none_or(|(d, _)| *d <= due) {
-            self.fifo.push_back((due, pkt));
-        } else {
-            self.seq += 1;
-            self.heap.push(Reverse(HeapEntry {
-                due,
-                seq: self.seq,
-                pkt,
-            }));
-        }
-        Ok(())
-    }
-    fn next_due(&self) -> Option<u64> {
-        let a = self.fifo.front().map(|(d, _)| *d);
-        let b = self.heap.peek().map(|e| e.0.due);
-        match (a, b) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (x, None) | (None, x) => x,
-        }
-    }
-    fn pop_due(&mut self, now: u64) -> Option<(u64, Packet)> {
-        let a = self.fifo.front().map(|(d, _)| *d).filter(|d| *d <= now);
-        let b = self.heap.peek().map(|e| e.0.due).filter(|d| *d <= now);
-        let r = match (a, b) {
-            (Some(a), Some(b)) if b < a => self.heap.pop().map(|e| (e.0.due, e.0.pkt)),
-            (Some(_), _) => self.fifo.pop_front(),
-            (None, Some(_)) => self.heap.pop().map(|e| (e.0.due, e.0.pkt)),
-            (None, None) => None,
-        };
-        if let Some((_, p)) = &r {
-            self.bytes -= p.len() as u64;
-        }
-        r
-    }
-    fn len(&self) -> usize {
-        self.fifo.len() + self.heap.len()
-    }
-}
 
 struct HostState {
     ip: u32,
@@ -142,6 +63,8 @@ pub struct Direction {
     // rate transmitter
     free_at: u64,
     in_service: Option<(Packet, u64)>,
+    /// Work (bit·10⁹) left over from rounding the last finish time down to a ns.
+    carry: u128,
     // trace transmitter
     partial: Option<(Packet, usize)>,
 }
@@ -188,6 +111,50 @@ fn peak_rate(rate: &RateSpec) -> Option<u64> {
                 i += j;
             }
             Some(best * 1500 * 8 * 1000)
+        }
+    }
+}
+
+/// The rate segment of `clock` in force at `t`: its rate (None = unlimited) and the time
+/// it ends (None = never).
+fn segment_at(clock: &Clock, t: u64) -> (Option<u64>, Option<u64>) {
+    match &clock.spec {
+        RateSpec::Constant(r) => (Some(*r), None),
+        RateSpec::Schedule { initial, steps } => {
+            let n = steps.partition_point(|(ts, _)| clock.t0 + *ts <= t);
+            let rate = if n == 0 { *initial } else { steps[n - 1].1 };
+            (rate, steps.get(n).map(|(ts, _)| clock.t0 + ts))
+        }
+        RateSpec::Unlimited | RateSpec::Trace { .. } => (None, None),
+    }
+}
+
+/// When a frame of `bytes` whose transmission starts at `start` has been sent. Each
+/// segment of a rate schedule sends at its own rate: a rate change during the frame
+/// re-times the bits still to send, as a real link's rate change would (a frame started
+/// at 1 kbit/s finishes at the new rate once the link is fast again; an unlimited
+/// segment finishes it at once). The work is counted in bit·10⁹ so that at r bit/s one
+/// ns sends r units exactly; `carry` keeps what rounding down to a whole ns left over,
+/// so long runs at a rate do not drift.
+fn tx_finish(clock: &Clock, start: u64, bytes: usize, carry: &mut u128) -> u64 {
+    let mut need = bytes as u128 * 8 * 1_000_000_000 + *carry;
+    let mut t = start;
+    loop {
+        let (rate, end) = segment_at(clock, t);
+        let Some(r) = rate else {
+            *carry = 0;
+            return t;
+        };
+        let r = r.max(1) as u128;
+        match end {
+            Some(e) if need > (e - t) as u128 * r => {
+                need -= (e - t) as u128 * r;
+                t = e;
+            }
+            _ => {
+                *carry = need % r;
+                return t + (need / r) as u64;
+            }
         }
     }
 }
@@ -277,13 +244,11 @@ impl Direction {
             jitter,
             delay_ns: p.delay_ns,
             hosts,
-            delay_line: DelayLine {
-                limit,
-                ..Default::default()
-            },
+            delay_line: DelayLine::new(limit),
             last_due: vec![0; ORDER_BUCKETS],
             free_at: t0,
             in_service: None,
+            carry: 0,
             partial: None,
         }
     }
@@ -393,13 +358,8 @@ impl Direction {
             }
             let t = self.free_at;
             let Some(p) = self.dequeue_at(t) else { break };
-            match self.clock.rate_at(t) {
-                None => self.transmitted(t, p),
-                Some(r) => {
-                    let f = t + self.clock.tx_ns(p.len(), r);
-                    self.in_service = Some((p, f));
-                }
-            }
+            let f = tx_finish(&self.clock, t, p.len(), &mut self.carry);
+            self.in_service = Some((p, f));
         }
     }
 
@@ -522,10 +482,12 @@ impl Link {
         }
     }
 
-    /// Close the last (partial) interval at `now` (call once, at exit).
+    /// Close the last (partial) interval at `now` (call once, at exit), with the
+    /// transmitter's events up to `now` in it, as every other interval has.
     pub fn finish(&mut self, now: u64) {
         self.close_intervals(now);
         for d in self.dirs.iter_mut() {
+            d.advance(now);
             let r = d
                 .sink
                 .close_interval(now, d.qdisc.len_pkts(), d.qdisc.len_bytes());

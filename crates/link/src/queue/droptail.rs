@@ -38,35 +38,3 @@ impl Qdisc for DropTail {
         self.q.bytes()
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::super::testutil::*;
-    use super::*;
-
-    #[test]
-    fn queue_never_exceeds_packet_limit() {
-        let mut h = Harness::new(1);
-        let mut q = DropTail::new(Limit::packets(10));
-        for i in 0..100 {
-            h.enq(&mut q, i, pkt(1514, 1, 0));
-            assert!(q.len_pkts() <= 10);
-        }
-        assert_eq!(q.len_pkts(), 10);
-        assert_eq!(h.sink.totals.drops_queue, 90);
-    }
-
-    #[test]
-    fn queue_never_exceeds_byte_limit() {
-        let mut h = Harness::new(1);
-        let mut q = DropTail::new(Limit::bytes(10_000));
-        for i in 0..100u64 {
-            h.enq(&mut q, i, pkt(100 + (i as usize * 37) % 1400, 1, 0));
-            assert!(q.len_bytes() <= 10_000);
-            if i % 3 == 0 {
-                h.deq(&mut q, i);
-            }
-        }
-        assert!(h.sink.totals.drops_queue > 0);
-    }
-}

@@ -80,9 +80,6 @@ impl Fifo {
         self.bytes -= p.len() as u64;
         Some(p)
     }
-    pub fn front(&self) -> Option<&Packet> {
-        self.q.front()
-    }
     pub fn len(&self) -> usize {
         self.q.len()
     }
@@ -104,54 +101,5 @@ pub fn signal(mut p: Packet, ecn: bool, cx: &mut QCtx, qlen: usize) -> Option<Pa
     } else {
         cx.sink.dropped(cx.now, EV_DROP_AQM, p.hash, p.len(), qlen);
         None
-    }
-}
-
-#[cfg(test)]
-pub(crate) mod testutil {
-    use super::*;
-    use crate::packet::build_ipv4_frame;
-
-    pub fn pkt(size: usize, flow: u16, ecn: u8) -> Packet {
-        Packet::from_frame(&build_ipv4_frame(
-            size,
-            [10, 1, 1, 2],
-            [10, 2, 1, 2],
-            17,
-            flow,
-            5000,
-            ecn,
-        ))
-    }
-
-    pub struct Harness {
-        pub rng: Rng,
-        pub sink: Sink,
-    }
-
-    impl Harness {
-        pub fn new(seed: u64) -> Harness {
-            Harness {
-                rng: Rng::new(seed),
-                sink: Sink::new(0, false),
-            }
-        }
-        pub fn cx(&mut self, now: u64) -> QCtx<'_> {
-            QCtx {
-                now,
-                rng: &mut self.rng,
-                sink: &mut self.sink,
-            }
-        }
-        pub fn enq(&mut self, q: &mut dyn Qdisc, now: u64, mut p: Packet) {
-            p.arrival_ns = now;
-            p.enq_ns = now;
-            let mut cx = self.cx(now);
-            q.enqueue(p, &mut cx);
-        }
-        pub fn deq(&mut self, q: &mut dyn Qdisc, now: u64) -> Option<Packet> {
-            let mut cx = self.cx(now);
-            q.dequeue(&mut cx)
-        }
     }
 }

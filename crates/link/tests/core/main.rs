@@ -1,6 +1,11 @@
 //! Deterministic tests of the sans-IO link core through its public API
 //! (`Link::enqueue`, `Link::poll`, `Link::next_deadline`), driven by a simulated clock.
 
+mod accounting;
+mod jitter;
+mod red;
+mod schedule;
+
 use ccarena_link::impair::LossModel;
 use ccarena_link::link::{Link, Released, E2W, W2E};
 use ccarena_link::packet::{build_ipv4_frame, Packet};
@@ -84,10 +89,9 @@ fn delay_is_exact_at_unlimited_rate() {
         let t = i * 1_000_003;
         run_until(&mut link, t, t, &mut out);
         link.enqueue(t, W2E, pkt(100 + i as usize, 1));
-        assert_eq!(
-            link.next_deadline(),
-            Some(out.first().map_or(d, |_| link.next_deadline().unwrap()))
-        );
+        // The next deadline is the due time of the oldest packet not yet released.
+        let oldest = out.len() as u64;
+        assert_eq!(link.next_deadline(), Some(oldest * 1_000_003 + d), "at {t}");
     }
     run_until(&mut link, 50 * 1_000_003, u64::MAX / 2, &mut out);
     assert_eq!(out.len(), 50);
@@ -290,34 +294,29 @@ fn per_host_delay_and_loss_match_source_or_destination() {
         loss: Some(LossModel::Bernoulli { p: 0.0 }),
     }];
     let mut link = Link::new(&p, 0);
-    link.enqueue(0, W2E, pkt(100, 1)); // src 10.1.1.2 matches
-    let other = Packet::from_frame(&build_ipv4_frame(
-        100,
-        [10, 2, 1, 2],
-        [10, 1, 1, 2],
-        17,
-        1,
-        2,
-        0,
-    ));
-    link.enqueue(0, E2W, other); // dst 10.1.1.2 matches
-    let third = Packet::from_frame(&build_ipv4_frame(
-        100,
-        [10, 3, 1, 2],
-        [10, 2, 1, 2],
-        17,
-        1,
-        2,
-        0,
-    ));
-    link.enqueue(0, W2E, third); // no match
+    let frame = |src: [u8; 4], dst: [u8; 4], sport: u16| {
+        Packet::from_frame(&build_ipv4_frame(100, src, dst, 17, sport, 2, 0))
+    };
+    let (h, x, y) = ([10, 1, 1, 2], [10, 2, 1, 2], [10, 3, 1, 2]);
+    link.enqueue(0, W2E, frame(h, x, 1)); // source matches
+    link.enqueue(0, E2W, frame(x, h, 2)); // destination matches
+    link.enqueue(0, W2E, frame(y, x, 3)); // neither
+    link.enqueue(0, E2W, frame(x, y, 4)); // neither
     let mut out = Vec::new();
     run_until(&mut link, 0, u64::MAX / 2, &mut out);
-    let mut dues: Vec<(usize, u64)> = out.iter().map(|r| (r.dir, r.due_ns)).collect();
+    let mut dues: Vec<(u16, usize, u64)> = out
+        .iter()
+        .map(|r| (r.pkt.ip.unwrap().sport, r.dir, r.due_ns))
+        .collect();
     dues.sort();
     assert_eq!(
         dues,
-        vec![(W2E, 1_000_000), (W2E, 6_000_000), (E2W, 6_000_000)]
+        vec![
+            (1, W2E, 6_000_000),
+            (2, E2W, 6_000_000),
+            (3, W2E, 1_000_000),
+            (4, E2W, 1_000_000)
+        ]
     );
 }
 
