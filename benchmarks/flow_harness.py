@@ -17,9 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from ccarena.measure.records import dtype_from_schema  # noqa: E402
+from ccarena.paths import find_binary  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
-BIN = ROOT / "target" / "release" / "ccarena-flow"
-TYPES = {"u8": "<u1", "u16": "<u2", "u32": "<u4", "u64": "<u8", "i32": "<i4", "i64": "<i8", "f64": "<f8"}
+BIN = Path(find_binary("ccarena-flow") or ROOT / "target" / "release" / "ccarena-flow")
 
 
 def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -80,12 +83,10 @@ def wait_done(p: subprocess.Popen, timeout: float) -> tuple[int, str, str]:
 
 
 def read_records(path: Path) -> np.ndarray:
+    """The records of one .bin file as a numpy structured array, laid out as ccarena reads
+    them (ccarena.measure.records: the same schema sidecar, the same partial-record rule)."""
     schema = json.loads(Path(str(path) + ".schema.json").read_text())
-    fields = []
-    for f in schema["fields"]:
-        name, t = f[0], TYPES[f[1]]
-        fields.append((name, t, (f[2],)) if len(f) == 3 else (name, t))
-    dt = np.dtype(fields)
+    dt = dtype_from_schema(schema, str(path))
     raw = path.read_bytes()
     n = len(raw) // dt.itemsize
     return np.frombuffer(raw[: n * dt.itemsize], dtype=dt)

@@ -26,9 +26,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+from ccarena.paths import find_binary  # noqa: E402
 from ccarena.testbed.netns import sysfs_write  # noqa: E402
 from ccarena.testbed.user_link import (HANDOFF_MIN_KERNEL, add_handoff_fifo, cpu_mask, kernel_version, placement, port_counters)
-LINK_BIN = ROOT / "target" / "release" / "ccarena-link"
+LINK_BIN = Path(find_binary("ccarena-link") or ROOT / "target" / "release" / "ccarena-link")
 A_IP, B_IP = "10.9.0.1", "10.9.0.2"
 
 

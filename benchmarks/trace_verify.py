@@ -33,10 +33,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from flow_harness import go, read_records, sh, start_engine, wait_done  # noqa: E402
+from flow_harness import find_binary, go, read_records, sh, start_engine, wait_done  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-TRACE = ROOT / "target" / "release" / "ccarena-trace"
+TRACE = Path(find_binary("ccarena-trace") or ROOT / "target" / "release" / "ccarena-trace")
 W = Path("/tmp/ccatrace-check")
 PREFIX = "ccatracetest"
 results: list[tuple[str, bool, str]] = []
