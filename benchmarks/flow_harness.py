@@ -20,6 +20,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from ccarena.measure.records import dtype_from_schema  # noqa: E402
 from ccarena.paths import find_binary  # noqa: E402
+from ccarena.testbed import netns  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(find_binary("ccarena-flow") or ROOT / "target" / "release" / "ccarena-flow")
@@ -34,29 +35,28 @@ def veth_pair(prefix: str, a_ip="10.77.0.1", b_ip="10.77.0.2", rate: str | None 
     """Namespaces <prefix>A and <prefix>B, eth0 in each; optional htb rate on A's eth0."""
     a, b = prefix + "A", prefix + "B"
     try:
-        sh("ip", "netns", "add", a)
-        sh("ip", "netns", "add", b)
+        netns.create(a)                # as a run's hosts: lo up, IPv6 off
+        netns.create(b)
         sh("ip", "-n", a, "link", "add", "name", "eth0", "type", "veth", "peer", "name", "eth0", "netns", b)
         for ns, ip in ((a, a_ip), (b, b_ip)):
             sh("ip", "-n", ns, "addr", "add", ip + "/24", "dev", "eth0")
             sh("ip", "-n", ns, "link", "set", "eth0", "up")
-            sh("ip", "-n", ns, "link", "set", "lo", "up")
             if not offloads:
-                sh("ip", "netns", "exec", ns, "ethtool", "-K", "eth0", "tso", "off", "gso", "off", "gro", "off", check=False)
+                netns.set_offloads(ns, "eth0", False)
         if rate:
-            sh("ip", "netns", "exec", a, "tc", "qdisc", "add", "dev", "eth0", "root", "handle", "1:", "htb", "default", "1")
-            sh("ip", "netns", "exec", a, "tc", "class", "add", "dev", "eth0", "parent", "1:", "classid", "1:1", "htb", "rate", rate)
+            sh("tc", "-n", a, "qdisc", "add", "dev", "eth0", "root", "handle", "1:", "htb", "default", "1")
+            sh("tc", "-n", a, "class", "add", "dev", "eth0", "parent", "1:", "classid", "1:1", "htb", "rate", rate)
         yield a, b
     finally:
         for ns in (a, b):
-            sh("ip", "netns", "del", ns, check=False)
+            netns.remove(ns)           # kills what still runs inside
 
 
 def start_engine(ns: str, cfg: dict, workdir: Path) -> subprocess.Popen:
     workdir.mkdir(parents=True, exist_ok=True)
     path = workdir / f"{cfg['host']}.json"
     path.write_text(json.dumps(cfg))
-    p = subprocess.Popen(["ip", "netns", "exec", ns, str(BIN), "--config", str(path)],
+    p = subprocess.Popen(netns.exec_argv(ns, [str(BIN), "--config", str(path)]),
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = p.stdout.readline()
     if line.strip() != "READY":

@@ -27,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 from ccarena.paths import find_binary  # noqa: E402
+from ccarena.testbed import netns  # noqa: E402
 from ccarena.testbed.netns import sysfs_write  # noqa: E402
 from ccarena.testbed.user_link import (HANDOFF_MIN_KERNEL, add_handoff_fifo, cpu_mask, kernel_version, placement, port_counters)
 LINK_BIN = Path(find_binary("ccarena-link") or ROOT / "target" / "release" / "ccarena-link")
@@ -84,13 +85,12 @@ class Testbed:
         self.down()
 
     def nsx(self, ns: str, *args: str, check: bool = True) -> str:
-        return sh("ip", "netns", "exec", ns, *args, check=check)
+        return sh(*netns.exec_argv(ns, list(args)), check=check)
 
     def up(self) -> None:
         A, L, B = self.A, self.L, self.B
         for n in (A, B) if self.plain else (A, L, B):
-            sh("ip", "netns", "add", n)
-            sh("ip", "-n", n, "link", "set", "lo", "up")
+            netns.create(n)            # as a run's hosts: lo up, IPv6 off
         if self.plain:
             sh("ip", "-n", A, "link", "add", "name", "eth0", "type", "veth", "peer", "name", "eth0", "netns", B)
         else:
@@ -98,14 +98,14 @@ class Testbed:
             sh("ip", "-n", L, "link", "add", "name", "le", "type", "veth", "peer", "name", "eth0", "netns", B)
             for i in ("lw", "le"):
                 sh("ip", "-n", L, "link", "set", i, "up")
-                self.nsx(L, "ethtool", "-K", i, "tso", "off", "gso", "off", "gro", "off")
+                netns.set_offloads(L, i, False)
         sh("ip", "-n", A, "addr", "add", f"{A_IP}/24", "dev", "eth0")
         sh("ip", "-n", B, "addr", "add", f"{B_IP}/24", "dev", "eth0")
         for n in (A, B):
             sh("ip", "-n", n, "link", "set", "eth0", "up")
-            self.nsx(n, "ethtool", "-K", "eth0", "tso", "off", "gso", "off", "gro", "off")
-            self.nsx(n, "sysctl", "-qw", "net.ipv4.tcp_rmem=4096 131072 67108864",
-                     "net.ipv4.tcp_wmem=4096 16384 67108864")
+            netns.set_offloads(n, "eth0", False)
+            netns.sysctl_set(n, {"net.ipv4.tcp_rmem": "4096 131072 67108864",
+                                 "net.ipv4.tcp_wmem": "4096 16384 67108864"})
             if self.rps_cpus:
                 sysfs_write(n, "class/net/eth0/queues/rx-0/rps_cpus", cpu_mask(self.rps_cpus))
             if self.handoff:
@@ -119,7 +119,7 @@ class Testbed:
         self.procs.clear()
         self.link = None
         for n in (self.A, self.L, self.B):
-            sh("ip", "netns", "del", n, check=False)
+            netns.remove(n)            # kills what still runs inside, as a run's teardown
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     # -- the link ------------------------------------------------------------
@@ -132,7 +132,8 @@ class Testbed:
         cfg.update(top)
         path = self.tmp / "link.json"
         path.write_text(json.dumps(cfg))
-        self.link = subprocess.Popen(["ip", "netns", "exec", self.L, str(LINK_BIN), "--config", str(path)],
+        self.link = subprocess.Popen(netns.exec_argv(self.L, [str(LINK_BIN), "--config",
+                                                              str(path)]),
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.link.stdout.readline()
         if line.strip() != "READY":
