@@ -173,8 +173,8 @@ class QdiscSampler:
         """Netlink sockets opened *in this thread*, inside each router's namespace.
         pyroute2 (0.9) gives every thread its own socket, created in the namespace the
         thread is in at its first request: an IPRoute made in the main thread inside the
-        router's namespace and used from here reads the root namespace instead (it did,
-        until 2026-11-22: every kernel-backend run recorded another device's counters)."""
+        router's namespace and used from here reads the root namespace instead, and the
+        samples would be another device's counters."""
         ports = []
         for d, ns, dev in self.where:
             with netns.enter(ns):

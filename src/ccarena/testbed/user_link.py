@@ -114,7 +114,7 @@ def _pinned_links() -> dict[int, int]:
 
 
 # Placement pays whenever the study sends traffic, and only then. Measured side by side
-# here (2026-11-22, the quickstart study: one flow, 100 Mbit/s, 20 ms, six 10 s runs per
+# on a 2-vCPU VM (the quickstart study: one flow, 100 Mbit/s, 20 ms, six 10 s runs per
 # mode, two rounds): runs flagged for link lateness, unsteered 1/6 and 6/6, pinned without
 # RPS 1/6 and 6/6, pinned+RPS 0/6 and 0/6; p99 lateness 0.2-13 ms unsteered against
 # 18-420 us pinned+RPS. On this shared VM the emulator's thread loses whole milliseconds
