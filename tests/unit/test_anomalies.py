@@ -18,10 +18,14 @@ def bulk(name="bulk", fid=0, **kw):
             "start_s": 0.0, "stop_s": 30.0, **kw}
 
 
-def rx(times, fid=0):
-    t = np.asarray(times, float)
+def rx(times, fid=0, until=30.0):
+    """Cumulative bytes sampled every 10 ms up to `until`, growing at the given times
+    (the receiver's records: a sample each interval, delivered or not)."""
+    got = np.sort(np.asarray(times, float))
+    t = np.round(np.arange(0.01, until + 1e-9, 0.01), 6)
+    cum = np.searchsorted(got, t, side="right") * 1448
     return pd.DataFrame({"t_ns": (T0 + t * 1e9).astype("int64"), "t": t, "flow": fid,
-                         "conn": 0, "bytes": 1448})
+                         "conn": 0, "bytes": cum})
 
 
 def kinds(found):

@@ -71,6 +71,16 @@ def longest_stretch(t: np.ndarray, flag: np.ndarray) -> tuple[float, float]:
     return float(best), float(best_at)
 
 
+def _deliveries(rx, flow: int) -> pd.DataFrame | None:
+    """The rx samples of `flow` at which its receiver had got more bytes than at the
+    connection's previous sample (rx holds cumulative byte counts per connection)."""
+    if rx is None or not len(rx):
+        return None
+    r = rx[rx["flow"] == flow].sort_values("t_ns", kind="stable")
+    grew = r.groupby("conn")["bytes"].diff().fillna(r["bytes"]) > 0
+    return r[grew]
+
+
 def _connect_failures(conns, flow: int, name: str, meta: dict) -> list[dict]:
     if conns is None or not len(conns) or "error" not in conns:
         return []
@@ -98,8 +108,7 @@ def anomalies(tables: dict, meta: dict) -> list[dict]:
         fid, name, kind = f["flow"], f["name"], f["kind"]
         start, end = float(f.get("start_s") or 0.0), _flow_end(f, meta)
         out += _connect_failures(conns, fid, name, meta)
-        got = rx[(rx["flow"] == fid) & (rx["bytes"] > 0)] if rx is not None and len(rx) \
-            else None
+        got = _deliveries(rx, fid)
         receiver = f["to"] if kind in ("bulk", "parallel", "paced") else f["from"]
         if (got is None or not len(got)) and (receiver in engines or not engines):
             out.append({"kind": "no_delivery", "flow": name, "value": 0,
