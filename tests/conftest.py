@@ -137,3 +137,23 @@ def ccarena_cli(*args, cwd=None, timeout=600, check=True, env=None):
         raise AssertionError(f"ccarena {' '.join(map(str, args))} -> {r.returncode}\n"
                              f"{r.stdout}\n{r.stderr}")
     return r
+
+
+@pytest.fixture(autouse=True)
+def report_reruns(request):
+    """A run the machine's noise made invalid is run again (study.reruns): a test must
+    not get that second try silently. After each test, every attempt set aside under its
+    tmp_path is reported as a warning (shown in the summary: pytest -ra)."""
+    yield
+    if "tmp_path" not in request.fixturenames:
+        return
+    import json
+    import warnings
+    base = request.getfixturevalue("tmp_path")
+    for m in sorted(base.rglob("superseded/*/meta.json")):
+        try:
+            reasons = json.loads(m.read_text()).get("invalid_reasons") or []
+        except (OSError, ValueError):
+            reasons = ["(unreadable)"]
+        warnings.warn(f"{request.node.nodeid}: run {m.parent.name} was run again after: "
+                      + "; ".join(reasons))
