@@ -144,12 +144,13 @@ def report_reruns(request):
     """A run the machine's noise made invalid is run again (study.reruns): a test must
     not get that second try silently. After each test, every attempt set aside under its
     tmp_path is reported as a warning (shown in the summary: pytest -ra)."""
+    base = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames \
+        else None
     yield
-    if "tmp_path" not in request.fixturenames:
+    if base is None:
         return
     import json
     import warnings
-    base = request.getfixturevalue("tmp_path")
     for m in sorted(base.rglob("superseded/*/meta.json")):
         try:
             reasons = json.loads(m.read_text()).get("invalid_reasons") or []
