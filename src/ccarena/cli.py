@@ -57,11 +57,16 @@ def cmd_run(args) -> int:
             for n, a in pf["algorithms"].items():
                 print(f"algorithm {n}: {a['source']} ({a['kernel_name']})")
         return 0
-    from .runner import run_study
-    res = run_study(study, results_base=args.results, seed=args.seed,
-                    shuffle=False if args.no_shuffle else None, repetitions=args.repetitions,
-                    reruns=args.reruns, progress=not args.quiet, force_cc=args.cc_source,
-                    event_log=args.event_log)
+    if args.vm:     # ccarena.vm: the same run, in the reference kernel (docs/vm.md)
+        from .vm.cli import run_study_in_vm
+        res = run_study_in_vm(study, args)
+    else:
+        from .runner import run_study
+        res = run_study(study, results_base=args.results, seed=args.seed,
+                        shuffle=False if args.no_shuffle else None,
+                        repetitions=args.repetitions, reruns=args.reruns,
+                        progress=not args.quiet, force_cc=args.cc_source,
+                        event_log=args.event_log)
     render(res)
     print(f"results: {res.path}")
     from .checks import run_checks
@@ -183,6 +188,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not write report.html and its figures at the end")
     r.add_argument("--event-log", action="store_true",
                    help="keep the user-space link's per-packet event log")
+    r.add_argument("--vm", action="store_true", help="run the study in a VM with the "
+                   "reference kernel (make vm; docs/vm.md); results land here as usual")
+    from .vm.cli import add_vm_options
+    add_vm_options(r)
     r.set_defaults(func=cmd_run)
 
     s = sub.add_parser("ls", help="list stored studies")
@@ -214,6 +223,8 @@ def build_parser() -> argparse.ArgumentParser:
         cli_analysis.register(sub)
     except ImportError:
         pass
+    from .vm.cli import register as register_vm
+    register_vm(sub)
     return ap
 
 

@@ -42,8 +42,14 @@ def machine() -> dict:
         tools["pyroute2"] = pyroute2.__version__
     except Exception:
         pass
-    return {"kernel": u.release, "kernel_version": u.version, "machine": u.machine,
-            "hostname": u.node, "cpus": os.cpu_count(), "tools": tools}
+    out = {"kernel": u.release, "kernel_version": u.version, "machine": u.machine,
+           "hostname": u.node, "cpus": os.cpu_count(), "tools": tools}
+    # in ccarena's VM (ccarena vm, run --vm): the accelerator, boot time, image, host kernel
+    from .vm.guest import vm_record
+    vm = vm_record()
+    if vm:
+        out["vm"] = vm
+    return out
 
 
 def host_state(topo) -> dict:
