@@ -14,7 +14,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from .boot import VmConfig, VmError, VmResult, boot
+from . import boot as _boot
+from .boot import VmConfig, VmError, VmResult
 from .image import ImageError, ImageMissing, KernelImage, locate
 
 __all__ = ["VmConfig", "VmError", "VmResult", "ImageError", "ImageMissing", "KernelImage",
@@ -36,7 +37,7 @@ def run(argv: list[str], config: VmConfig | None = None, *, capture: bool = Fals
         log=None, **kw) -> VmResult:
     """Run `argv` as root in the reference kernel; -> VmResult (rc, output if captured,
     accelerator, boot time)."""
-    return boot(list(argv), config or config_from_env(), capture=capture, log=log, **kw)
+    return _boot.boot(list(argv), config or config_from_env(), capture=capture, log=log, **kw)
 
 
 def run_study(study, *, results_base="results", config: VmConfig | None = None,
@@ -63,7 +64,7 @@ def run_study(study, *, results_base="results", config: VmConfig | None = None,
     sink = sys.stdout if progress else None
     res = None
     try:
-        res = boot([sys.executable, "-m", "ccarena.vm.guest", "run-study"], config,
+        res = _boot.boot([sys.executable, "-m", "ccarena.vm.guest", "run-study"], config,
                    capture=True, stdout=sink if sink else _Null(), stderr=_Null(), log=log)
     finally:
         new = sorted(p for p in base.iterdir() if p.name not in before and p.is_dir())
