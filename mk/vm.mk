@@ -1,9 +1,11 @@
 # mk/vm.mk — the reference kernel in a VM (docs/vm.md): `ccarena vm -- CMD`, `ccarena run --vm`.
 #   make vm        QEMU, kmod and busybox (virtme-ng's initramfs), virtme-ng pinned into the
 #                  venv, and the reference kernel (Debian's 6.12 from bookworm-backports)
-#                  downloaded once into $(VM_CACHE) (verified by apt, never installed as the
-#                  host's kernel). Idempotent: a second run fetches nothing.
+#                  downloaded once into ~/.cache/ccarena/vm or $$CCARENA_VM_DIR (verified by
+#                  apt, never installed as the host's kernel). Idempotent: a second run
+#                  fetches nothing.
 #   make vm-check  boots it once and prints what the guest offers (ccarena doctor)
+#   make verify    the reference matrices in the VM (below)
 
 VM_APT_PACKAGES := qemu-system-x86 kmod busybox-static file
 VIRTME_NG_VERSION := 1.42
@@ -31,3 +33,16 @@ vm: python $(STAMP)/vm-apt $(STAMP)/vm-venv
 
 vm-check: vm
 	$(VENV)/bin/ccarena vm -- ccarena doctor
+
+# make verify — the reference matrices in the VM (docs/vm.md, docs/link.md): the user-space
+# link against the kernel's qdiscs, the BPF algorithms against the kernel's modules, and
+# the kernel backend's link tests; tables in build/verify/. Under TCG: about an hour.
+VERIFY_REPS ?= 3
+.PHONY: verify
+verify: install vm
+	@mkdir -p build/verify
+	set -o pipefail; $(VENV)/bin/ccarena vm -- $(PY) benchmarks/verify/link_vs_kernel.py --reps $(VERIFY_REPS) \
+	  | tee build/verify/link-vs-kernel.md
+	set -o pipefail; $(VENV)/bin/ccarena vm -- $(PY) benchmarks/verify/bpf_vs_native.py --reps $(VERIFY_REPS) \
+	  | tee build/verify/bpf-vs-native.md
+	CCARENA_VM_FULL=1 $(VENV)/bin/pytest -q -ra tests/vm/test_kernel_link_in_vm.py

@@ -1,0 +1,139 @@
+"""Shared parts of the verification matrices (benchmarks/verify/): run a study whose sweep
+puts the two things compared side by side (interleaved, shuffled, in one results
+directory: this machine is noisy), and print Markdown tables with a statistical test and
+the tolerance each comparison is judged by."""
+from __future__ import annotations
+
+import math
+import os
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
+
+from ccarena.runner import run_study  # noqa: E402
+from ccarena.spec.load import loads_study  # noqa: E402
+
+PAYLOAD_SHARE = 1448 / 1514
+OUT = Path(os.environ.get("CCARENA_VERIFY_OUT", tempfile.gettempdir())) / "ccarena-verify"
+
+
+def study_text(name: str, bottleneck: str, *, flows=(), ping: str | None = None,
+               duration="5s", warmup="1s", repetitions=3, sweep: str = "", tcp: str = "",
+               pairs: int = 1) -> str:
+    """A dumbbell study. `flows`: (name, cc, from, to) tuples."""
+    text = textwrap.dedent(f'''
+        [study]
+        name = "{name}"
+        duration = "{duration}"
+        warmup = "{warmup}"
+        repetitions = {repetitions}
+        seed = 29
+        reruns = 1
+        [topology]
+        pairs = {pairs}
+        [bottleneck]
+        ''') + textwrap.dedent(bottleneck).strip() + "\n"
+    if tcp:
+        text += "[tcp]\n" + textwrap.dedent(tcp).strip() + "\n"
+    for fname, cc, src, dst in flows:
+        text += f'[[flow]]\nname = "{fname}"\nfrom = "{src}"\nto = "{dst}"\ncc = "{cc}"\n'
+    if ping:
+        text += (f'[[probe]]\nkind = "ping"\nfrom = "s1"\nto = "r1"\n'
+                 f'interval = "{ping}"\n')
+    if sweep:
+        text += "[sweep]\n" + textwrap.dedent(sweep).strip() + "\n"
+    return text
+
+
+def run(text: str, **kw):
+    """Run a study (shuffled cells, as run_study does) -> ResultsDir."""
+    OUT.mkdir(parents=True, exist_ok=True)
+    res = run_study(loads_study(text), results_base=OUT, progress=False, **kw)
+    print(f"<!-- results: {res.path} -->", flush=True)
+    return res
+
+
+def with_params(res, df: pd.DataFrame) -> pd.DataFrame:
+    """df (runs or flows) with each cell's sweep parameters as columns."""
+    cells = res.cells if hasattr(res, "cells") else None
+    params = {}
+    for d in res.run_dirs():
+        m = res.run_meta(d)
+        params[m["cell"]] = m.get("cell_params", {})
+    p = pd.DataFrame.from_dict(params, orient="index")
+    p.columns = [c.split(".")[-1] for c in p.columns]
+    del cells
+    return df.join(p, on="cell")
+
+
+def ping_samples(res) -> pd.DataFrame:
+    """Every steady-state ping reply: cell, rep, rtt_s, with the cell's parameters."""
+    parts = []
+    for d in res.run_dirs():
+        m = res.run_meta(d)
+        p = d / "ping.parquet"
+        if not p.exists():
+            continue
+        t = pd.read_parquet(p)
+        t = t[(t["t"] > m["warmup_s"]) & (t["t"] <= m["duration_s"])]
+        t = t.assign(cell=m["cell"], rep=m["rep"], valid=m["valid"])
+        parts.append(t[["cell", "rep", "valid", "seq", "rtt_s"]])
+    return with_params(res, pd.concat(parts, ignore_index=True)) if parts else pd.DataFrame()
+
+
+def welch(a, b) -> float:
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    a, b = a[~np.isnan(a)], b[~np.isnan(b)]
+    if len(a) < 2 or len(b) < 2 or (a.std() == 0 and b.std() == 0):
+        return math.nan
+    return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
+
+
+def mannwhitney(a, b) -> float:
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    a, b = a[~np.isnan(a)], b[~np.isnan(b)]
+    if len(a) < 1 or len(b) < 1:
+        return math.nan
+    return float(stats.mannwhitneyu(a, b).pvalue)
+
+
+def two_proportions(k1, n1, k2, n2) -> float:
+    """Fisher's exact test of k1/n1 against k2/n2."""
+    return float(stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]]).pvalue)
+
+
+def verdict(within: bool, p: float, alpha: float = 0.01) -> str:
+    """Agree when the difference is within the stated tolerance; a significant test
+    alone (large samples make tiny differences significant) is reported, not judged."""
+    sig = "" if math.isnan(p) or p >= alpha else " (differ, p<0.01)"
+    return ("agree" if within else "DISAGREE") + sig
+
+
+def md(rows: list[dict], cols: list[str]) -> str:
+    out = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(_fmt(r.get(c, "")) for c in cols) + " |")
+    return "\n".join(out)
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "–"
+        return f"{v:.3g}" if abs(v) < 1e4 else f"{v:.0f}"
+    return str(v)
+
+
+def mean_sd(x, scale=1.0) -> str:
+    x = np.asarray(x, float) * scale
+    x = x[~np.isnan(x)]
+    if not len(x):
+        return "–"
+    return f"{x.mean():.3g} ± {x.std(ddof=1):.2g}" if len(x) > 1 else f"{x.mean():.3g}"
