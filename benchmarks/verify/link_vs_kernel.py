@@ -29,7 +29,7 @@ from scipy.stats import binom
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (PAYLOAD_SHARE, mannwhitney, md, mean_sd, ping_samples, run,  # noqa: E402
-                    study_text, two_proportions, verdict, welch, with_params)
+                    split_valid, study_text, two_proportions, verdict, welch, with_params)
 
 BACKENDS = '"bottleneck.backend" = ["user", "kernel"]'
 
@@ -38,7 +38,7 @@ def delay_table(reps: int) -> str:
     res = run(study_text("verify-delay", 'rate = "20mbit"\nbuffer = "100p"', ping="10ms",
                          duration="4s", warmup="0s", repetitions=reps,
                          sweep=BACKENDS + '\n"bottleneck.delay" = ["0ms", "10ms"]'))
-    p = ping_samples(res).dropna(subset=["rtt_s"])
+    p, note = split_valid(res, ping_samples(res).dropna(subset=["rtt_s"]))
     rows, err = [], {}
     for b in ("user", "kernel"):
         own = p[(p.backend == b) & (p.delay == "0ms")]["rtt_s"].median()
@@ -53,7 +53,7 @@ def delay_table(reps: int) -> str:
     return ("### Delay error (20 ms base RTT, 20 Mbit/s, no load)\n\n"
             + md(rows, ["backend", "n", "p50 ms", "p95 ms", "p99 ms"])
             + f"\n\nMann-Whitney U p = {pv:.3g}; |Δp50| = {d50:.3f} ms, tolerance 0.5 ms: "
-            f"**{verdict(d50 <= 0.5, pv)}**\n")
+            f"**{verdict(d50 <= 0.5, pv)}**\n" + note)
 
 
 def rate_table(reps: int) -> str:
@@ -61,7 +61,7 @@ def rate_table(reps: int) -> str:
                          flows=[("bulk", "cubic", "s1", "r1")], duration="6s", warmup="2s",
                          repetitions=reps,
                          sweep=BACKENDS + '\n"bottleneck.rate" = ["10mbit", "20mbit"]'))
-    f = with_params(res, res.flows)
+    f, note = split_valid(res, with_params(res, res.flows))
     f = f[f["conn"] == -1]
     rows = []
     for rate in ("10mbit", "20mbit"):
@@ -74,7 +74,7 @@ def rate_table(reps: int) -> str:
                      "kernel": mean_sd(acc["kernel"]), "Welch p": pv,
                      "verdict (±3 %)": verdict(diff <= 0.03, pv)})
     return ("### Rate accuracy: cubic goodput / payload rate (20 ms RTT, 100-packet buffer)"
-            "\n\n" + md(rows, ["rate", "user", "kernel", "Welch p", "verdict (±3 %)"]) + "\n")
+            "\n\n" + md(rows, ["rate", "user", "kernel", "Welch p", "verdict (±3 %)"]) + "\n" + note)
 
 
 def loss_table(reps: int) -> str:
@@ -82,7 +82,7 @@ def loss_table(reps: int) -> str:
     res = run(study_text("verify-loss", 'rate = "20mbit"\nrtt = "4ms"\nbuffer = "100p"\n'
                          'loss = "2%"', ping="2ms", duration="4s", warmup="0s",
                          repetitions=reps, sweep=BACKENDS))
-    p = ping_samples(res)
+    p, note = split_valid(res, ping_samples(res))
     rows, kn = [], {}
     for b in ("user", "kernel"):
         s = p[p.backend == b]
@@ -97,11 +97,11 @@ def loss_table(reps: int) -> str:
     ok = all(r["in interval"] == "yes" for r in rows)
     return ("### Loss ratio (2 % towards the receiver, ping every 2 ms)\n\n"
             + md(rows, ["backend", "pings", "lost", "ratio", "99.9 % interval", "in interval"])
-            + f"\n\nFisher's exact p = {pv:.3g}: **{verdict(ok, pv)}**\n")
+            + f"\n\nFisher's exact p = {pv:.3g}: **{verdict(ok, pv)}**\n" + note)
 
 
 def aqm_table(reps: int) -> str:
-    rows = []
+    rows, notes = [], []
     for queue, ecn in (("red", False), ("codel", False), ("fq_codel", False),
                        ("codel", True)):
         extra = "\necn = true" if ecn else ""
@@ -110,9 +110,11 @@ def aqm_table(reps: int) -> str:
                              f'queue = "{queue}"{extra}', flows=[("bulk", "cubic", "s1", "r1")],
                              ping="20ms", duration="6s", warmup="2s", repetitions=reps,
                              sweep=BACKENDS, tcp="ecn = 1" if ecn else ""))
-        r = with_params(res, res.runs)
-        f = with_params(res, res.flows)
+        r, note = split_valid(res, with_params(res, res.runs))
+        f, _ = split_valid(res, with_params(res, res.flows))
         f = f[f["conn"] == -1]
+        if note:
+            notes.append(f"{queue}{' + ECN' if ecn else ''}: {note.strip()}")
         # drops per delivered packet: the kernel's sampler counts departures, not arrivals
         r["dropped_per_pkt"] = r["link_drops"] / (r["goodput_bps"] * r["duration_s"] / 8 / 1448)
         for metric, frame, col in (("drops / pkt", r, "dropped_per_pkt"),
@@ -134,7 +136,8 @@ def aqm_table(reps: int) -> str:
                          "verdict (±25 %)": verdict(within, pv)})
     return ("### AQM (10 Mbit/s, 20 ms RTT, 200-packet buffer, one cubic flow, ping 20 ms)"
             "\n\n" + md(rows, ["queue", "metric", "user", "kernel", "Welch p",
-                               "verdict (±25 %)"]) + "\n")
+                               "verdict (±25 %)"]) + "\n"
+            + "".join(f"\n- {n}" for n in notes) + ("\n" if notes else ""))
 
 
 def goodput_table(reps: int) -> str:
@@ -142,7 +145,7 @@ def goodput_table(reps: int) -> str:
                          flows=[("bulk", "cubic", "s1", "r1")], duration="8s", warmup="3s",
                          repetitions=reps,
                          sweep=BACKENDS + '\n"flow.bulk.cc" = ["cubic", "bbr", "reno"]'))
-    f = with_params(res, res.flows)
+    f, note = split_valid(res, with_params(res, res.flows))
     f = f[f["conn"] == -1]
     rows = []
     for cc in ("cubic", "bbr", "reno"):
@@ -154,7 +157,7 @@ def goodput_table(reps: int) -> str:
                      "Welch p": pv, "verdict (±5 %)": verdict(within, pv)})
     return ("### Goodput by algorithm (20 Mbit/s, 40 ms RTT, 70-packet buffer ≈ 1 BDP)\n\n"
             + md(rows, ["cc", "user Mbit/s", "kernel Mbit/s", "Welch p", "verdict (±5 %)"])
-            + "\n")
+            + "\n" + note)
 
 
 TABLES = {"delay": delay_table, "rate": rate_table, "loss": loss_table, "aqm": aqm_table,

