@@ -66,7 +66,7 @@ def one(alg: str, reps: int) -> tuple[list[dict], list[str]]:
             within = d <= max(0.5, 0.5 * max(x.mean(), y.mean()))
             t = "±0.5 pp or 50 %"
         rows.append({"alg": alg, "metric": label, "native": mean_sd(x), "bpf": mean_sd(y),
-                     "Welch p": pv, "verdict": f"{verdict(within, pv)} ({t})"})
+                     "Welch p": pv, "verdict": f"{verdict(within, pv, samples=(x, y))} ({t})"})
     inv = int((~k.get("valid", pd.Series(dtype=bool))).sum()) + \
         int((~b.get("valid", pd.Series(dtype=bool))).sum())
     if inv:

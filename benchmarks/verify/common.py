@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 import os
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 
@@ -21,7 +20,9 @@ from ccarena.runner import run_study  # noqa: E402
 from ccarena.spec.load import loads_study  # noqa: E402
 
 PAYLOAD_SHARE = 1448 / 1514
-OUT = Path(os.environ.get("CCARENA_VERIFY_OUT", tempfile.gettempdir())) / "ccarena-verify"
+# the project's build folder: writable in ccarena's VM (its /tmp is thrown away)
+OUT = Path(os.environ.get("CCARENA_VERIFY_OUT",
+                          Path(__file__).resolve().parents[2] / "build" / "verify" / "results"))
 
 
 def study_text(name: str, bottleneck: str, *, flows=(), ping: str | None = None,
@@ -111,9 +112,12 @@ def two_proportions(k1, n1, k2, n2) -> float:
     return float(stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]]).pvalue)
 
 
-def verdict(within: bool, p: float, alpha: float = 0.01) -> str:
+def verdict(within: bool, p: float, alpha: float = 0.01, samples=()) -> str:
     """Agree when the difference is within the stated tolerance; a significant test
-    alone (large samples make tiny differences significant) is reported, not judged."""
+    alone (large samples make tiny differences significant) is reported, not judged.
+    A side without valid data is not measured, whatever the arithmetic says."""
+    if any(len(x) == 0 or bool(np.all(np.isnan(np.asarray(x, float)))) for x in samples):
+        return "not measured"
     sig = "" if math.isnan(p) or p >= alpha else " (differ, p<0.01)"
     return ("agree" if within else "DISAGREE") + sig
 

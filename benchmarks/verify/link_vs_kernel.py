@@ -53,7 +53,7 @@ def delay_table(reps: int) -> str:
     return ("### Delay error (20 ms base RTT, 20 Mbit/s, no load)\n\n"
             + md(rows, ["backend", "n", "p50 ms", "p95 ms", "p99 ms"])
             + f"\n\nMann-Whitney U p = {pv:.3g}; |Δp50| = {d50:.3f} ms, tolerance 0.5 ms: "
-            f"**{verdict(d50 <= 0.5, pv)}**\n" + note)
+            f"**{verdict(d50 <= 0.5, pv, samples=(err['user'], err['kernel']))}**\n" + note)
 
 
 def rate_table(reps: int) -> str:
@@ -72,7 +72,7 @@ def rate_table(reps: int) -> str:
         diff = abs(acc["user"].mean() - acc["kernel"].mean())
         rows.append({"rate": rate, "user": mean_sd(acc["user"]),
                      "kernel": mean_sd(acc["kernel"]), "Welch p": pv,
-                     "verdict (±3 %)": verdict(diff <= 0.03, pv)})
+                     "verdict (±3 %)": verdict(diff <= 0.03, pv, samples=(acc["user"], acc["kernel"]))})
     return ("### Rate accuracy: cubic goodput / payload rate (20 ms RTT, 100-packet buffer)"
             "\n\n" + md(rows, ["rate", "user", "kernel", "Welch p", "verdict (±3 %)"]) + "\n" + note)
 
@@ -97,7 +97,7 @@ def loss_table(reps: int) -> str:
     ok = all(r["in interval"] == "yes" for r in rows)
     return ("### Loss ratio (2 % towards the receiver, ping every 2 ms)\n\n"
             + md(rows, ["backend", "pings", "lost", "ratio", "99.9 % interval", "in interval"])
-            + f"\n\nFisher's exact p = {pv:.3g}: **{verdict(ok, pv)}**\n" + note)
+            + f"\n\nFisher's exact p = {pv:.3g}: **{verdict(ok, pv, samples=[[1] * kn[b][1] for b in kn])}**\n" + note)
 
 
 def aqm_table(reps: int) -> str:
@@ -133,7 +133,7 @@ def aqm_table(reps: int) -> str:
             within = abs(u.mean() - k.mean()) <= 0.25 * abs(m) if m else True
             rows.append({"queue": queue + (" + ECN" if ecn else ""), "metric": metric,
                          "user": mean_sd(u), "kernel": mean_sd(k), "Welch p": pv,
-                         "verdict (±25 %)": verdict(within, pv)})
+                         "verdict (±25 %)": verdict(within, pv, samples=(u, k))})
     return ("### AQM (10 Mbit/s, 20 ms RTT, 200-packet buffer, one cubic flow, ping 20 ms)"
             "\n\n" + md(rows, ["queue", "metric", "user", "kernel", "Welch p",
                                "verdict (±25 %)"]) + "\n"
@@ -154,7 +154,7 @@ def goodput_table(reps: int) -> str:
         pv = welch(u, k)
         within = abs(u.mean() - k.mean()) <= 0.05 * max(u.mean(), k.mean())
         rows.append({"cc": cc, "user Mbit/s": mean_sd(u), "kernel Mbit/s": mean_sd(k),
-                     "Welch p": pv, "verdict (±5 %)": verdict(within, pv)})
+                     "Welch p": pv, "verdict (±5 %)": verdict(within, pv, samples=(u, k))})
     return ("### Goodput by algorithm (20 Mbit/s, 40 ms RTT, 70-packet buffer ≈ 1 BDP)\n\n"
             + md(rows, ["cc", "user Mbit/s", "kernel Mbit/s", "Welch p", "verdict (±5 %)"])
             + "\n" + note)

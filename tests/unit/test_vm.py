@@ -28,6 +28,9 @@ def test_tcg_disables_kvm_and_kvm_does_not():
     tcg = vng_argv(IMG, accel="tcg", **common)
     kvm = vng_argv(IMG, accel="kvm", **common)
     assert "--disable-kvm" in tcg and "--disable-kvm" not in kvm
+    # TCG runs every vCPU in one host thread (cross-CPU code patching panicked the guest)
+    assert "--qemu-opts=-accel tcg,thread=single" in tcg
+    assert not any(a.startswith("--qemu-opts") for a in kvm)
     for argv in (tcg, kvm):
         assert _opt(argv, "--run") == [IMG.vmlinuz]
         assert _opt(argv, "--cpus") == ["2"] and _opt(argv, "--memory") == ["2G"]

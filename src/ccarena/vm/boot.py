@@ -111,7 +111,11 @@ def vng_argv(img: image_mod.KernelImage, *, accel: str, cpus: int, memory: str,
     argv = [vng, "--run", img.vmlinuz, "--name", name, "--cpus", str(int(cpus)),
             "--memory", str(memory), "--cwd", cwd, "--verbose"]
     if accel == "tcg":
-        argv.append("--disable-kvm")
+        # one host thread for all vCPUs: with a thread each (QEMU's default), a guest
+        # kernel that patches its own code across CPUs (static keys, e.g. "sched_clock:
+        # Marking stable" at boot) met a stale int3 and panicked in about one boot of
+        # eight here ("Oops: int3 ... sched_clock_cpu")
+        argv += ["--disable-kvm", "--qemu-opts=-accel tcg,thread=single"]
     for d in dict.fromkeys(rwdirs):     # once each, in order
         argv += ["--rwdir", d]
     return argv + ["--exec", guest_cmd]
