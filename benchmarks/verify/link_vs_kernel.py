@@ -72,9 +72,11 @@ def rate_table(reps: int) -> str:
         diff = abs(acc["user"].mean() - acc["kernel"].mean())
         rows.append({"rate": rate, "user": mean_sd(acc["user"]),
                      "kernel": mean_sd(acc["kernel"]), "Welch p": pv,
-                     "verdict (±3 %)": verdict(diff <= 0.03, pv, samples=(acc["user"], acc["kernel"]))})
+                     "verdict (±3 %)": verdict(diff <= 0.03, pv,
+                                               samples=(acc["user"], acc["kernel"]))})
     return ("### Rate accuracy: cubic goodput / payload rate (20 ms RTT, 100-packet buffer)"
-            "\n\n" + md(rows, ["rate", "user", "kernel", "Welch p", "verdict (±3 %)"]) + "\n" + note)
+            "\n\n" + md(rows, ["rate", "user", "kernel", "Welch p", "verdict (±3 %)"]) + "\n"
+            + note)
 
 
 def loss_table(reps: int) -> str:
@@ -97,7 +99,8 @@ def loss_table(reps: int) -> str:
     ok = all(r["in interval"] == "yes" for r in rows)
     return ("### Loss ratio (2 % towards the receiver, ping every 2 ms)\n\n"
             + md(rows, ["backend", "pings", "lost", "ratio", "99.9 % interval", "in interval"])
-            + f"\n\nFisher's exact p = {pv:.3g}: **{verdict(ok, pv, samples=[[1] * kn[b][1] for b in kn])}**\n" + note)
+            + f"\n\nFisher's exact p = {pv:.3g}: "
+            f"**{verdict(ok, pv, samples=[[1] * kn[b][1] for b in kn])}**\n" + note)
 
 
 def aqm_table(reps: int) -> str:
