@@ -58,9 +58,19 @@ def study_text(name: str, bottleneck: str, *, flows=(), ping: str | None = None,
 
 
 def run(text: str, **kw):
-    """Run a study (shuffled cells, as run_study does) -> ResultsDir."""
+    """Run a study (shuffled cells, as run_study does) -> ResultsDir. With
+    CCARENA_VERIFY_REUSE=1 the newest stored results of a study of that name are read
+    instead (re-analysing without re-running)."""
     OUT.mkdir(parents=True, exist_ok=True)
-    res = run_study(loads_study(text), results_base=OUT, progress=False, **kw)
+    study = loads_study(text)
+    if os.environ.get("CCARENA_VERIFY_REUSE") == "1":
+        from ccarena.store.results import open_results
+        stored = sorted(OUT.glob(f"{study.name}-*/runs.parquet"))
+        if stored:
+            res = open_results(stored[-1].parent)
+            print(f"<!-- results (stored): {res.path} -->", flush=True)
+            return res
+    res = run_study(study, results_base=OUT, progress=False, **kw)
     print(f"<!-- results: {res.path} -->", flush=True)
     return res
 
@@ -75,7 +85,8 @@ def with_params(res, df: pd.DataFrame) -> pd.DataFrame:
     p = pd.DataFrame.from_dict(params, orient="index")
     p.columns = [c.split(".")[-1] for c in p.columns]
     del cells
-    return df.join(p, on="cell")
+    # a parameter the table has already (flows' cc) is the same value: keep the table's
+    return df.join(p[[c for c in p.columns if c not in df.columns]], on="cell")
 
 
 def ping_samples(res) -> pd.DataFrame:
@@ -156,13 +167,20 @@ def split_valid(res, df: pd.DataFrame, by: str = "backend") -> tuple[pd.DataFram
         return df[df["valid"].astype(bool)] if "valid" in df else df, ""
     counts = ", ".join(f"{k}: {len(g)} of {int((runs[by] == k).sum())}"
                        for k, g in bad.groupby(by)) if by in bad else str(len(bad))
-    reasons = sorted({_short(r) for rs in bad["invalid_reasons"] for r in str(rs).split("; ")
-                      if r})
+    # the reasons as each run lists them (runs.parquet joins them with "; ", which a
+    # failed command's own text contains too)
+    labels = set(bad["label"]) if "label" in bad else set()
+    reasons = sorted({_short(r) for d in res.run_dirs() if d.name in labels
+                      for r in res.run_meta(d).get("invalid_reasons", [])})
     note = (f"\nRuns flagged invalid and left out ({counts}): {'; '.join(reasons)}.\n")
     return df[df["valid"].astype(bool)] if "valid" in df else df, note
 
 
 def _short(reason: str) -> str:
+    if "tc_red_eval_ewma" in reason or ("red limit" in reason and "burst" in reason):
+        return "tc refused the kernel backend's RED qdisc (" + (
+            "burst too small for its thresholds" if "too small" in reason else "see its meta")\
+            + ")"
     for key, short in (("sampling ticks", "flow engine missed sampling ticks"),
                        ("released late", "user link released packets late"),
                        ("kernel shaper", "kernel shaper behind its rate"),
