@@ -17,4 +17,5 @@ def test_the_kernel_backend_passes_the_link_tests_in_the_reference_kernel():
     r = vm.run(["python", "-m", "pytest", "-q", "-ra", "-p", "no:cacheprovider",
                 "tests/vm/test_kernel_link.py"], vm.config_from_env(cwd=str(REPO_ROOT)),
                capture=True)
+    print(r.stdout[-4000:])     # the guest's summary: which tests ran, which skipped and why
     assert r.rc == 0, r.stdout[-4000:] + r.stderr[-2000:]
