@@ -45,7 +45,8 @@ def one(alg: str, reps: int, rate_mbit: float) -> tuple[list[dict], list[str]]:
     for _ in range(reps):
         for src in ("kernel", "bpf"):
             try:
-                res = run(text, force_cc=src)
+                # one study run per source and repetition: nothing stored to reuse by name
+                res = run(text, reuse=False, force_cc=src)
             except CcarenaError as e:
                 notes.append(f"{alg} ({src}): {e}")
                 continue

@@ -57,13 +57,13 @@ def study_text(name: str, bottleneck: str, *, flows=(), ping: str | None = None,
     return text
 
 
-def run(text: str, **kw):
+def run(text: str, reuse: bool = True, **kw):
     """Run a study (shuffled cells, as run_study does) -> ResultsDir. With
-    CCARENA_VERIFY_REUSE=1 the newest stored results of a study of that name are read
-    instead (re-analysing without re-running)."""
+    CCARENA_VERIFY_REUSE=1 (and `reuse`) the newest stored results of a study of that
+    name are read instead (re-analysing without re-running)."""
     OUT.mkdir(parents=True, exist_ok=True)
     study = loads_study(text)
-    if os.environ.get("CCARENA_VERIFY_REUSE") == "1":
+    if reuse and os.environ.get("CCARENA_VERIFY_REUSE") == "1":
         from ccarena.store.results import open_results
         stored = sorted(OUT.glob(f"{study.name}-*/runs.parquet"))
         if stored:
