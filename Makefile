@@ -2,6 +2,7 @@
 #   make demo    install everything, run studies/quickstart.toml, print its table
 #   make test    install everything, run the whole test suite (unit + namespaces + quick studies)
 #   make install system packages (apt), Rust binaries, BPF objects, Python venv
+#   make vm      QEMU, virtme-ng and the reference kernel for `ccarena vm` (mk/vm.mk, docs/vm.md)
 #   make bench   benchmarks (not tests)
 # Root is needed (network namespaces, BPF, apt): run as root, or as a user with sudo —
 # then make re-runs itself under sudo (keeping PATH, so a rustup cargo is still found).
@@ -54,7 +55,7 @@ python: deps $(STAMP)/venv
 demo: install
 	$(VENV)/bin/ccarena run quickstart
 
-test: install
+test: install vm
 	cargo test --release -q -p ccarena-sys -p ccarena-flow -p ccarena-link -p ccarena-trace -p ccarena-cc-harness
 	cargo build --release -q -p ccarena-cc --features testing --bin ccarena-cc-testaid
 	$(VENV)/bin/pytest -q -ra tests
@@ -83,4 +84,5 @@ clean:
 
 include mk/bpf.mk
 include mk/trace.mk
+include mk/vm.mk
 endif

@@ -24,9 +24,10 @@ def failed_parts(meta: dict) -> list[str]:
 
 def dumbbell(bottleneck: str, *, flows: int = 0, cc: str = "cubic", duration="5s",
              warmup="2s", ping: str | None = None, tcp: str = "", sweep: str = "",
-             name: str = "link-acc") -> str:
-    """Study text: one pair, a user-space link with `bottleneck` (TOML lines), `flows` bulk
-    flows s1 -> r1, and optionally a ping s1 -> r1 every `ping`."""
+             name: str = "link-acc", backend: str = "user") -> str:
+    """Study text: one pair, a link with `bottleneck` (TOML lines) — the user-space link,
+    or with `backend` the kernel's (tests/vm) — `flows` bulk flows s1 -> r1, and
+    optionally a ping s1 -> r1 every `ping`."""
     text = textwrap.dedent(f'''
         [study]
         name = "{name}"
@@ -35,7 +36,7 @@ def dumbbell(bottleneck: str, *, flows: int = 0, cc: str = "cubic", duration="5s
         repetitions = 1
         seed = 11
         [bottleneck]
-        backend = "user"
+        backend = "{backend}"
         ''') + textwrap.dedent(bottleneck).strip() + "\n"
     if tcp:
         text += "[tcp]\n" + textwrap.dedent(tcp).strip() + "\n"

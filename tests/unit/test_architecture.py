@@ -14,7 +14,7 @@ PKG = ROOT / "src" / "ccarena"
 # and the analysis), so it sits above them although its data flows earlier; `report` only
 # reads through the store. The package's __init__ is the public facade and may import any.
 STAGES = ["", "cc", "study", "testbed", "measure", "workload", "metrics", "store",
-          "analysis", "report", "vm", "run", "cli"]
+          "analysis", "report", "run", "vm", "cli"]
 ROOT_MODULES = {"__init__", "errors", "units", "paths"}
 MAX_LINES = 600
 

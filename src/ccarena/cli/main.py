@@ -34,11 +34,16 @@ def cmd_run(args) -> int:
                        scale=scale)
     if args.dry_run:
         return _dry_run(study, args)
-    from ccarena.run.executor import run_study
-    res = run_study(study, results_base=args.results, seed=args.seed,
-                    shuffle=False if args.no_shuffle else None, repetitions=args.repetitions,
-                    reruns=args.reruns, progress=not (args.quiet or args.json),
-                    force_cc=args.cc_source, event_log=args.event_log, resume=args.resume)
+    if args.vm:     # the same run, in the reference kernel (docs/vm.md)
+        from ccarena.cli.vm import run_study_in_vm
+        res = run_study_in_vm(study, args)
+    else:
+        from ccarena.run.executor import run_study
+        res = run_study(study, results_base=args.results, seed=args.seed,
+                        shuffle=False if args.no_shuffle else None,
+                        repetitions=args.repetitions, reruns=args.reruns,
+                        progress=not (args.quiet or args.json), force_cc=args.cc_source,
+                        event_log=args.event_log, resume=args.resume)
     if args.json:
         from ccarena.analysis.checks import evaluate
         from ccarena.report.summary import as_dict
@@ -234,6 +239,10 @@ def _run_arguments(r) -> None:
                    help="do not write report.html and its figures at the end")
     r.add_argument("--event-log", action="store_true",
                    help="keep the user-space link's per-packet event log")
+    r.add_argument("--vm", action="store_true", help="run the study in a VM with the "
+                   "reference kernel (make vm; docs/vm.md); results land here as usual")
+    from ccarena.cli.vm import add_vm_options
+    add_vm_options(r)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -289,11 +298,10 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("studies", help="list the built-in studies")
     s.add_argument("--json", action="store_true", help="print JSON")
     s.set_defaults(func=cmd_studies)
-    try:
-        from ccarena.cli import analysis as cli_analysis
-        cli_analysis.register(sub)
-    except ImportError:
-        pass
+    from ccarena.cli import analysis as cli_analysis
+    from ccarena.cli import vm as cli_vm
+    cli_analysis.register(sub)
+    cli_vm.register(sub)
     return ap
 
 

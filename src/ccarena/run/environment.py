@@ -3,6 +3,7 @@ versions, sysctls of each host, offloads on the emulated path."""
 from __future__ import annotations
 
 import functools
+import json
 import os
 import platform
 import subprocess
@@ -44,8 +45,27 @@ def machine() -> dict:
         tools["pyroute2"] = pyroute2.__version__
     except Exception:
         pass
-    return {"kernel": u.release, "kernel_version": u.version, "machine": u.machine,
-            "hostname": u.node, "cpus": os.cpu_count(), "tools": tools}
+    out = {"kernel": u.release, "kernel_version": u.version, "machine": u.machine,
+           "hostname": u.node, "cpus": os.cpu_count(), "tools": tools}
+    # in ccarena's VM (ccarena vm, run --vm): the accelerator, boot time, image, host kernel
+    vm = vm_record()
+    if vm:
+        out["vm"] = vm
+    return out
+
+
+def vm_record() -> dict | None:
+    """The VM this process runs in, as the host described it at boot (CCARENA_VM: the
+    accelerator, boot time, image, host kernel, tool versions), or None outside
+    ccarena's VM (docs/vm.md)."""
+    raw = os.environ.get("CCARENA_VM")
+    if not raw:
+        return None
+    try:
+        d = json.loads(raw)
+    except ValueError:
+        d = {"error": f"unreadable CCARENA_VM: {raw[:80]!r}"}
+    return {"in_vm": True, "guest_kernel": platform.release(), **d}
 
 
 def _git_commit() -> str | None:

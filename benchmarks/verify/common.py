@@ -1,0 +1,190 @@
+"""Shared parts of the verification matrices (benchmarks/verify/): run a study whose sweep
+puts the two things compared side by side (interleaved, shuffled, in one results
+directory: this machine is noisy), and print Markdown tables with a statistical test and
+the tolerance each comparison is judged by."""
+from __future__ import annotations
+
+import math
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
+
+from ccarena.run.executor import run_study  # noqa: E402
+from ccarena.study.load import loads_study  # noqa: E402
+
+PAYLOAD_SHARE = 1448 / 1514
+# the project's build folder: writable in ccarena's VM (its /tmp is thrown away)
+OUT = Path(os.environ.get("CCARENA_VERIFY_OUT",
+                          Path(__file__).resolve().parents[2] / "build" / "verify" / "results"))
+
+
+def study_text(name: str, bottleneck: str, *, flows=(), ping: str | None = None,
+               duration="5s", warmup="1s", repetitions=3, sweep: str = "", tcp: str = "",
+               pairs: int = 1, sample_interval: str = "20ms") -> str:
+    """A dumbbell study. `flows`: (name, cc, from, to) tuples. A run the machine's noise
+    makes invalid is left out and counted, not run again (under TCG it mostly would be
+    invalid again). TCP_INFO is sampled every
+    20 ms, not 10: a guest under TCG keeps up with that (the means compared barely move)."""
+    text = textwrap.dedent(f'''
+        [study]
+        name = "{name}"
+        duration = "{duration}"
+        warmup = "{warmup}"
+        repetitions = {repetitions}
+        seed = 29
+        reruns = 0
+        sample_interval = "{sample_interval}"
+        [topology]
+        pairs = {pairs}
+        [bottleneck]
+        ''') + textwrap.dedent(bottleneck).strip() + "\n"
+    if tcp:
+        text += "[tcp]\n" + textwrap.dedent(tcp).strip() + "\n"
+    for fname, cc, src, dst in flows:
+        text += f'[[flow]]\nname = "{fname}"\nfrom = "{src}"\nto = "{dst}"\ncc = "{cc}"\n'
+    if ping:
+        text += (f'[[probe]]\nkind = "ping"\nfrom = "s1"\nto = "r1"\n'
+                 f'interval = "{ping}"\n')
+    if sweep:
+        text += "[sweep]\n" + textwrap.dedent(sweep).strip() + "\n"
+    return text
+
+
+def run(text: str, reuse: bool = True, **kw):
+    """Run a study (shuffled cells, as run_study does) -> ResultsDir. With
+    CCARENA_VERIFY_REUSE=1 (and `reuse`) the newest stored results of a study of that
+    name are read instead (re-analysing without re-running)."""
+    OUT.mkdir(parents=True, exist_ok=True)
+    study = loads_study(text)
+    if reuse and os.environ.get("CCARENA_VERIFY_REUSE") == "1":
+        from ccarena.store.results import open_results
+        stored = sorted(OUT.glob(f"{study.name}-*/runs.parquet"))
+        if stored:
+            res = open_results(stored[-1].parent)
+            print(f"<!-- results (stored): {res.path} -->", flush=True)
+            return res
+    res = run_study(study, results_base=OUT, progress=False, **kw)
+    print(f"<!-- results: {res.path} -->", flush=True)
+    return res
+
+
+def with_params(res, df: pd.DataFrame) -> pd.DataFrame:
+    """df (runs or flows) with each cell's sweep parameters as columns."""
+    cells = res.cells if hasattr(res, "cells") else None
+    params = {}
+    for d in res.run_dirs():
+        m = res.run_meta(d)
+        params[m["cell"]] = m.get("cell_params", {})
+    p = pd.DataFrame.from_dict(params, orient="index")
+    p.columns = [c.split(".")[-1] for c in p.columns]
+    del cells
+    # a parameter the table has already (flows' cc) is the same value: keep the table's
+    return df.join(p[[c for c in p.columns if c not in df.columns]], on="cell")
+
+
+def ping_samples(res) -> pd.DataFrame:
+    """Every steady-state ping reply: cell, rep, rtt_s, with the cell's parameters."""
+    parts = []
+    for d in res.run_dirs():
+        m = res.run_meta(d)
+        p = d / "ping.parquet"
+        if not p.exists():
+            continue
+        t = pd.read_parquet(p)
+        t = t[(t["t"] > m["warmup_s"]) & (t["t"] <= m["duration_s"])]
+        t = t.assign(cell=m["cell"], rep=m["rep"], valid=m["valid"])
+        parts.append(t[["cell", "rep", "valid", "seq", "rtt_s"]])
+    return with_params(res, pd.concat(parts, ignore_index=True)) if parts else pd.DataFrame()
+
+
+def welch(a, b) -> float:
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    a, b = a[~np.isnan(a)], b[~np.isnan(b)]
+    if len(a) < 2 or len(b) < 2 or (a.std() == 0 and b.std() == 0):
+        return math.nan
+    return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
+
+
+def mannwhitney(a, b) -> float:
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    a, b = a[~np.isnan(a)], b[~np.isnan(b)]
+    if len(a) < 1 or len(b) < 1:
+        return math.nan
+    return float(stats.mannwhitneyu(a, b).pvalue)
+
+
+def two_proportions(k1, n1, k2, n2) -> float:
+    """Fisher's exact test of k1/n1 against k2/n2."""
+    return float(stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]]).pvalue)
+
+
+def verdict(within: bool, p: float, alpha: float = 0.01, samples=()) -> str:
+    """Agree when the difference is within the stated tolerance; a significant test
+    alone (large samples make tiny differences significant) is reported, not judged.
+    A side without valid data is not measured, whatever the arithmetic says."""
+    if any(len(x) == 0 or bool(np.all(np.isnan(np.asarray(x, float)))) for x in samples):
+        return "not measured"
+    sig = "" if math.isnan(p) or p >= alpha else " (differ, p<0.01)"
+    return ("agree" if within else "DISAGREE") + sig
+
+
+def md(rows: list[dict], cols: list[str]) -> str:
+    out = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(_fmt(r.get(c, "")) for c in cols) + " |")
+    return "\n".join(out)
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "–"
+        return f"{v:.3g}" if abs(v) < 1e4 else f"{v:.0f}"
+    return str(v)
+
+
+def mean_sd(x, scale=1.0) -> str:
+    x = np.asarray(x, float) * scale
+    x = x[~np.isnan(x)]
+    if not len(x):
+        return "–"
+    return f"{x.mean():.3g} ± {x.std(ddof=1):.2g}" if len(x) > 1 else f"{x.mean():.3g}"
+
+
+def split_valid(res, df: pd.DataFrame, by: str = "backend") -> tuple[pd.DataFrame, str]:
+    """-> (the rows of valid runs, a note on the runs flagged invalid, which are left out:
+    how many per `by` value and why)."""
+    runs = with_params(res, res.runs)
+    bad = runs[~runs["valid"].astype(bool)]
+    if bad.empty:
+        return df[df["valid"].astype(bool)] if "valid" in df else df, ""
+    counts = ", ".join(f"{k}: {len(g)} of {int((runs[by] == k).sum())}"
+                       for k, g in bad.groupby(by)) if by in bad else str(len(bad))
+    # the reasons as each run lists them (runs.parquet joins them with "; ", which a
+    # failed command's own text contains too)
+    labels = set(bad["label"]) if "label" in bad else set()
+    reasons = sorted({_short(r) for d in res.run_dirs() if d.name in labels
+                      for r in res.run_meta(d).get("invalid_reasons", [])})
+    note = (f"\nRuns flagged invalid and left out ({counts}): {'; '.join(reasons)}.\n")
+    return df[df["valid"].astype(bool)] if "valid" in df else df, note
+
+
+def _short(reason: str) -> str:
+    if "tc_red_eval_ewma" in reason or ("red limit" in reason and "burst" in reason):
+        return "tc refused the kernel backend's RED qdisc (" + (
+            "burst too small for its thresholds" if "too small" in reason else "see its meta")\
+            + ")"
+    for key, short in (("sampling ticks", "flow engine missed sampling ticks"),
+                       ("released late", "user link released packets late"),
+                       ("kernel shaper", "kernel shaper behind its rate"),
+                       ("CPU steal", "CPU steal"), ("qdisc sampler", "qdisc sampler gaps")):
+        if key in reason:
+            return short
+    return reason[:80]

@@ -1,0 +1,68 @@
+"""`ccarena vm -- CMD` and `ccarena run STUDY --vm`: the command-line side of ccarena.vm."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ccarena.errors import CcarenaError
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def add_vm_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--accel", choices=("auto", "kvm", "tcg"), default=None,
+                   help="accelerator (default auto: KVM when it works here, else TCG; "
+                   "or CCARENA_VM_ACCEL)")
+    p.add_argument("--cpus", type=int, default=None, help="guest CPUs (default 2)")
+    p.add_argument("--memory", default=None, help="guest memory (default 2G)")
+
+
+def _config(args, **over):
+    from ccarena.vm import config_from_env
+    return config_from_env(accel=args.accel, cpus=args.cpus, memory=args.memory, **over)
+
+
+def cmd_vm(args) -> int:
+    from ccarena.vm import run
+    argv = list(args.command)
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    if not argv:
+        print("usage: ccarena vm [options] -- CMD [ARG...]", file=sys.stderr)
+        return 2
+    res = run(argv, _config(args, rwdirs=tuple(args.rwdir), timeout_s=args.timeout),
+              log=None if args.quiet else _log)
+    if not args.quiet:
+        _log(f"vm: {res.kernel} ({res.accel}) booted in {res.boot_s:.1f} s; "
+             f"{res.wall_s:.1f} s in all; exit {res.rc}")
+    return res.rc
+
+
+def run_study_in_vm(study, args):
+    """cmd_run's branch for --vm: the same study, run in the VM -> ResultsDir."""
+    from ccarena.vm import run_study
+    if args.resume:
+        raise CcarenaError("--resume and --vm: resume a study on the machine that ran it "
+                           "(run the resume itself with --vm: ccarena vm -- ccarena run ...)")
+    return run_study(study, results_base=args.results, config=_config(args),
+                     progress=not args.quiet, log=_log, seed=args.seed,
+                     shuffle=False if args.no_shuffle else None,
+                     repetitions=args.repetitions, reruns=args.reruns,
+                     force_cc=args.cc_source, event_log=args.event_log)
+
+
+def register(sub) -> None:
+    p = sub.add_parser("vm", help="run a command as root in a VM with the reference kernel",
+                       description="Boots the reference kernel (make vm) over this "
+                       "machine's files and runs CMD in it as root; the project and "
+                       "--rwdir folders are writable, the rest of the guest is thrown away "
+                       "at exit. Exits with CMD's status.")
+    add_vm_options(p)
+    p.add_argument("--rwdir", action="append", default=[],
+                   help="a host folder the guest may write (repeatable)")
+    p.add_argument("--timeout", type=float, help="stop the VM after this many seconds")
+    p.add_argument("--quiet", action="store_true", help="say nothing about the boot")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARG...]")
+    p.set_defaults(func=cmd_vm)

@@ -1,0 +1,100 @@
+"""Running a command or a study in the reference kernel: the API behind ccarena.vm."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from ccarena.vm import boot as _boot
+from ccarena.vm.boot import VmConfig, VmError, VmResult
+
+
+def config_from_env(**over) -> VmConfig:
+    """VmConfig with CCARENA_VM_ACCEL, CCARENA_VM_CPUS, CCARENA_VM_MEMORY as defaults."""
+    c = VmConfig(accel=os.environ.get("CCARENA_VM_ACCEL", "auto"),
+                 cpus=int(os.environ.get("CCARENA_VM_CPUS", "2")),
+                 memory=os.environ.get("CCARENA_VM_MEMORY", "2G"))
+    for k, v in over.items():
+        if v is not None:
+            setattr(c, k, v)
+    return c
+
+
+def run(argv: list[str], config: VmConfig | None = None, *, capture: bool = False,
+        log=None, **kw) -> VmResult:
+    """Run `argv` as root in the reference kernel; -> VmResult (rc, output if captured,
+    accelerator, boot time)."""
+    return _boot.boot(list(argv), config or config_from_env(), capture=capture, log=log, **kw)
+
+
+def run_study(study, *, results_base="results", config: VmConfig | None = None,
+              progress: bool = True, log=None, **kwargs):
+    """Run `study` (a loaded Study) inside the VM; -> the ResultsDir on the host, laid out
+    as any run's. kwargs are runner.run_study's (seed, shuffle, repetitions, reruns,
+    force_cc, event_log); callbacks cannot cross into the VM.
+
+    If the VM fails or is interrupted, the runs it completed are kept (as after Ctrl-C on
+    the host), the one it was in is removed, and VmError says what happened."""
+    from ccarena.store.results import open_results
+    from ccarena.vm.guest import JOB_ENV, RESULT_PREFIX
+    bad = {"on_run", "on_testbed"} & set(kwargs)
+    if bad:
+        raise TypeError(f"run_study in a VM takes no callbacks ({', '.join(sorted(bad))})")
+    base = Path(results_base).absolute()
+    base.mkdir(parents=True, exist_ok=True)
+    before = {p.name for p in base.iterdir()}
+    job = {"raw": study.raw, "path": str(study.path), "scale": getattr(study, "scale", None),
+           "progress": progress, "kwargs": {**kwargs, "results_base": str(base)}}
+    config = config or config_from_env()
+    config.rwdirs = tuple(config.rwdirs) + (str(base),)
+    config.env = {**config.env, JOB_ENV: json.dumps(job)}
+    sink = sys.stdout if progress else None
+    res = None
+    try:
+        res = _boot.boot([sys.executable, "-m", "ccarena.vm.guest", "run-study"], config,
+                   capture=True, stdout=sink if sink else _Null(), stderr=_Null(), log=log)
+    finally:
+        new = sorted(p for p in base.iterdir() if p.name not in before and p.is_dir())
+        if res is None or res.rc != 0:
+            for p in new:
+                _drop_incomplete(p)
+    lines = res.stderr.splitlines()
+    paths = [ln[len(RESULT_PREFIX):] for ln in lines if ln.startswith(RESULT_PREFIX)]
+    rest = [ln for ln in lines if ln.strip() and not ln.startswith(RESULT_PREFIX)]
+    if res.rc != 0 or not paths:
+        why = rest[-1] if rest else f"exit {res.rc}"
+        raise VmError(why[len("ccarena: "):] if why.startswith("ccarena: ") else
+                      f"running {study.name} in the VM failed: {why}")
+    if rest and progress:       # the guest's warnings, now that it went well
+        print("\n".join(rest), file=sys.stderr)
+    return open_results(paths[-1])
+
+
+def _drop_incomplete(results_dir: Path) -> None:
+    """After a VM that died: remove the run it was in (no meta.json yet) and any staged
+    re-run; a results directory with no completed run is removed whole."""
+    runs = results_dir / "runs"
+    for d in list(runs.glob("*")) if runs.is_dir() else []:
+        if d.is_dir() and not (d / "meta.json").exists():
+            shutil.rmtree(d, ignore_errors=True)
+    for d in (results_dir / "superseded").glob(".*.next"):
+        shutil.rmtree(d, ignore_errors=True)
+    if not any(runs.glob("*/meta.json")):
+        shutil.rmtree(results_dir, ignore_errors=True)
+        return
+    from ccarena.analysis import aggregates
+    from ccarena.store.results import open_results
+    try:
+        aggregates.refresh(open_results(results_dir))
+    except Exception:  # noqa: BLE001 — the completed runs stay readable; summaries rebuild
+        pass
+
+
+class _Null:
+    def write(self, s):
+        return len(s)
+
+    def flush(self):
+        pass
