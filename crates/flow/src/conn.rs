@@ -144,11 +144,12 @@ impl Conn {
         }
     }
 
-    /// A client that is still not connected when it has to stop (`when`: "the flow's
-    /// stop", "the host's end") gives up: "timed out", since `connect_start_ns` at `now`.
+    /// A client that is still not connected when it has to stop (`when`: "the flow
+    /// stopped", "the host ended") gives up: "timed out: SYN unanswered for <s> s when …",
+    /// counted from `connect_start_ns`.
     pub fn give_up_connecting(&mut self, now: u64, when: &str) {
         let waited = now.saturating_sub(self.log.connect_start_ns.unwrap_or(now));
-        self.fail(TIMED_OUT, format_args!("not connected after {:.3} s (no answer to the SYN) at {when}", waited as f64 / 1e9));
+        self.fail(TIMED_OUT, format_args!("SYN unanswered for {:.3} s when {when}", waited as f64 / 1e9));
     }
 
     /// Send head then payload until the socket is full or there is nothing left.

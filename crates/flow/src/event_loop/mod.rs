@@ -353,7 +353,7 @@ impl Engine {
         for slot in 0..self.conns.len() {
             if let Some(FlowConn { conn: c, state }) = &mut self.conns[slot] {
                 if !c.connected && c.log.role == Role::Client {
-                    c.give_up_connecting(now, "the host's end");
+                    c.give_up_connecting(now, "the host ended");
                 }
                 if let KindState::HttpGet(g) = state {
                     if c.log.error.is_none() && g.body_len.is_none_or(|n| c.rcvd < n) {
@@ -500,7 +500,7 @@ impl Engine {
                     // Still no answer to its SYN: the connection timed out. (A download
                     // in progress, connecting or not, runs on to the host's end.)
                     if !c.conn.connected && !matches!(c.state, KindState::HttpGet(_)) {
-                        c.conn.give_up_connecting(now, "the flow's stop");
+                        c.conn.give_up_connecting(now, "the flow stopped");
                     }
                     c.on_stop();
                     c.conn.pump(now, &self.payload);
