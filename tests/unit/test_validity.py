@@ -112,3 +112,94 @@ def test_only_a_run_invalid_for_the_machines_noise_alone_is_run_again():
     assert not validity.noise_only({"valid": True, "invalid_reasons": [], "noise_reasons": []})
     # a run stored before noise was told apart: never re-run
     assert not validity.noise_only({"valid": False, "invalid_reasons": [steal]})
+
+
+def _link_stats(delivered_bps, queue_pkts, rate, n=500, dt=0.01, t0=10**9, pkt=1514,
+                drops=0):
+    """link_stats of one direction (w2e): every dt, bytes_out for delivered_bps, and a
+    queue cycling through 0..queue_pkts packets; `drops` in the whole run."""
+    import pandas as pd
+    q = [int(queue_pkts * (i % 10) / 9) for i in range(n)]
+    return pd.DataFrame({"t_ns": [t0 + int((i + 1) * dt * 1e9) for i in range(n)],
+                         "dir": [0] * n, "qlen_pkts": q, "qlen_bytes": [x * pkt for x in q],
+                         "drops": [drops] + [0] * (n - 1),
+                         "bytes_out": [int(delivered_bps * dt / 8)] * n})
+
+
+def _cpu_limited(stats, rate, buffer_pkts, busy, retrans, segments=400_000, t0=10**9):
+    d = validity.link_delivery(stats, {0: rate, 1: rate}, {0: (0.0, 5.0)}, t0)
+    losses = {"w2e": {"retrans": retrans, "segments": segments}}
+    return validity.judge_cpu_limited(d, losses, "packets", buffer_pkts,
+                                      {"busy_frac": busy, "steal_frac": 0.0})
+
+
+def test_a_link_that_limits_its_flows_passes_the_cpu_limit_rule():
+    """Properly loaded: the queue builds, the link delivers its rate, and every packet
+    the senders retransmitted is one the link dropped. A busy CPU beside it does not
+    matter: the link, not the CPU, set the pace."""
+    rate = 100e6
+    stats = _link_stats(0.98 * rate, 60, rate, drops=427)
+    d = validity.link_delivery(stats, {0: rate}, {0: (0.0, 5.0)}, 10**9)["w2e"]
+    assert abs(d["frac"] - 0.98) < 0.001 and (d["queue_max_pkts"], d["drops"]) == (60, 427)
+    assert _cpu_limited(stats, rate, 100, busy=0.97, retrans=427) == []
+    # even below its rate, a link whose queue filled half its buffer was the bottleneck
+    assert _cpu_limited(_link_stats(0.6 * rate, 50, rate), rate, 100, busy=0.97,
+                        retrans=5000) == []
+
+
+def test_a_run_the_cpu_limited_is_invalid_with_its_figures():
+    """10 Gbit/s, 64 connections on two cores: 1.19 Gbit/s delivered, the queue never
+    above 15 packets, 6684 retransmissions where the link dropped nothing, the CPU 97 %
+    busy."""
+    rate = 10e9
+    stats = _link_stats(1.19e9, 15, rate)
+    r = _cpu_limited(stats, rate, 1000, busy=0.97, retrans=6684)
+    assert len(r) == 1, r
+    assert r[0].startswith("the CPU, not the link, limited the run: w2e delivered "
+                           "1.19 of 10 Gbit/s"), r[0]
+    assert "never held more than 15 of its 1000 packets" in r[0], r[0]
+    assert "retransmitted 6684 packets where the link dropped 0" in r[0], r[0]
+    assert "97% busy" in r[0], r[0]
+    # the same link, but the senders lost nothing the link did not drop: their own
+    # windows held them back (a receive buffer, a delay-based algorithm), which is the
+    # experiment's result, not the machine's failure
+    assert _cpu_limited(stats, rate, 1000, busy=0.97, retrans=0) == []
+    assert _cpu_limited(stats, rate, 1000, busy=0.97, retrans=300) == []   # < 0.1 %
+    # nor with an idle CPU
+    assert _cpu_limited(stats, rate, 1000, busy=0.5, retrans=6684) == []
+    # byte buffers are compared in bytes
+    d = validity.link_delivery(stats, {0: rate}, {0: (0.0, 5.0)}, 10**9)
+    lost = {"w2e": {"retrans": 6684, "segments": 400_000}}
+    assert validity.judge_cpu_limited(d, lost, "bytes", 1000 * 1514, {"busy_frac": 0.95})
+    assert validity.judge_cpu_limited(d, lost, "bytes", 20 * 1514, {"busy_frac": 0.95}) == []
+
+
+def test_the_senders_losses_come_from_each_connections_last_sample():
+    import pandas as pd
+    flows = [{"flow": 0, "kind": "parallel", "from": "s1", "to": "r1", "bytes": None},
+             {"flow": 1, "kind": "paced", "from": "s1", "to": "r1", "bytes": None}]
+    t = pd.DataFrame({"host": ["s1"] * 5 + ["r1"], "flow": [0, 0, 0, 0, 1, 0],
+                      "conn": [0, 0, 1, 1, 0, 0], "t_ns": [1, 2, 1, 2, 2, 3],
+                      "total_retrans": [5, 7, 1, 2, 100, 100],
+                      "bytes_sent": [0, 14480, 0, 28960, 10**6, 10**6],
+                      "mss": [1448] * 6})
+    assert validity.sender_losses(t, flows, 0) == {"retrans": 9, "segments": 30}
+    assert validity.sender_losses(t, flows, 1) is None        # no backlogged flow r* -> s*
+
+
+def test_only_backlogged_flows_crossing_the_bottleneck_are_judged_while_all_run():
+    def flow(kind="bulk", src="s1", dst="r1", start=0.0, stop=None, nbytes=None):
+        return {"flow": 0, "kind": kind, "from": src, "to": dst, "start_s": start,
+                "stop_s": stop, "bytes": nbytes}
+    rates = {0: 10e6, 1: 10e6}
+    w = validity.saturating_windows([flow(), flow(src="s2", dst="r2", start=5, stop=15)],
+                                    rates, 20.0, 2.0, 0.02)
+    assert w == {0: (5.0, 15.0)}
+    assert validity.saturating_windows([flow(src="r1", dst="s1")], rates, 20, 2, 0.02) == \
+        {1: (2.0, 20.0)}
+    # a byte-limited transfer, a download, a paced sender: not backlogged
+    for f in (flow(nbytes=10**6), flow(kind="download"), flow(kind="paced")):
+        assert validity.saturating_windows([f], rates, 20, 2, 0.02) == {}
+    # an unlimited direction, and too short a window (< 10 base RTTs)
+    assert validity.saturating_windows([flow()], {0: None, 1: None}, 20, 2, 0.02) == {}
+    assert validity.saturating_windows([flow()], rates, 3.0, 0.0, 0.5) == {}

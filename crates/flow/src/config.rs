@@ -199,9 +199,7 @@ pub fn parse(text: &str) -> Result<Config, ConfigError> {
             None => IpAddr::from([0, 0, 0, 0]),
             Some(a) => a.parse().map_err(|_| err(format!("listen[{i}].addr"), format!("not an IP address: {a:?}")))?,
         };
-        if l.port == 0 {
-            return Err(err(format!("listen[{i}].port"), "must be 1..65535"));
-        }
+        // port 0: the kernel picks a free one; the engine reports it (`LISTEN` line)
         validate_cc_name(&l.cc, &format!("listen[{i}].cc"))?;
         let proto = match l.proto.as_deref().unwrap_or("tcp") {
             "tcp" => ListenProto::Tcp,

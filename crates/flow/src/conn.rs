@@ -9,6 +9,12 @@
 //! - A connection is finished when the peer has closed and our write side is shut, or
 //!   when the kind or an error says so (`closing`). Its `ConnLog` then becomes one line
 //!   of conns.jsonl.
+//! - A failure is one line in `error`, the first that happened. The connection's own
+//!   failures start with their class (`error_class`): "timed out" (no answer to the SYN
+//!   — the kernel gave up, or the connection was still not connected when it had to
+//!   stop — or an established connection the kernel timed out), "refused" (RST or ICMP
+//!   port unreachable answering the SYN), "reset" (RST after connecting); the detail
+//!   follows: `timed out: connect: Connection timed out (os error 110)`.
 //!
 //! Invariants: `budget` saturates (u64::MAX = unlimited bulk); payload counters exclude
 //! hellos and HTTP heads; times are CLOCK_MONOTONIC ns, None = not (yet) applicable.
@@ -16,7 +22,20 @@
 
 use crate::net::{self, Outcome};
 use serde::Serialize;
+use std::io;
 use std::os::fd::RawFd;
+
+/// How conns.jsonl names a connection's failure, by the socket error that says it.
+pub fn error_class(e: &io::Error) -> Option<&'static str> {
+    match e.raw_os_error()? {
+        libc::ETIMEDOUT => Some(TIMED_OUT),
+        libc::ECONNREFUSED => Some("refused"),
+        libc::ECONNRESET | libc::EPIPE | libc::ECONNABORTED => Some("reset"),
+        _ => None,
+    }
+}
+
+pub const TIMED_OUT: &str = "timed out";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -117,6 +136,22 @@ impl Conn {
         self.closing = true;
     }
 
+    /// A socket call `what` failed with `e`: the line starts with its class, if it has one.
+    pub fn fail_io(&mut self, what: &str, e: &io::Error) {
+        match error_class(e) {
+            Some(class) => self.fail(class, format_args!("{what}: {e}")),
+            None => self.fail(what, e),
+        }
+    }
+
+    /// A client that is still not connected when it has to stop (`when`: "the flow
+    /// stopped", "the host ended") gives up: "timed out: SYN unanswered for <s> s when …",
+    /// counted from `connect_start_ns`.
+    pub fn give_up_connecting(&mut self, now: u64, when: &str) {
+        let waited = now.saturating_sub(self.log.connect_start_ns.unwrap_or(now));
+        self.fail(TIMED_OUT, format_args!("SYN unanswered for {:.3} s when {when}", waited as f64 / 1e9));
+    }
+
     /// Send head then payload until the socket is full or there is nothing left.
     /// `data` is the engine's static payload buffer.
     pub fn pump(&mut self, now: u64, data: &[u8]) {
@@ -127,7 +162,7 @@ impl Conn {
             match net::send(self.fd, &self.pre[self.pre_off..]) {
                 Ok(Outcome::Done(n)) => self.pre_off += n,
                 Ok(_) => return,
-                Err(e) => return self.fail("send", e),
+                Err(e) => return self.fail_io("send", &e),
             }
         }
         while self.budget > 0 {
@@ -142,12 +177,12 @@ impl Conn {
                     self.log.last_byte_ns = Some(now);
                 }
                 Ok(_) => return,
-                Err(e) => return self.fail("send", e),
+                Err(e) => return self.fail_io("send", &e),
             }
         }
         if self.finish_when_sent && !self.wr_shut {
             if let Err(e) = net::shutdown_write(self.fd) {
-                return self.fail("shutdown", e);
+                return self.fail_io("shutdown", &e);
             }
             self.wr_shut = true;
         }

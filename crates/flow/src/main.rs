@@ -57,6 +57,8 @@ fn run() -> Result<(), Failure> {
 }
 
 fn main() {
+    // Die with the orchestrator: no flow outlives its run (contracts §2).
+    ccarena_sys::parent::die_with_parent("ccarena-flow");
     if let Err(f) = run() {
         eprintln!("{f}");
         std::process::exit(f.exit_code());

@@ -4,7 +4,10 @@
 //!   little endian, then zeros up to the flow's `size`. The echo side returns it as is.
 //! - `Schedule`: sends on the grid `first + k·interval` (absolute, never drifts). A send
 //!   served more than one interval late skips the grid points it missed (counted), it
-//!   does not burst to catch up; lateness is measured against the grid point.
+//!   does not burst to catch up; lateness is measured against the grid point. When the
+//!   probe ends (`skip_until` its stop), the grid points it had not reached by then are
+//!   skipped too, so sends + skipped = the grid points before the stop, whatever the
+//!   scheduling delays; a point is skipped only when its time passed without a send.
 //! - `Window`: the send times of the last `cap` datagrams, matched against echoes by
 //!   seq (and send time, so a stray or duplicated datagram never matches). Records leave
 //!   it in send order, each once: answered (`rtt_ns`), or unanswered when pushed out by
@@ -65,6 +68,16 @@ impl Schedule {
         self.max_late_ns = self.max_late_ns.max(late);
         self.sum_late_ns += late;
         Some(due)
+    }
+
+    /// The probe ends at `t`: every grid point before `t` not yet served is skipped.
+    pub fn skip_until(&mut self, t: u64) {
+        if self.interval == 0 || self.next_due >= t {
+            return;
+        }
+        let n = (t - self.next_due).div_ceil(self.interval);
+        self.skipped += n;
+        self.next_due += n * self.interval;
     }
 }
 
@@ -205,6 +218,14 @@ mod tests {
         assert_eq!(s.skipped, 2);
         assert_eq!(s.next_due, 1_500);
         assert_eq!((s.sends, s.max_late_ns, s.sum_late_ns), (3, 50, 80));
+        // stopped at 1_800, last served 1_400: 1500, 1600, 1700 were never reached
+        s.skip_until(1_800);
+        assert_eq!((s.sends + s.skipped, s.next_due), (8, 1_800));
+        s.skip_until(1_800); // once only
+        assert_eq!(s.skipped, 5);
+        let mut s = Schedule::new(1_000, 100);
+        s.skip_until(1_001); // stopped right after the first grid point: it is skipped
+        assert_eq!((s.sends, s.skipped), (0, 1));
     }
 
     #[test]

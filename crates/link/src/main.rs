@@ -21,6 +21,8 @@ fn die(code: i32, msg: impl std::fmt::Display) -> ! {
 }
 
 fn main() {
+    // Die with the orchestrator: the link never outlives its run (contracts §3).
+    ccarena_sys::parent::die_with_parent("ccarena-link");
     let args: Vec<String> = std::env::args().collect();
     if args.iter().skip(1).any(|a| a == "--version" || a == "-V") {
         println!("{}", env!("CCARENA_VERSION"));

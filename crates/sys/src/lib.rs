@@ -9,13 +9,15 @@
 //!
 //! Modules: `clock` (CLOCK_MONOTONIC ns, the REALTIME offset, sleeping, timer slack),
 //! `cpu` (getrusage), `epoll`, `fd` (read/close, a non-blocking `Outcome`), `rand` (SplitMix64),
-//! `sched` (SCHED_FIFO, nice, CPU pinning), `signal` (signalfd for SIGINT/SIGTERM),
+//! `parent` (die with the parent process), `sched` (SCHED_FIFO, nice, CPU pinning),
+//! `signal` (signalfd for SIGINT/SIGTERM),
 //! `stdio` (lifecycle lines on stdout), `timer` (absolute timerfd).
 
 pub mod clock;
 pub mod cpu;
 pub mod epoll;
 pub mod fd;
+pub mod parent;
 pub mod rand;
 pub mod sched;
 pub mod signal;

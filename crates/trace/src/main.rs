@@ -275,6 +275,8 @@ fn run() -> Result<(), Failure> {
 }
 
 fn main() {
+    // Die with the orchestrator: a tracer must not outlive its run (contracts §6).
+    ccarena_sys::parent::die_with_parent("ccarena-trace");
     if let Err(f) = run() {
         eprintln!("{}", f.line);
         std::process::exit(f.code);

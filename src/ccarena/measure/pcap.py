@@ -14,8 +14,11 @@ class Pcap:
         d = raw_dir / "pcap"
         d.mkdir(parents=True, exist_ok=True)
         self.path = d / f"{host}.pcap"
-        # -U: write each packet as it comes so an interrupted run keeps its capture
-        self.proc = NsProcess(f"tcpdump-{host}", ns, ["tcpdump", "-i", "eth0", "-n", "-U",
+        # -U: write each packet as it comes so an interrupted run keeps its capture;
+        # -Z root: stay root, since a change of user would clear the parent-death signal
+        # that ends the capture with ccarena (testbed/proc.py)
+        self.proc = NsProcess(f"tcpdump-{host}", ns, ["tcpdump", "-Z", "root", "-i", "eth0",
+                              "-n", "-U",
                               "-s", str(snaplen), "-w", str(self.path)], raw_dir / "logs",
                               stdin=False)
 

@@ -86,12 +86,44 @@ def collect(ctx) -> None:
             meta["link"] = link
             noise += validity.judge_link(meta["link"], meta.get("link_ingress"))
     noise += validity.judge_cpu(meta.get("cpu", {}))
+    noise += judge_saturation(study, tables, meta)
     reasons += check_algorithms(tables.get("conns"), meta)
     t0 = meta.get("t0_ns")
     for k, df in tables.items():
         df.insert(0, "run_id", meta["run_id"])
         if t0 and "t_ns" in df.columns:
             df["t"] = (df["t_ns"].astype("int64") - int(t0)) / 1e9
+
+
+def judge_saturation(study, tables: dict, meta: dict) -> list[str]:
+    """validity.judge_cpu_limited for this run, where its backlogged flows should have
+    saturated the bottleneck (validity.saturating_windows) and only the machine could
+    have lost their packets: not with random loss or jitter on the path (loss keeps
+    queues short and rates low by itself; jitter's reordering makes TCP resend what was
+    not lost), nor a rate that changes (schedule, trace), nor hosts the study gave a CPU
+    quota or set (their CPU limit is the experiment). Records meta["link_delivery"]."""
+    b = study.bottleneck
+    hosts = study.hosts.values()
+    if (b.loss or b.jitter_s or b.trace or b.rate_schedule or "cpu" not in meta
+            or not meta.get("t0_ns")
+            or any(h.loss or h.cpus is not None or h.cpuset is not None for h in hosts)):
+        return []
+    rates = {0: b.rate_bps, 1: b.reverse_rate_bps}
+    flows = [{"flow": i, "kind": f.kind, "from": f.src, "to": f.dst, "start_s": f.start_s,
+              "stop_s": f.stop_s, "bytes": f.bytes} for i, f in enumerate(study.flows)]
+    windows = validity.saturating_windows(flows, rates, study.duration_s, study.warmup_s,
+                                          study.base_rtt_s)
+    delivery = validity.link_delivery(tables.get("link_stats"), rates, windows,
+                                      int(meta["t0_ns"]))
+    losses = {("w2e" if d == 0 else "e2w"): validity.sender_losses(tables.get("tcpinfo"),
+                                                                  flows, d)
+              for d in windows}
+    for d, v in delivery.items():
+        v.update(losses.get(d) or {})
+    if delivery:
+        meta["link_delivery"] = delivery
+    return validity.judge_cpu_limited(delivery, losses, b.buffer.kind, b.buffer.size,
+                                      meta["cpu"])
 
 
 def check_algorithms(conns: pd.DataFrame | None, meta: dict) -> list[str]:

@@ -3,7 +3,8 @@
 `preflight(study) -> {"cells": {i: {"backend", "why", "io"?}}, "algorithms": {name:
 {"source", "kernel_name", "why"}}}`; raises PreflightError naming what is missing (no
 link backend for a cell, an algorithm this machine cannot run, a program or binary that
-is not installed, host limits beyond this machine)."""
+is not installed, host limits beyond this machine, a bottleneck buffer larger than the
+memory the machine can give it)."""
 from __future__ import annotations
 
 import os
@@ -39,6 +40,7 @@ def preflight(study: Study, force_cc: str | None = None) -> dict:
         names |= cell.algorithms()
         require_programs(cell)
         require_host_limits(cell)
+        require_buffer_memory(cell)
         require_probe_tools(cell)
         if any(f.kind != "command" for f in cell.flows):
             require_binary("ccarena-flow", "the flow engine")
@@ -52,6 +54,41 @@ def preflight(study: Study, force_cc: str | None = None) -> dict:
         raise PreflightError(f"{study.path}: congestion control not available here: "
                              + "; ".join(missing) + " (see `ccarena cc list`)")
     return out
+
+
+PACKET_FOOTPRINT = 2048    # bytes a queued packet occupies at least (the user-space link
+                           # keeps each in a 2 KiB slot; the kernel's skb is as large)
+DIRECTIONS = 2             # the bottleneck's buffer is there in each direction
+
+
+def available_memory() -> int | None:
+    """Bytes the machine can give without swapping (MemAvailable of /proc/meminfo)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def require_buffer_memory(study: Study, available: int | None = None) -> None:
+    """A full bottleneck buffer must fit in memory: in each direction it can hold its
+    packets (or bytes, as full-size frames) at PACKET_FOOTPRINT or the frame size each. A
+    study asking for more is refused before anything is built (a buffer the machine
+    cannot hold would swap or kill the emulator in mid-run, not emulate the queue)."""
+    b = study.bottleneck.buffer
+    per = max(PACKET_FOOTPRINT, study.mtu + 14)
+    need = DIRECTIONS * b.packets(study.mtu) * per
+    have = available_memory() if available is None else available
+    if have is not None and need > have:
+        what = f"{b.size}p" if b.kind == "packets" else f"{b.size} bytes"
+        raise PreflightError(
+            f"{study.path}: bottleneck.buffer: {what} needs {need / 2**30:.1f} GiB when full "
+            f"({DIRECTIONS} directions x {b.packets(study.mtu)} packets x {per} bytes), more "
+            f"than the {have / 2**30:.1f} GiB of memory this machine has available "
+            "(MemAvailable); use a smaller buffer")
 
 
 def require_probe_tools(study: Study) -> None:

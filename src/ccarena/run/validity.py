@@ -10,13 +10,19 @@ A run is flagged (never silently averaged in) when
   more than LATE_MAX of packets later than its tolerance (testbed/user_link.late_tolerance_ns);
 - the kernel backend's shaper sent below SHAPER_MIN of its rate while its queue was
   backlogged (judge_shaper);
+- the CPU, not the emulated link, limited backlogged flows: the link delivered below
+  CPU_LIMIT_UTIL_MAX of its rate, its queue never reached CPU_LIMIT_QUEUE_FRAC of its
+  buffer, the senders lost packets the link never dropped, and the machine's CPU was at
+  least CPU_LIMIT_BUSY_MIN busy (judge_cpu_limited);
 - a socket ran another congestion control than the one the study asked for;
 - a process failed.
 
-The first four (and a tracer that lost events) are the machine's noise: the experiment
+The first five (and a tracer that lost events) are the machine's noise: the experiment
 was not measured, through no fault of its own, and the runner runs it again (`noise_only`,
 study.reruns). The others say something failed or is wrong, and re-running would hide it."""
 from __future__ import annotations
+
+import pandas as pd
 
 STEAL_MAX = 0.25
 SAMPLE_GAP_MAX = 0.10
@@ -24,6 +30,14 @@ LINK_RING_DROP_MAX = 0.001
 LATE_MAX = 0.02
 SHAPER_MIN = 0.95
 SHAPER_JUDGE_S = 1.0
+CPU_LIMIT_UTIL_MAX = 0.80
+CPU_LIMIT_QUEUE_FRAC = 0.5
+CPU_LIMIT_BUSY_MIN = 0.90
+CPU_LIMIT_JUDGE_S = 1.0
+CPU_LIMIT_JUDGE_RTTS = 10
+CPU_LIMIT_LOST_MIN = 0.001     # of the segments sent, and at least CPU_LIMIT_LOST_MIN_PKTS
+CPU_LIMIT_LOST_MIN_PKTS = 10
+BACKLOGGED = ("bulk", "parallel")
 
 
 def judge_cpu(cpu: dict) -> list[str]:
@@ -121,3 +135,134 @@ def noise_only(meta: dict) -> bool:
     reasons = meta.get("invalid_reasons") or []
     noise = set(meta.get("noise_reasons") or [])
     return not meta.get("valid", True) and bool(reasons) and all(r in noise for r in reasons)
+
+
+def backlogged(flows: list[dict], d: int) -> list[dict]:
+    """The flows whose data always waits (bulk or parallel without a byte limit) and
+    crosses direction `d` of the bottleneck (0 = w2e: s* -> r*, 1 = e2w: r* -> s*)."""
+    side = ("s", "r") if d == 0 else ("r", "s")
+    return [f for f in flows if f["kind"] in BACKLOGGED and f.get("bytes") is None
+            and str(f["from"]).startswith(side[0]) and str(f["to"]).startswith(side[1])]
+
+
+def saturating_windows(flows: list[dict], rates: dict, duration_s: float, warmup_s: float,
+                       base_rtt_s: float) -> dict[int, tuple[float, float]]:
+    """When the offered load should saturate each direction of the bottleneck ->
+    {direction (0 = w2e, 1 = e2w): (from_s, to_s) after t0}.
+
+    `flows`: {"flow", "kind", "from", "to", "start_s", "stop_s", "bytes"} per flow;
+    `rates`: direction -> bit/s (None: unlimited, not judged). A direction is judged over
+    the time all of its backlogged flows run together after the warm-up, when that lasts
+    at least CPU_LIMIT_JUDGE_S and CPU_LIMIT_JUDGE_RTTS base RTTs. One such flow suffices:
+    a TCP sender with data always waiting fills any link its window lets it fill."""
+    out = {}
+    for d, rate in sorted(rates.items()):
+        mine = backlogged(flows, d)
+        if not rate or not mine:
+            continue
+        t_from = max([warmup_s] + [float(f.get("start_s") or 0.0) for f in mine])
+        t_to = min([duration_s] + [float(f["stop_s"]) for f in mine
+                                   if f.get("stop_s") is not None])
+        if t_to - t_from >= max(CPU_LIMIT_JUDGE_S, CPU_LIMIT_JUDGE_RTTS * base_rtt_s):
+            out[d] = (t_from, t_to)
+    return out
+
+
+def link_delivery(stats, rates: dict, windows: dict, t0_ns: int) -> dict:
+    """What each judged direction of the bottleneck carried in its window ->
+    {"w2e"|"e2w": {"rate_bps", "delivered_bps", "frac", "queue_max_pkts",
+    "queue_max_bytes", "drops", "from_s", "to_s"}} (`drops`: what the link dropped in
+    that direction in the whole run).
+
+    `stats` is the link_stats table (t_ns, dir, qlen_pkts, qlen_bytes, drops, bytes_out per
+    interval: the user-space link's or the kernel qdisc sampler's); a row counts when its
+    interval ends inside the window."""
+    out = {}
+    if stats is None or len(stats) == 0 or not windows:
+        return out
+    for d, (a, b) in sorted(windows.items()):
+        s = stats[stats["dir"] == d]
+        t = (s["t_ns"].astype("int64") - int(t0_ns)) / 1e9
+        w = s[(t > a) & (t <= b)]
+        if not len(w):
+            continue
+        delivered = float(w["bytes_out"].astype(float).sum() * 8 / (b - a))
+        out["w2e" if d == 0 else "e2w"] = {
+            "rate_bps": float(rates[d]), "delivered_bps": delivered,
+            "frac": delivered / float(rates[d]),
+            "queue_max_pkts": int(w["qlen_pkts"].max()) if "qlen_pkts" in w else None,
+            "queue_max_bytes": int(w["qlen_bytes"].max()) if "qlen_bytes" in w else None,
+            "drops": int(s["drops"].sum()) if "drops" in s else None,
+            "from_s": a, "to_s": b}
+    return out
+
+
+def sender_losses(tcpinfo, flows: list[dict], d: int) -> dict | None:
+    """What the senders of direction `d`'s backlogged flows retransmitted over the whole
+    run -> {"retrans": segments, "segments": segments sent}, from each connection's last
+    TCP_INFO sample on its data sender (`tcpinfo`: host, flow, conn, t_ns,
+    total_retrans, bytes_sent, mss)."""
+    mine = backlogged(flows, d)
+    if tcpinfo is None or not len(tcpinfo) or not mine:
+        return None
+    parts = [tcpinfo[(tcpinfo["flow"] == f["flow"]) & (tcpinfo["host"] == f["from"])]
+             for f in mine] if "host" in tcpinfo else \
+        [tcpinfo[tcpinfo["flow"] == f["flow"]] for f in mine]
+    rows = [p for p in parts if len(p)]
+    if not rows:
+        return None
+    t = pd.concat(rows).sort_values("t_ns")
+    last = t.groupby(["flow", "conn"]).last()
+    mss = last["mss"].astype(float).where(last["mss"] > 0, 1448.0)
+    return {"retrans": int(last["total_retrans"].sum()),
+            "segments": int((last["bytes_sent"].astype(float) / mss).sum())}
+
+
+def _of_rate(delivered: float, rate: float) -> str:
+    for unit, m in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3), ("bit/s", 1.0)):
+        if rate >= m:
+            return f"{delivered / m:.3g} of {rate / m:.3g} {unit}"
+    return f"{delivered:.3g} of {rate:.3g} bit/s"
+
+
+def judge_cpu_limited(delivery: dict, losses: dict, buffer_kind: str, buffer_size: int,
+                      cpu: dict) -> list[str]:
+    """The CPU, not the emulated link, limited the run.
+
+    Physics: a link that sends below its rate must have had an empty queue; senders with
+    data always waiting leave a link empty only when something before it holds them back:
+    their windows (the algorithm's choice, receive buffers, the link's own drops), or the
+    machine, which must produce, forward and acknowledge every packet and loses or delays
+    them when its CPU cannot keep up. The machine is named when, per direction
+    (`delivery` from link_delivery, `losses` {direction: sender_losses}):
+    - the link delivered below CPU_LIMIT_UTIL_MAX of its rate, and
+    - its queue never held CPU_LIMIT_QUEUE_FRAC of its buffer (`buffer_kind` "packets" or
+      "bytes": compared with the queue's packets or bytes) — a queue that did shows the
+      link was the bottleneck at times, and
+    - the senders retransmitted more than the link dropped, by at least CPU_LIMIT_LOST_MIN
+      of their segments (and CPU_LIMIT_LOST_MIN_PKTS): packets were lost where no loss was
+      emulated (random loss is not judged at all) — without that, the senders' own windows
+      held them back, which is the experiment's result, and
+    - the machine's CPU was at least CPU_LIMIT_BUSY_MIN busy (or stolen) during the run."""
+    busy = float(cpu.get("busy_frac") or 0.0) + float(cpu.get("steal_frac") or 0.0)
+    if not delivery or busy < CPU_LIMIT_BUSY_MIN:
+        return []
+    out = []
+    for d, v in sorted(delivery.items()):
+        q = v["queue_max_pkts"] if buffer_kind == "packets" else v["queue_max_bytes"]
+        lost = losses.get(d)
+        if q is None or lost is None or v["frac"] >= CPU_LIMIT_UTIL_MAX \
+                or q >= CPU_LIMIT_QUEUE_FRAC * buffer_size:
+            continue
+        extra = lost["retrans"] - int(v.get("drops") or 0)
+        if extra < max(CPU_LIMIT_LOST_MIN_PKTS, CPU_LIMIT_LOST_MIN * lost["segments"]):
+            continue
+        unit = "packets" if buffer_kind == "packets" else "bytes"
+        how = "busy" if float(cpu.get("steal_frac") or 0.0) < 0.01 else "busy or stolen"
+        out.append(f"the CPU, not the link, limited the run: {d} delivered "
+                   f"{_of_rate(v['delivered_bps'], v['rate_bps'])} ({v['frac']:.0%}; limit "
+                   f"{CPU_LIMIT_UTIL_MAX:.0%}) while the bottleneck queue never held more "
+                   f"than {q} of its {buffer_size} {unit}, the senders retransmitted "
+                   f"{lost['retrans']} packets where the link dropped {int(v.get('drops') or 0)}, "
+                   f"and the CPU was {busy:.0%} {how} (limit {CPU_LIMIT_BUSY_MIN:.0%})")
+    return out

@@ -2,9 +2,20 @@
 flow engine and the link (docs/dev/contracts.md).
 
 A child's stderr goes to a file in the run's raw directory so it is kept with the results;
-its last lines are quoted in errors."""
+its last lines are quoted in errors.
+
+Every child dies with ccarena (`die_with_parent`, the preexec_fn of every process a run
+starts): the kernel sends it SIGKILL when the thread that started it ends, so a ccarena
+killed by SIGKILL leaves no link emulator, flow engine, ping or capture running into a dead
+run's directory. The signal survives `ip netns exec` (which execs the program, so the
+program's parent is ccarena itself) and the exec of ping (file capabilities, but root
+gains nothing), not a program that changes its user (tcpdump: run with `-Z root`) nor
+what a child forks (a command's own children: `ccarena cleanup` kills what is left in
+the run's namespaces). Consequence: start children from the thread that waits for them
+(the run's thread, or a thread that lives as long as its child)."""
 from __future__ import annotations
 
+import ctypes
 import os
 import select
 import signal
@@ -14,6 +25,23 @@ from pathlib import Path
 
 from ccarena.testbed import netns
 from ccarena.errors import RunError
+
+PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(None, use_errno=True)    # loaded before any fork
+
+
+def die_with_parent(then=None):
+    """-> a preexec_fn: SIGKILL this child when its parent (thread) ends; exit at once if
+    the parent is already gone; then call `then` (e.g. join a cgroup)."""
+    parent = os.getpid()
+
+    def preexec():
+        _libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != parent:        # it died between fork and prctl
+            os._exit(1)
+        if then is not None:
+            then()
+    return preexec
 
 
 class NsProcess:
@@ -29,7 +57,8 @@ class NsProcess:
         self.p = subprocess.Popen(full, stdin=subprocess.PIPE if stdin else
                                   subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._err,
                                   start_new_session=True,
-                                  preexec_fn=cgroup.add_self if cgroup else None)
+                                  preexec_fn=die_with_parent(cgroup.add_self if cgroup
+                                                             else None))
         self._buf = b""
         self.lines: list[str] = []
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from ccarena.testbed import netns
+from ccarena.testbed.proc import die_with_parent
 from ccarena.errors import PreflightError
 from ccarena.study.model import FlowSpec, Study
 from ccarena.study.resolve import port_of
@@ -93,8 +94,9 @@ class Commands:
         p = subprocess.Popen(netns.exec_argv(self.topo.ns(f.src), ["sh", "-c", cmd]),
                              stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                              start_new_session=True,
-                             preexec_fn=self.cgroups[f.src].add_self if f.src in self.cgroups
-                             else None)
+                             # dies with this thread, which waits for it (testbed/proc.py)
+                             preexec_fn=die_with_parent(self.cgroups[f.src].add_self
+                                                        if f.src in self.cgroups else None))
         with self._lock:
             self._procs[f.name] = p
             self.rows[f.name] = {"flow": i, "name": f.name, "host": f.src, "command": cmd,

@@ -10,7 +10,7 @@
 
 use super::{Engine, MAX_ERRORS, SLOT_BITS};
 use crate::config::{FlowKind, ListenProto};
-use crate::conn::{Conn, ConnLog, Role, Side};
+use crate::conn::{error_class, Conn, ConnLog, Role, Side};
 use crate::flows::{accept::Detect, Ctx, FlowConn, KindState};
 use crate::net::{self, Outcome};
 use crate::outputs::Outputs;
@@ -109,7 +109,10 @@ impl Engine {
             if nodelay {
                 net::set_nodelay(fd, true).map_err(|e| format!("set TCP_NODELAY: {e}"))?;
             }
-            net::connect(fd, &dst).map_err(|e| format!("connect: {e}"))
+            net::connect(fd, &dst).map_err(|e| match error_class(&e) {
+                Some(class) => format!("{class}: connect: {e}"),
+                None => format!("connect: {e}"),
+            })
         })();
         log.cc = net::get_congestion(fd).ok();
         if let Err(e) = setup {
@@ -231,7 +234,7 @@ impl Engine {
                         fc.on_stop();
                     }
                 }
-                Ok(Some(e)) | Err(e) => fc.conn.fail("connect", e),
+                Ok(Some(e)) | Err(e) => fc.conn.fail_io("connect", &e),
             }
         }
         let c = &fc.conn;
@@ -250,7 +253,7 @@ impl Engine {
                         break;
                     }
                     Err(e) => {
-                        fc.conn.fail("recv", e);
+                        fc.conn.fail_io("recv", &e);
                         break;
                     }
                 }

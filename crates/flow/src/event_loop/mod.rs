@@ -1,6 +1,7 @@
 //! Contract: the one event loop of a host. It owns every socket, the timer heap and the
 //! outputs, and does the lifecycle of docs/dev/contracts.md §2:
-//! `setup` (outputs, congestion controls checked, listeners bound) → `READY` →
+//! `setup` (outputs, congestion controls checked, listeners bound) → one `LISTEN <i>
+//! <addr:port>` line per listener → `READY` →
 //! `GO <t0>` on stdin → flows opened at `t0 + start_ns`, stopped at `t0 + stop_ns` →
 //! end at `t0 + end_ns`, on SIGINT/SIGTERM, or when a host without listeners has no
 //! flow left → final samples, conns.jsonl for open connections, engine.json → `DONE`.
@@ -17,6 +18,7 @@ mod conns;
 mod udp_probes;
 
 use crate::config::{Config, Flow, FlowKind, ListenProto};
+use crate::conn::Role;
 use crate::error::Failure;
 use crate::flows::{bulk, download::HttpGet, paced::Paced, rr::RrClient, FlowConn, KindState};
 use crate::net::{self, Outcome};
@@ -149,7 +151,9 @@ impl Engine {
                     .map_err(|e| Failure::os("bind udp_echo", format!("{} (listen[{i}])", l.addr), e))?,
             };
             epoll.add(fd, EV_IN, TOK_LISTEN + i as u64).map_err(|e| Failure::os("epoll add", "listener", e))?;
-            listeners.push(Listener { fd, cc: l.cc.clone(), seq: 0, addr: l.addr.to_string(), proto: l.proto });
+            // as bound: with port 0, the port the kernel picked
+            let addr = net::local_addr(fd).unwrap_or(l.addr).to_string();
+            listeners.push(Listener { fd, cc: l.cc.clone(), seq: 0, addr, proto: l.proto });
         }
         let flows = cfg
             .flows
@@ -198,6 +202,10 @@ impl Engine {
     }
 
     pub fn run(mut self) -> Result<(), Failure> {
+        // Where each listener is bound (the port the kernel picked for port 0).
+        for (i, l) in self.listeners.iter().enumerate() {
+            stdio::say(&format!("LISTEN {i} {}", l.addr));
+        }
         stdio::say("READY");
         if !self.stdin_open {
             self.read_stdin_blocking()?;
@@ -344,6 +352,9 @@ impl Engine {
         self.sample_all();
         for slot in 0..self.conns.len() {
             if let Some(FlowConn { conn: c, state }) = &mut self.conns[slot] {
+                if !c.connected && c.log.role == Role::Client {
+                    c.give_up_connecting(now, "the host ended");
+                }
                 if let KindState::HttpGet(g) = state {
                     if c.log.error.is_none() && g.body_len.is_none_or(|n| c.rcvd < n) {
                         c.log.error = Some(format!("download incomplete at end ({} bytes)", c.rcvd));
@@ -486,6 +497,11 @@ impl Engine {
             let mine = matches!(&self.conns[slot], Some(c) if c.conn.flow_idx == Some(fi));
             if mine {
                 if let Some(c) = &mut self.conns[slot] {
+                    // Still no answer to its SYN: the connection timed out. (A download
+                    // in progress, connecting or not, runs on to the host's end.)
+                    if !c.conn.connected && !matches!(c.state, KindState::HttpGet(_)) {
+                        c.conn.give_up_connecting(now, "the flow stopped");
+                    }
                     c.on_stop();
                     c.conn.pump(now, &self.payload);
                 }

@@ -74,7 +74,9 @@ impl Engine {
     /// are in, or after UDP_DRAIN_NS.
     pub(super) fn udp_stop(&mut self, fi: usize) {
         if let Some(pi) = self.probes.iter().position(|p| p.fi == fi) {
-            self.probes[pi].stopped = true;
+            let p = &mut self.probes[pi];
+            p.sched.skip_until(p.stop_at.unwrap_or_else(now_ns));
+            p.stopped = true;
             if self.probes[pi].win.outstanding() == 0 {
                 self.udp_close(pi);
             } else {
@@ -133,13 +135,17 @@ impl Engine {
             return;
         }
         let now = now_ns();
-        let due = p.sched.next_due;
-        if p.stop_at.is_some_and(|s| due >= s || now >= s) {
-            return; // FlowStop closes it
+        if let Some(stop) = p.stop_at.filter(|&s| p.sched.next_due >= s || now >= s) {
+            // Reached too late to send before the stop: what is left of the grid is
+            // skipped. FlowStop closes it.
+            p.sched.skip_until(stop);
+            return;
         }
         if p.sched.take(now).is_some() {
             let seq = p.win.next_seq();
-            let t = now_ns();
+            // The time the grid point was judged by is the send time: a record's grid
+            // point is always the last one at or before its t_ns.
+            let t = now;
             udp::encode(&mut p.buf, p.flow, seq, t);
             match net::send(p.fd, &p.buf) {
                 Ok(Outcome::Done(_)) => {}
@@ -197,6 +203,8 @@ impl Engine {
         }
         p.closed = true;
         p.stopped = true;
+        // closed by the host's end before its stop: the grid points that passed unsent
+        p.sched.skip_until(p.stop_at.map_or(now_ns(), |s| s.min(now_ns())));
         while let Some(r) = p.win.pop_any() {
             emit_udp(&mut self.out, &mut self.errors, p, r);
         }
