@@ -59,7 +59,8 @@ def cmd_run(args) -> int:
     res = run_study(study, results_base=args.results, seed=args.seed,
                     shuffle=False if args.no_shuffle else None, repetitions=args.repetitions,
                     reruns=args.reruns, progress=not args.quiet, force_cc=args.cc_source,
-                    event_log=args.event_log, resume=args.resume)
+                    event_log=args.event_log, resume=args.resume, jobs=args.jobs,
+                    cluster=args.cluster)
     render(res)
     print(f"results: {res.path}")
     from ccarena.report.summary import print_checks
@@ -76,6 +77,12 @@ def _count(v: str) -> int:
     if not v.isdigit() or int(v) > MAX_RERUNS:
         raise argparse.ArgumentTypeError(f"expected a whole number from 0 to {MAX_RERUNS}, "
                                          f"got {v!r}")
+    return int(v)
+
+
+def _jobs(v: str) -> int:
+    if not v.isdigit() or int(v) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more, got {v!r}")
     return int(v)
 
 
@@ -184,6 +191,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not write report.html and its figures at the end")
     r.add_argument("--event-log", action="store_true",
                    help="keep the user-space link's per-packet event log")
+    r.add_argument("--jobs", type=_jobs, default=1, metavar="N",
+                   help="run N runs at once on this machine, each on its own share of the "
+                   "CPUs (docs/scale-out.md; default 1)")
+    r.add_argument("--cluster", metavar="tcp://HOST:8786",
+                   help="run the runs on the workers of this Dask scheduler (started with "
+                   "`ccarena worker`); results are stored here as usual")
     r.set_defaults(func=cmd_run)
 
     s = sub.add_parser("ls", help="list stored studies")
@@ -210,6 +223,8 @@ def build_parser() -> argparse.ArgumentParser:
     s2.set_defaults(func=cmd_cc_list)
     s = sub.add_parser("studies", help="list the built-in studies")
     s.set_defaults(func=cmd_studies)
+    from ccarena.cli import worker as cli_worker
+    cli_worker.register(sub)
     try:
         from ccarena.cli import analysis as cli_analysis
         cli_analysis.register(sub)

@@ -23,6 +23,11 @@ class Progress:
         params = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in r.params.items())
         self.p.update(self.task, run=f"{r.label} {params}")
 
+    def done(self, r: PlannedRun):
+        """Runs that run at once: one more is complete (use instead of update)."""
+        self.p.advance(self.task)
+        self.p.update(self.task, run=f"{r.label} done")
+
     def rerun(self, r: PlannedRun, k: int):
         self.p.update(self.task, run=f"{r.label} again (re-run {k}: the machine's noise "
                       "made it invalid)")
