@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -193,18 +194,18 @@ def test_a_worker_killed_mid_study(study_file, scheduler, workers, tmp_path, no_
                     return rec
             return None
         rec = wait_for(building, 120, "a run on the first worker")
-        task_dirs = {Path(p.split()[-2]) for p in subprocess.run(
-            ["ps", "-o", "args=", "-p", str(rec["pid"])], capture_output=True,
-            text=True).stdout.splitlines() if p.strip()}
+        runs_then = set(victim.run_processes())
         victim.p.send_signal(signal.SIGKILL)
         victim.p.wait()
-        # the orphaned run tears itself down: its process, namespaces and files go
-        wait_for(lambda: not os.path.exists(f"/proc/{rec['pid']}"), 60,
+        # its run tears itself down (SIGTERM on its parent's death): its processes,
+        # namespaces and task directory go
+        wait_for(lambda: not any(os.path.exists(f"/proc/{p}") for p in runs_then), 60,
                  "the killed worker's run process to end")
         from ccarena.testbed import netns
         left = set(netns.list_names("cca")) & set(rec["namespaces"])
         assert left == set(), "the killed worker's run left its namespaces"
-        assert task_dirs and not any(d.exists() for d in task_dirs), task_dirs
+        dirs = list(Path(tempfile.gettempdir()).glob(f"ccarena-task-{victim.p.pid}-*"))
+        assert dirs == [], "the killed worker's run left its task directory"
         out, err = sub.communicate(timeout=300)
     finally:
         if sub.poll() is None:

@@ -49,6 +49,7 @@ def cmd_worker(args) -> int:
     shares = worker_shares(args.slots, args.cpus)
     leftovers.cleanup()         # what runs killed here before left behind
     cc.cleanup_stale()
+    remote.cleanup_stale_tasks()
     host = environment.worker()
     cpus = ", ".join(s or "all CPUs" for s in shares)
     print(f"ccarena worker on {host['host']} ({host['kernel']}, {host['cpu_model']}): "

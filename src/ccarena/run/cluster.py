@@ -90,8 +90,12 @@ class Dispatcher:
         self.futures: dict = {}
         self.token = secrets.token_hex(3)
         self.pf = {"cells": {}, "algorithms": {}} if merge_preflight else None
+        self.ac = self._as_completed()
+
+    def _as_completed(self):
+        """The futures as they complete; more can be added while iterating."""
         from distributed import as_completed
-        self.ac = as_completed(loop=client.loop)
+        return as_completed(loop=self.client.loop)
 
     def submit(self, r, superseded: list[dict]) -> None:
         payload = task.make_payload(self.study, self.plan, r, force_cc=self.force_cc,

@@ -50,6 +50,8 @@ _slots: "queue.Queue[str | None]" = queue.Queue()
 _live: dict[int, subprocess.Popen] = {}
 _lock = threading.Lock()
 _closing = threading.Event()
+_tasks = [0]        # run_task calls under way in this process
+TASK_PREFIX = "ccarena-task-"   # + <worker pid>-<label>-<random>, in the temp directory
 
 
 def configure(shares: list[str | None]) -> None:
@@ -87,12 +89,17 @@ def run_task(payload: dict) -> dict:
     where = _where()
     label = payload.get("label")
     host = environment.worker()["host"]
+    if _closing.is_set():       # this worker is going: run it elsewhere
+        from distributed import Reschedule
+        raise Reschedule()
     try:
         share = _slots.get(timeout=5)
     except queue.Empty:
         raise RemoteRunError(f"run {label} on {host}: no free CPU share in this process "
                              "(start workers with `ccarena worker`)") from None
-    tmp = Path(tempfile.mkdtemp(prefix=f"ccarena-task-{label}-"))
+    with _lock:
+        _tasks[0] += 1
+    tmp = Path(tempfile.mkdtemp(prefix=f"{TASK_PREFIX}{os.getpid()}-{label}-"))
     try:
         w = where["worker"]
         (tmp / "payload.json").write_text(json.dumps(
@@ -120,6 +127,22 @@ def run_task(payload: dict) -> dict:
     finally:
         _slots.put(share)
         shutil.rmtree(tmp, ignore_errors=True)
+        with _lock:
+            _tasks[0] -= 1
+
+
+def cleanup_stale_tasks(base: str | None = None) -> list[str]:
+    """Remove the task directories of worker processes that are gone (a worker killed
+    while its run process could not clean up either); -> what was removed."""
+    from ccarena.testbed.leftovers import pid_alive
+    base = Path(base or tempfile.gettempdir())
+    gone = []
+    for d in base.glob(f"{TASK_PREFIX}*"):
+        pid = d.name[len(TASK_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not pid_alive(int(pid)):
+            shutil.rmtree(d, ignore_errors=True)
+            gone.append(str(d))
+    return gone
 
 
 def _run_process(tmp: Path, where: dict) -> tuple[int, str | None]:
@@ -174,10 +197,10 @@ def stop_all(timeout_s: float = TEARDOWN_WAIT_S) -> None:
             p.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             _stop(p)
-    # the tasks notice within POLL_S and hand their runs back
+    # the tasks notice within POLL_S, remove their directories and hand their runs back
     while True:
         with _lock:
-            if not _live:
+            if not _live and not _tasks[0]:
                 return
         if time.monotonic() > deadline:
             return

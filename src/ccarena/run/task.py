@@ -143,6 +143,8 @@ def main(argv=None) -> int:
         _error(d, f"{type(e).__name__}: {e}")
         return 1
     finally:
+        # no second signal may stop the cleanup half-way
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
         if os.getppid() != parent:      # nobody will collect it
             shutil.rmtree(d, ignore_errors=True)
 

@@ -66,8 +66,8 @@ def parse_cpus(text: str) -> list[int]:
     for part in str(text).replace(" ", "").split(","):
         if not part:
             continue
-        a, _, b = part.partition("-")
-        if not a.isdigit() or (b and not b.isdigit()) or (b and int(b) < int(a)):
+        a, dash, b = part.partition("-")
+        if not a.isdigit() or (dash and (not b.isdigit() or int(b) < int(a))):
             raise ValueError(f"CPU list {text!r}: expected numbers and ranges like 0-2,5")
         out |= set(range(int(a), int(b or a) + 1))
     if not out:
