@@ -254,3 +254,31 @@ def test_a_task_that_fails_stops_the_study_with_its_reason(study, tmp_path):
         "c000-r1" else real(fn, payload, **kw)
     with pytest.raises(cluster.remote.RemoteRunError, match="on w2: preflight"):
         Dispatcher(client, study, plan, results).run(plan.runs)
+
+
+def test_the_report_says_when_runs_came_from_machines_that_differ():
+    from ccarena.report.page import machines_line
+    w = {"host": "a", "kernel": "6.18.1", "cpu_model": "EPYC", "ccarena": "0.1.0",
+         "commit": "abc"}
+    assert machines_line([{"worker": w}, {"worker": w}]) is None       # one machine
+    assert machines_line([{}, {}]) is None                             # older results
+    alike = machines_line([{"worker": w}, {"worker": {**w, "host": "b"}}])
+    assert "2 machines (a, b), alike" in alike and "WARNING" not in alike
+    differ = machines_line([{"worker": w}, {"worker": {**w, "host": "b", "kernel": "6.1"}},
+                            {"worker": {**w, "host": "c", "commit": "def"}}])
+    assert differ.startswith("WARNING: the runs came from 3 machines (a, b, c)")
+    assert "differ in kernel, ccarena commit" in differ
+
+
+def test_cpu_time_is_read_over_the_cpus_the_run_may_use():
+    import subprocess
+    import sys
+    code = ("import os; from ccarena.measure import cpu; os.sched_setaffinity(0, {0}); "
+            "a = cpu.snapshot(); u = cpu.usage(a, cpu.snapshot()); "
+            "line = open('/proc/stat').read().splitlines()[1].split(); "
+            "print(u['cores'], line[0], sum(a) <= sum(map(int, line[1:9])))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    import os
+    if (os.cpu_count() or 1) > 1:
+        assert out == ["1", "cpu0", "True"]
