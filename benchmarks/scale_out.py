@@ -164,6 +164,8 @@ def full_studies(over_serial: float, over_cluster: float) -> None:
 
 
 def _hms(s: float) -> str:
+    if s < 60:
+        return f"{s:.0f}s"
     h, m = divmod(int(round(s / 60)), 60)
     return f"{h}h{m:02d}" if h else f"{m}m"
 

@@ -99,8 +99,13 @@ def run_task(payload: dict) -> dict:
                              "(start workers with `ccarena worker`)") from None
     with _lock:
         _tasks[0] += 1
-    tmp = Path(tempfile.mkdtemp(prefix=f"{TASK_PREFIX}{os.getpid()}-{label}-"))
+    tmp = None
     try:
+        try:
+            tmp = Path(tempfile.mkdtemp(prefix=f"{TASK_PREFIX}{os.getpid()}-{label}-"))
+        except OSError as e:
+            raise RemoteRunError(f"run {label} on {host}: creating its directory in "
+                                 f"{tempfile.gettempdir()}: {e.strerror}") from None
         w = where["worker"]
         (tmp / "payload.json").write_text(json.dumps(
             {**payload, "cpuset": share,
@@ -126,7 +131,8 @@ def run_task(payload: dict) -> dict:
         raise RemoteRunError(f"run {label} on {host}: {text}")
     finally:
         _slots.put(share)
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
         with _lock:
             _tasks[0] -= 1
 
