@@ -14,8 +14,9 @@ itself to that share, runs preflight for the run's cell, makes its algorithms us
 runs it with execute_run into DIR/results/ and writes DIR/result.json (the run's meta,
 the cell's preflight); or DIR/error.txt, one line, and exits non-zero. It runs in the
 main thread of its own process, so the watchdog, signals and teardown work as in a serial
-study. SIGTERM (also when its parent dies: PR_SET_PDEATHSIG) tears the run down; a run
-process whose parent is gone removes DIR itself."""
+study. SIGTERM (also when its parent dies: PR_SET_PDEATHSIG) tears the run down, and
+further SIGTERMs or SIGINTs are ignored until it is down; a run process whose parent is
+gone removes DIR itself."""
 from __future__ import annotations
 
 import ctypes
@@ -84,6 +85,11 @@ class _Terminate(KeyboardInterrupt):
 
 
 def _on_sigterm(signum, frame):
+    # once: the teardown that follows must not be cut short by another request. (A parent
+    # with threads makes the kernel send PR_SET_PDEATHSIG as each of its threads exits,
+    # so the death of one worker may come as several SIGTERMs.)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     raise _Terminate()
 
 
@@ -145,8 +151,16 @@ def main(argv=None) -> int:
     finally:
         # no second signal may stop the cleanup half-way
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
-        if os.getppid() != parent:      # nobody will collect it
+        if os.getppid() != parent or not _alive(parent):      # nobody will collect it
             shutil.rmtree(d, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
 
 
 def _error(d: Path, text: str) -> None:
