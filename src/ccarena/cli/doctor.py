@@ -70,8 +70,8 @@ def _af_xdp() -> dict:
     return {"sockets": sockets, "tx_metadata": meta, "selected": sel}
 
 
-def doctor(study_path: str | None = None, as_json: bool = False) -> int:
-    f = facts()
+def essential_missing(f: dict) -> list[str]:
+    """What this machine lacks to run any study (facts() -> one line each)."""
     essential = []
     if not f["root"]:
         essential.append("run as root (namespaces need CAP_SYS_ADMIN and CAP_NET_ADMIN)")
@@ -81,6 +81,12 @@ def doctor(study_path: str | None = None, as_json: bool = False) -> int:
         essential.append("veth interfaces cannot be created here")
     if not f["binaries"]["ccarena-flow"]:
         essential.append("ccarena-flow is not built (make build)")
+    return essential
+
+
+def doctor(study_path: str | None = None, as_json: bool = False) -> int:
+    f = facts()
+    essential = essential_missing(f)
     study_info = None
     if study_path:
         from ccarena.study.catalog import resolve_study_path

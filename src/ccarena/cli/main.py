@@ -43,7 +43,8 @@ def cmd_run(args) -> int:
                         shuffle=False if args.no_shuffle else None,
                         repetitions=args.repetitions, reruns=args.reruns,
                         progress=not (args.quiet or args.json), force_cc=args.cc_source,
-                        event_log=args.event_log, resume=args.resume)
+                        event_log=args.event_log, resume=args.resume, jobs=args.jobs,
+                        cluster=args.cluster)
     if args.json:
         from ccarena.analysis.checks import evaluate
         from ccarena.report.summary import as_dict
@@ -87,6 +88,12 @@ def _count(v: str) -> int:
     if not v.isdigit() or int(v) > MAX_RERUNS:
         raise argparse.ArgumentTypeError(f"expected a whole number from 0 to {MAX_RERUNS}, "
                                          f"got {v!r}")
+    return int(v)
+
+
+def _jobs(v: str) -> int:
+    if not v.isdigit() or int(v) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more, got {v!r}")
     return int(v)
 
 
@@ -243,6 +250,12 @@ def _run_arguments(r) -> None:
                    "reference kernel (make vm; docs/vm.md); results land here as usual")
     from ccarena.cli.vm import add_vm_options
     add_vm_options(r)
+    r.add_argument("--jobs", type=_jobs, default=1, metavar="N",
+                   help="run N runs at once on this machine, each on its own share of the "
+                   "CPUs (docs/scale-out.md; default 1)")
+    r.add_argument("--cluster", metavar="tcp://HOST:8786",
+                   help="run the runs on the workers of this Dask scheduler (started with "
+                   "`ccarena worker`); results are stored here as usual")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -300,8 +313,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_studies)
     from ccarena.cli import analysis as cli_analysis
     from ccarena.cli import vm as cli_vm
+    from ccarena.cli import worker as cli_worker
     cli_analysis.register(sub)
     cli_vm.register(sub)
+    cli_worker.register(sub)
     return ap
 
 

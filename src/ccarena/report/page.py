@@ -34,7 +34,7 @@ MODEL_METRICS = ["bdp_pkts", "buffer_bdp", "flow_goodput_bps", "fair_share_bps",
                  "mathis_link_bps", "rtt_mean_s", "loss_ratio"]
 META_SHOWN = {"run_id", "study", "cell", "cell_params", "rep", "seed", "t0_ns", "flows",
               "valid", "invalid_reasons", "duration_s", "warmup_s", "label", "index", "cpu",
-              "namespaces", "engines", "link"}
+              "namespaces", "engines", "link", "worker", "cpuset"}
 
 
 def _present(runs: pd.DataFrame, metrics) -> list[str]:
@@ -341,6 +341,28 @@ def _flows_table(res: Results, key: list[str]) -> str:
     return _results_table(st.drop(columns=["n_invalid"]).assign(n_invalid=0), by, ms)
 
 
+MACHINE_KEYS = {"kernel": "kernel", "cpu_model": "CPU model", "ccarena": "ccarena version",
+                "commit": "ccarena commit"}
+
+
+def machines_line(metas: list[dict]) -> str | None:
+    """When a study's runs came from several machines (meta["worker"]): how many, and
+    whether they differ in what shapes a result (docs/scale-out.md)."""
+    workers = [m.get("worker") or {} for m in metas]
+    hosts = sorted({w.get("host") for w in workers if w.get("host")})
+    differ = [name for k, name in MACHINE_KEYS.items()
+              if len({str(w.get(k)) for w in workers if w}) > 1]
+    if len(hosts) < 2 and not differ:
+        return None
+    shown = ", ".join(hosts[:6]) + (f" and {len(hosts) - 6} more" if len(hosts) > 6 else "")
+    if differ:
+        return (f"WARNING: the runs came from {len(hosts)} machines ({shown}) that differ in "
+                f"{', '.join(differ)}; compare their runs with care (runs.parquet: "
+                "worker_host)")
+    return (f"the runs came from {len(hosts)} machines ({shown}), alike in kernel, CPU model "
+            "and ccarena version and commit")
+
+
 def _environment(res: Results) -> str:
     env = dict(res.environment)
     if res.preflight:
@@ -357,6 +379,9 @@ def _environment(res: Results) -> str:
     for k in ("environment", "env", "host", "machine"):
         if isinstance(res.study.get(k), dict):
             env.update(res.study[k])
+    line = machines_line(metas)
+    if line:
+        env["machines"] = line
     if "cpu_busy_frac" in res.runs:
         env["cpu busy (mean over runs)"] = f"{res.runs['cpu_busy_frac'].mean():.3g}"
     if "cpu_steal_frac" in res.runs:

@@ -68,6 +68,27 @@ def vm_record() -> dict | None:
     return {"in_vm": True, "guest_kernel": platform.release(), **d}
 
 
+def cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+@functools.lru_cache(maxsize=1)
+def worker() -> dict:
+    """Where a run ran (meta["worker"]): what must be alike for runs from several machines
+    to be compared (docs/scale-out.md)."""
+    m = machine()
+    return {"host": m["hostname"], "kernel": m["kernel"], "cpu_model": cpu_model(),
+            "cpus": m["cpus"], "ccarena": m["tools"]["ccarena"],
+            "commit": m["tools"].get("ccarena_commit")}
+
+
 def _git_commit() -> str | None:
     """The commit of the ccarena checkout in use (with '+dirty' when it has changes)."""
     from ccarena.paths import repo_root

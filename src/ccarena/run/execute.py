@@ -30,16 +30,24 @@ LATE_T0_LEAD_S = 0.01   # setup overran the lead: t0 is moved this far ahead of 
 
 def execute_run(r: PlannedRun, results, backend: str, kernel_names: dict, pf: dict,
                 event_log: bool = False, on_testbed=None,
-                superseded: list[dict] | None = None, staged: bool = False) -> dict:
+                superseded: list[dict] | None = None, staged: bool = False,
+                cpuset: str | None = None, worker: dict | None = None) -> dict:
     """One run, stored under runs/<label>/, or with `staged` in the results' staging
     directory for it (ResultsDir.supersede moves it in). `superseded`: earlier attempts
     of this planned run, set aside for the machine's noise (recorded in meta).
-    on_testbed(topology): called once the network is built (for tools watching a run)."""
+    on_testbed(topology): called once the network is built (for tools watching a run).
+    cpuset: the CPUs the run may use when runs share the machine (its hosts are held to
+    them; the caller has set this process's affinity to them). worker: where it runs
+    (environment.worker(), recorded in meta)."""
     study = r.study
     run_id = secrets.token_hex(3)
     rd = results.staging_dir(r.label) if staged else results.new_run(r.label)
     topo = plan_dumbbell(run_id, study.pairs, backend)
     meta = _initial_meta(r, run_id, backend, topo, kernel_names, pf)
+    if worker:
+        meta["worker"] = dict(worker)
+    if cpuset is not None:
+        meta["cpuset"] = cpuset
     if superseded:
         meta["superseded"] = list(superseded)
     ctx = None
@@ -52,7 +60,7 @@ def execute_run(r: PlannedRun, results, backend: str, kernel_names: dict, pf: di
     try:
         with watchdog.bounded(watchdog.limit_s(study.duration_s),
                               raw / "logs" / "watchdog-stacks.txt"), \
-                Testbed(topo, study) as tb:
+                Testbed(topo, study, cpuset=cpuset) as tb:
             ctx = RunContext(study=study, topo=topo, testbed=tb, raw=raw, seed=r.seed,
                              kernel_names=kernel_names, event_log=event_log, meta=meta)
             tb.flush_tcp_metrics()

@@ -13,7 +13,8 @@ import signal
 
 from ccarena import cc as ccmod
 from ccarena.analysis import aggregates
-from ccarena.run import environment, validity
+from ccarena.errors import PreflightError
+from ccarena.run import environment, shares, validity
 from ccarena.run import resume as resume_mod
 from ccarena.run.execute import execute_run
 from ccarena.run.preflight import preflight
@@ -41,8 +42,14 @@ def _sigterm_as_exception():
 
 def run_study(study: Study, *, results_base="results", seed=None, shuffle=None,
               repetitions=None, reruns=None, progress=True, force_cc=None, event_log=False,
-              on_run=None, on_testbed=None, resume=None) -> ResultsDir:
+              on_run=None, on_testbed=None, resume=None, jobs: int = 1,
+              cluster: str | None = None) -> ResultsDir:
     """Run the study's plan and return its results directory.
+
+    jobs: run this many runs at once on this machine, each held to its own share of the
+    CPUs (run/shares.py); cluster: the address of a Dask scheduler whose workers
+    (`ccarena worker`) run the runs. Either way the plan, seeds and stored layout are a
+    serial study's (run/cluster.py); on_testbed is not called for runs that run elsewhere.
 
     resume: a results directory of this study; only its planned runs that are missing or
     were in flight are run (same plan, same seeds), after checking that the study is the
@@ -55,7 +62,18 @@ def run_study(study: Study, *, results_base="results", seed=None, shuffle=None,
     is kept under superseded/ and listed in the final attempt's meta["superseded"]. Once
     a cell's re-runs ended invalid all the same, its noise is taken for its own (e.g. a
     workload that saturates the CPU) and its later runs are not re-run."""
-    pf = preflight(study, force_cc)
+    if jobs < 1 or (cluster and jobs != 1):
+        raise PreflightError(f"--jobs {jobs}" + (" with --cluster: the cluster's workers "
+                             "decide how many runs run at once (ccarena worker --slots)"
+                             if cluster else ": give 1 or more"))
+    # a cluster's submitter need not be a test bed: each worker checks its own machine
+    pf = preflight(study, force_cc) if not cluster else None
+    cpu_shares = shares.partition(shares.usable_cpus(), jobs) if jobs > 1 else None
+    for share in cpu_shares or []:
+        shares.check_study(study, share)
+    executor = None if jobs == 1 and not cluster else \
+        {"kind": "cluster", "scheduler": cluster} if cluster else \
+        {"kind": "local", "jobs": jobs, "cpu_shares": cpu_shares}
     if resume is not None:
         results = ResultsDir.open(resume)
         plan = resume_mod.resume_plan(results, study, seed=seed, shuffle=shuffle,
@@ -64,17 +82,25 @@ def run_study(study: Study, *, results_base="results", seed=None, shuffle=None,
         discarded = resume_mod.discard_in_flight(results)
         # a killed ccarena left its namespaces and algorithm holds: remove what no live
         # process owns (other studies running now keep theirs)
-        leftovers.cleanup()
-        ccmod.cleanup_stale()
+        if not cluster:
+            leftovers.cleanup()
+            ccmod.cleanup_stale()
         resume_mod.record(results, done_before, discarded, environment.machine())
     else:
         plan = make_plan(study, seed=seed, shuffle=shuffle, repetitions=repetitions,
                          reruns=reruns)
         results = ResultsDir.create(study.name, results_base)
         results.write_study(study, plan, study.path)
-        results.write_json("preflight.json", pf)
-        results.write_json("environment.json", environment.machine())
+        if pf is not None:
+            results.write_json("preflight.json", pf)
+        results.write_json("environment.json", {**environment.machine(), **(
+            {"executor": executor} if executor else {})})
     todo = resume_mod.todo(results, plan)
+    if executor:
+        _run_parallel(study, plan, results, todo, pf, cluster=cluster, cpu_shares=cpu_shares,
+                      force_cc=force_cc, event_log=event_log, progress=progress,
+                      on_run=on_run)
+        return results
     cell_index = {r.cell: int(r.cell[1:]) for r in plan.runs}
     reruns = plan.reruns        # recorded in plan.json
     unhelped: set[str] = set()      # cells whose re-runs were invalid all the same
@@ -88,7 +114,7 @@ def run_study(study: Study, *, results_base="results", seed=None, shuffle=None,
                     bar.update(r)
                 meta = _measure(r, results, reruns, unhelped, lambda **kw: execute_run(
                     r, results, backend, kernel_names, pf, event_log=event_log,
-                    on_testbed=on_testbed, **kw), bar)
+                    on_testbed=on_testbed, worker=environment.worker(), **kw), bar)
                 aggregates.refresh(results)
                 if bar:
                     bar.finished(r, meta)
@@ -100,6 +126,37 @@ def run_study(study: Study, *, results_base="results", seed=None, shuffle=None,
     if not todo:
         aggregates.refresh(results)
     return results
+
+
+def _run_parallel(study: Study, plan, results: ResultsDir, todo: list[PlannedRun], pf,
+                  *, cluster, cpu_shares, force_cc, event_log, progress, on_run) -> None:
+    """The runs through Dask (run/cluster.py): an in-process cluster of one worker per
+    CPU share, or the workers of the scheduler at `cluster`. Locally the study holds its
+    algorithms throughout, as a serial one does, so each run's own hold is a count."""
+    from ccarena.run import cluster as cl
+    from ccarena.run import remote
+    bar = Progress(len(todo), study.name) if progress else None
+    holds = contextlib.nullcontext() if cluster else \
+        ccmod.acquire(sorted(pf["algorithms"]), _study_token(), force=force_cc)
+    try:
+        with _sigterm_as_exception(), holds, \
+                (cl.remote_client(cluster) if cluster else cl.local_client(cpu_shares)) as client:
+            if cluster and todo and not cl.testbed_slots(client):
+                cl.note(f"no worker of {cluster} offers a test bed yet; the runs wait for "
+                        "one (start workers with `ccarena worker " + cluster + "`)")
+            d = cl.Dispatcher(client, study, plan, results, force_cc=force_cc,
+                              event_log=event_log, bar=bar, on_run=on_run,
+                              merge_preflight=bool(cluster))
+            try:
+                d.run(todo)
+            except BaseException:
+                if not cluster:     # this process's runs: torn down before it goes on
+                    remote.stop_all()
+                raise
+    finally:
+        if bar:
+            bar.close()
+    aggregates.refresh(results)
 
 
 def _measure(r: PlannedRun, results: ResultsDir, reruns: int, unhelped: set, execute,

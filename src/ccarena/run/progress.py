@@ -55,6 +55,11 @@ class Progress:
                      run=f"{units.format_time(r.study.duration_s)} run + setup", left="")
         self._started = time.monotonic()
 
+    def done(self, r: PlannedRun):
+        """Runs that run at once: one more is complete (use instead of update)."""
+        self.p.advance(self.task)
+        self.p.update(self.task, run=f"{r.label} done")
+
     def rerun(self, r: PlannedRun, k: int):
         self.p.reset(self.run, total=r.study.duration_s, visible=True,
                      run=f"again (re-run {k}: the machine's noise made it invalid)")

@@ -361,6 +361,7 @@ class ResultsDir:
                          "invalid_reasons": "; ".join(meta.get("invalid_reasons", [])),
                          "cpu_busy_frac": meta.get("cpu", {}).get("busy_frac"),
                          "cpu_steal_frac": meta.get("cpu", {}).get("steal_frac"),
+                         "worker_host": (meta.get("worker") or {}).get("host"),
                          **anomaly_columns(meta), **rerun_columns(meta)})
             f = self._parquet(d / f"{RUN_METRICS}.parquet")
             if f is not None:

@@ -29,9 +29,10 @@ NUD_PERMANENT = 0x80
 class Testbed:
     __test__ = False
 
-    def __init__(self, topo: Topology, study: Study):
+    def __init__(self, topo: Topology, study: Study, cpuset: str | None = None):
         self.topo = topo
         self.study = study
+        self.cpuset = cpuset         # the run's CPU share (parallel runs), e.g. "2-3"
         self._ipr: dict[str, IPRoute] = {}
         self._ipr_thread = threading.get_ident()
         self.cgroups: dict = {}      # host -> cgroups.HostCgroup
@@ -156,10 +157,15 @@ class Testbed:
             netns.sysctl_set(self.topo.routers[role], {"net.ipv4.conf.all.forwarding": "1"})
 
     def _cgroups(self):
-        from ccarena.testbed.cgroups import HostLimits, create
+        """Each host's limits; with a CPU share every host gets a cpuset group, so its
+        processes stay on the run's CPUs (the emulator is placed within the share by
+        user_link.placement, which reads this process's affinity)."""
+        from ccarena.testbed.cgroups import HostLimits, create, within_share
         for host in self.topo.hosts:
             hs = self.study.hosts.get(host)
             lim = HostLimits(hs.cpus, hs.cpuset, hs.memory) if hs else HostLimits()
+            if self.cpuset is not None:
+                lim = within_share(host, lim, self.cpuset)
             if lim:
                 self.cgroups[host] = create(self.topo.run_id, host, lim)
 

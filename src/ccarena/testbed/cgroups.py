@@ -60,6 +60,48 @@ class HostLimits:
         return any(v is not None for v in (self.cpus, self.cpuset, self.memory))
 
 
+def parse_cpus(text: str) -> list[int]:
+    """A CPU list as cpusets and the kernel write it ("0-2,5") -> [0, 1, 2, 5]."""
+    out: set[int] = set()
+    for part in str(text).replace(" ", "").split(","):
+        if not part:
+            continue
+        a, dash, b = part.partition("-")
+        if not a.isdigit() or (dash and (not b.isdigit() or int(b) < int(a))):
+            raise ValueError(f"CPU list {text!r}: expected numbers and ranges like 0-2,5")
+        out |= set(range(int(a), int(b or a) + 1))
+    if not out:
+        raise ValueError(f"CPU list {text!r}: no CPU")
+    return sorted(out)
+
+
+def format_cpus(cpus) -> str:
+    """[0, 1, 2, 5] -> "0-2,5"."""
+    cpus = sorted(set(cpus))
+    out, i = [], 0
+    while i < len(cpus):
+        j = i
+        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
+            j += 1
+        out.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+def within_share(host: str, lim: HostLimits, share: str) -> HostLimits:
+    """A host's limits when its run may use only the CPUs `share` (parallel runs, docs/
+    scale-out.md): its processes are held to those CPUs (a cpuset, so no process can move
+    off them); a study's own cpuset must lie inside the share and its CPU quota fit it."""
+    mine = parse_cpus(share)
+    if lim.cpuset is not None and not set(parse_cpus(lim.cpuset)) <= set(mine):
+        raise TestbedError(f"host {host}: cpuset {lim.cpuset} is outside this run's CPU "
+                           f"share {share}; run the study with one run at a time")
+    if lim.cpus is not None and lim.cpus > len(mine):
+        raise TestbedError(f"host {host}: {lim.cpus:g} CPUs of time exceed this run's CPU "
+                           f"share {share} ({len(mine)} CPUs); give each run more CPUs")
+    return HostLimits(lim.cpus, lim.cpuset or share, lim.memory)
+
+
 @dataclass
 class HostCgroup:
     name: str

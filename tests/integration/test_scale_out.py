@@ -1,0 +1,239 @@
+"""Scale-out (docs/scale-out.md): a study run through a Dask scheduler and two workers on
+this machine (loopback only), a worker killed mid-study, and `--jobs 2`. Whatever runs
+the runs, the study must be the serial one: the same plan, labels, seeds and cells, the
+same files per run, every planned run exactly once, nothing left behind."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ccarena.run.executor import run_study
+from ccarena.store.results import open_results
+from ccarena.study.load import load_study
+from conftest import _ancestors
+
+pytestmark = pytest.mark.root
+
+STUDY = """
+[study]
+name = "scale"
+duration = "2s"
+warmup = "0.5s"
+repetitions = 2
+seed = 11
+reruns = 0
+[bottleneck]
+rate = "20mbit"
+delay = "5ms"
+buffer = "50p"
+backend = "user"
+[[flow]]
+name = "bulk"
+from = "s1"
+to = "r1"
+cc = "cubic"
+[sweep]
+"bottleneck.buffer" = ["30p", "60p"]
+"""
+RATE = 20e6
+
+
+def wait_for(pred, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")
+
+
+@pytest.fixture
+def study_file(tmp_path) -> Path:
+    p = tmp_path / "scale.toml"
+    p.write_text(STUDY)
+    return p
+
+
+@pytest.fixture(scope="module")
+def scheduler(tmp_path_factory):
+    d = tmp_path_factory.mktemp("dask")
+    f = d / "scheduler.json"
+    log = open(d / "scheduler.log", "w")
+    p = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host",
+                          "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file",
+                          str(f)], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: f.exists() and f.stat().st_size, 60, "the Dask scheduler")
+        time.sleep(0.2)     # written whole
+        yield json.loads(f.read_text())["address"]
+    finally:
+        p.terminate()
+        p.wait(timeout=30)
+        log.close()
+
+
+class Worker:
+    def __init__(self, address: str, cpus: str, log: Path):
+        self.log = log
+        self.out = open(log, "w")
+        self.p = subprocess.Popen([sys.executable, "-m", "ccarena.cli", "worker", address,
+                                   "--cpus", cpus], stdout=self.out, stderr=subprocess.STDOUT)
+        wait_for(lambda: "ccarena worker ready" in log.read_text() or self.p.poll() is not None,
+                 90, f"worker on CPU {cpus}")
+        assert self.p.poll() is None, log.read_text()
+
+    def run_processes(self) -> list[int]:
+        """Its live run processes (python -m ccarena.run.task)."""
+        out = subprocess.run(["pgrep", "-f", "ccarena.run.task"], capture_output=True,
+                             text=True).stdout.split()
+        return [int(x) for x in out if self.p.pid in _ancestors(int(x))]
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGINT)
+            try:
+                self.p.wait(timeout=90)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        self.out.close()
+
+
+@pytest.fixture
+def workers(scheduler, tmp_path):
+    ws = [Worker(scheduler, str(i), tmp_path / f"worker{i}.log") for i in (0, 1)]
+    try:
+        yield ws
+    finally:
+        for w in ws:
+            w.stop()
+
+
+def by_label(res) -> dict:
+    return {m["label"]: m for m in res.metas.values()}
+
+
+def files_of(res, label) -> set[str]:
+    d = res.path / "runs" / label
+    return {str(p.relative_to(d)) for p in d.rglob("*") if p.is_file()}
+
+
+def assert_complete_study(res, plan_runs):
+    """Every planned run exactly once, complete, nothing staged or half-written."""
+    st = res.status()
+    assert sorted(st["label"]) == sorted(r["label"] for r in plan_runs)
+    assert (st["state"] != "missing").all(), st
+    assert sorted(p.name for p in (res.path / "runs").iterdir()) == \
+        sorted(r["label"] for r in plan_runs)
+    assert not res.incomplete_runs()
+    staged = res.path / "superseded"
+    assert not staged.exists() or not any(staged.iterdir())
+    runs = res.runs
+    assert sorted(runs["label"]) == sorted(r["label"] for r in plan_runs)
+    assert (runs["goodput_bps"] <= RATE * 1.01).all(), runs["goodput_bps"]
+
+
+def test_cluster_study_is_the_serial_study(study_file, scheduler, workers, tmp_path,
+                                           no_leaks):
+    study = load_study(study_file)
+    serial = run_study(study, results_base=tmp_path / "serial", progress=False)
+    dist = run_study(load_study(study_file), results_base=tmp_path / "cluster",
+                     progress=False, cluster=scheduler)
+    a, b = open_results(serial.path), open_results(dist.path)
+    assert a.plan["runs"] == b.plan["runs"] and a.plan["cells"] == b.plan["cells"]
+    assert_complete_study(b, b.plan["runs"])
+    ma, mb = by_label(a), by_label(b)
+    assert ma.keys() == mb.keys()
+    for label in ma:
+        for k in ("cell", "rep", "seed", "index", "cell_params", "backend", "duration_s"):
+            assert ma[label][k] == mb[label][k], (label, k)
+        assert files_of(a, label) == files_of(b, label), label
+        assert mb[label]["worker"]["host"] == os.uname().nodename
+        assert mb[label]["worker"]["dask_worker"].startswith("tcp://127.0.0.1:")
+    assert set(a.runs.columns) == set(b.runs.columns)
+    assert set(a.flows.columns) == set(b.flows.columns)
+    assert len(b.cells) and set(a.cells.columns) == set(b.cells.columns)
+    assert set(b.runs["worker_host"]) == {os.uname().nodename}
+    pf = json.loads((b.path / "preflight.json").read_text())
+    assert sorted(pf["cells"]) == ["0", "1"] and "cubic" in pf["algorithms"]
+    # each worker held its run to its CPU (ccarena worker --cpus): hosts in cpusets
+    for m in mb.values():
+        assert m["cpuset"] in ("0", "1")
+        assert {v.get("cpuset.cpus") for v in m["host_limits"].values()} == {m["cpuset"]}
+
+
+def test_a_worker_killed_mid_study(study_file, scheduler, workers, tmp_path, no_leaks):
+    """SIGKILL one of two workers while it runs a run: its run tears itself down (nothing
+    of it is kept, here or there), the run is run again on the other worker, and the
+    study completes with every planned run exactly once."""
+    base = tmp_path / "results"
+    sub = subprocess.Popen([sys.executable, "-m", "ccarena.cli", "run", str(study_file),
+                            "--quiet", "--no-report", "--results", str(base), "--cluster",
+                            scheduler], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    victim = workers[0]
+    try:
+        # its run is under way: the run process has built its namespaces
+        def building():
+            from ccarena.testbed import leftovers
+            pids = set(victim.run_processes())
+            for f in Path(leftovers.RUNS_DIR).glob("*.json"):
+                try:
+                    rec = json.loads(f.read_text())
+                except (OSError, ValueError):
+                    continue
+                if rec.get("pid") in pids:
+                    return rec
+            return None
+        rec = wait_for(building, 120, "a run on the first worker")
+        runs_then = set(victim.run_processes())
+        victim.p.send_signal(signal.SIGKILL)
+        victim.p.wait()
+        # its run tears itself down (SIGTERM on its parent's death): its processes,
+        # namespaces and task directory go
+        wait_for(lambda: not any(os.path.exists(f"/proc/{p}") for p in runs_then), 60,
+                 "the killed worker's run process to end")
+        from ccarena.testbed import netns
+        left = set(netns.list_names("cca")) & set(rec["namespaces"])
+        assert left == set(), "the killed worker's run left its namespaces"
+        dirs = list(Path(tempfile.gettempdir()).glob(f"ccarena-task-{victim.p.pid}-*"))
+        assert dirs == [], "the killed worker's run left its task directory"
+        out, err = sub.communicate(timeout=300)
+    finally:
+        if sub.poll() is None:
+            sub.kill()
+            sub.wait()
+    assert sub.returncode == 0, err
+    res = open_results(next(base.glob("scale-*")))
+    assert_complete_study(res, res.plan["runs"])
+    # the survivor (CPU 1) ran at least what the victim could not finish
+    assert "1" in {m["cpuset"] for m in res.metas.values()}
+
+
+def test_jobs_two_runs_at_once_each_on_its_cpu(study_file, tmp_path, no_leaks):
+    res = run_study(load_study(study_file), results_base=tmp_path, progress=False, jobs=2)
+    res = open_results(res.path)
+    assert_complete_study(res, res.plan["runs"])
+    metas = list(res.metas.values())
+    assert {m["cpuset"] for m in metas} == {"0", "1"}
+    for m in metas:
+        assert {v.get("cpuset.cpus") for v in m["host_limits"].values()} == {m["cpuset"]}
+        cfg = json.loads((res.path / "runs" / m["label"] / "raw" / "link" /
+                          "link.config.json").read_text())
+        assert set(cfg["cpus"]) <= {int(m["cpuset"])}
+        assert set(cfg.get("rps_cpus") or []) <= {int(m["cpuset"])}
+    # runs overlapped in time (one clock for all: CLOCK_MONOTONIC)
+    spans = sorted((m["t0_ns"], m["t0_ns"] + int(m["duration_s"] * 1e9)) for m in metas)
+    assert any(b0 < a1 for (a0, a1), (b0, b1) in zip(spans, spans[1:])), spans
+    env = json.loads((res.path / "environment.json").read_text())
+    assert env["executor"] == {"kind": "local", "jobs": 2, "cpu_shares": ["0", "1"]}
+    runs = pd.read_parquet(res.path / "runs.parquet")
+    assert runs["worker_host"].notna().all()
