@@ -216,9 +216,6 @@ def test_jitter_spreads_the_rtt_around_the_base(tmp_path, no_leaks):
 
 
 # 7 ------------------------------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="kernel backend adds a host's extra delay only to "
-                   "packets towards the host (its access port's netem), not to those from "
-                   "it: RTT base + D instead of base + 2D (docs/vm.md, disagreements)")
 def test_per_host_delay_is_added_on_the_hosts_segment_both_ways(tmp_path, no_leaks):
     """hosts.<h>.delay is extra one-way delay on h's access segment: a round trip to h
     crosses it twice (the user-space link adds it to packets from and to h)."""
@@ -233,8 +230,6 @@ def test_per_host_delay_is_added_on_the_hosts_segment_both_ways(tmp_path, no_lea
 
 
 # 8 ------------------------------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="kernel backend passes aqm.min/max as written "
-                   "(\"10p\") to tc red, which takes bytes: the run fails (docs/vm.md)")
 def test_red_holds_the_queue_between_its_thresholds(tmp_path, no_leaks):
     lo, hi, limit = 10, 30, 100
     res = run_kernel(kb(f'rate = "10mbit"\nrtt = "20ms"\nbuffer = "{limit}p"\nqueue = "red"\n'
@@ -248,7 +243,7 @@ def test_red_holds_the_queue_between_its_thresholds(tmp_path, no_leaks):
 
 
 def test_red_with_default_thresholds_holds_the_queue_between_them(tmp_path, no_leaks):
-    """The study format's defaults (spec.schema, the user-space link): min = buffer/10
+    """The study format's defaults (study.resolve, both backends): min = buffer/10
     (at least 5 packets), max = 3 x min, in packets; with a 100-packet buffer 10 and 30."""
     lo, hi, limit = 10, 30, 100
     res = run_kernel(kb(f'rate = "10mbit"\nrtt = "20ms"\nbuffer = "{limit}p"\nqueue = "red"',
@@ -297,9 +292,7 @@ def test_fq_codel_keeps_ping_near_base_rtt_where_droptail_does_not(tmp_path, no_
 
 
 # 11 -----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("queue", ["codel", pytest.param("red", marks=pytest.mark.xfail(
-    strict=True, reason="kernel backend's RED passes burst 20, which tc refuses for "
-    "thresholds this large (limit/6 = 252 KB: 'burst 20 is too small'); docs/vm.md"))])
+@pytest.mark.parametrize("queue", ["codel", "red"])
 def test_ecn_flows_are_marked_instead_of_dropped(tmp_path, no_leaks, queue):
     """With ecn = true the AQM marks ECN-capable packets where it would drop them: the
     senders see CE echoed back, and the bottleneck drops nothing (the buffer is far above

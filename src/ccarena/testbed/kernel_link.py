@@ -124,13 +124,23 @@ def apply(topo: Topology, study: Study) -> None:
     _tc_batch(rl, bottleneck_lines("bn", b, b.rate_bps, study.mtu))
     _tc_batch(rr, bottleneck_lines("bn", b, b.reverse_rate_bps, study.mtu))
     # One-way delay each way on the far side's access ports; loss on the data direction.
+    # A host's own extra delay and loss apply to its access segment in both directions,
+    # as in the user-space link (a rule matching the source or the destination): on the
+    # router's port towards it, and on its own eth0 away from it.
     for host, (ns, dev) in topo.access_ports.items():
         hs = study.hosts.get(host)
         extra_d = hs.delay_s if hs else 0.0
         extra_l = hs.loss if hs else 0.0
         is_receiver = host.startswith("r")
         _tc_batch(ns, netem_lines(dev, b.delay_s + extra_d, b.jitter_s,
-                                  (b.loss if is_receiver else 0.0) + extra_l))
+                                  _either(b.loss if is_receiver else 0.0, extra_l)))
+        if extra_d > 0 or extra_l > 0:
+            _tc_batch(topo.ns(host), netem_lines("eth0", extra_d, 0.0, extra_l))
+
+
+def _either(p: float, q: float) -> float:
+    """Lost by either of two independent losses."""
+    return 1 - (1 - p) * (1 - q)
 
 
 class QdiscSampler:
