@@ -203,3 +203,10 @@ def test_only_backlogged_flows_crossing_the_bottleneck_are_judged_while_all_run(
     # an unlimited direction, and too short a window (< 10 base RTTs)
     assert validity.saturating_windows([flow()], {0: None, 1: None}, 20, 2, 0.02) == {}
     assert validity.saturating_windows([flow()], rates, 3.0, 0.0, 0.5) == {}
+
+
+def test_a_sampler_that_missed_its_ticks_is_noise():
+    from ccarena.run.validity import judge_sampler
+    assert judge_sampler("kernel qdisc sampler", 900, 50) == []
+    assert judge_sampler("kernel qdisc sampler", 800, 200) == [
+        "kernel qdisc sampler missed 200 of 1000 sampling ticks"]

@@ -104,7 +104,10 @@ class KernelLink(Part):
         failed = s.failures()
         if s.error or stats.empty or failed:
             ctx.reasons.append(s.error or failed or "qdisc sampler recorded nothing")
-        ctx.meta["qdisc_sampler"] = {"reads": s.reads, "failed": s.failed_reads}
+        ctx.meta["qdisc_sampler"] = {"reads": s.reads, "failed": s.failed_reads,
+                                     "ticks": s.ticks, "missed_ticks": s.missed_ticks}
+        ctx.noise.extend(validity.judge_sampler("kernel qdisc sampler", s.ticks,
+                                                s.missed_ticks))
         b = ctx.study.bottleneck
         ctx.meta["shaper"] = validity.shaper_delivery(stats, {0: b.rate_bps,
                                                               1: b.reverse_rate_bps})

@@ -47,6 +47,15 @@ def judge_cpu(cpu: dict) -> list[str]:
     return out
 
 
+def judge_sampler(what: str, ticks: int, missed: int) -> list[str]:
+    """A sampler that missed more than SAMPLE_GAP_MAX of its ticks left holes the
+    queue and rate series would hide."""
+    total = ticks + missed
+    if total and missed / total > SAMPLE_GAP_MAX:
+        return [f"{what} missed {missed} of {total} sampling ticks"]
+    return []
+
+
 def judge_engine(host: str, engine: dict) -> list[str]:
     n = engine.get("samples", 0) or 0
     gaps = engine.get("sample_gaps", 0) or 0

@@ -156,6 +156,8 @@ class QdiscSampler:
         self.error: str | None = None
         self.reads = 0               # netlink reads tried, and how many raised
         self.failed_reads = 0
+        self.ticks = 0               # sampling ticks taken, and ticks missed between them
+        self.missed_ticks = 0
         self.last_failure = ""
         self.where = [(0 if d == "w2e" else 1, ns, dev)
                       for d, (ns, dev) in sorted(testbed.topo.bottleneck_ports.items())]
@@ -224,8 +226,15 @@ class QdiscSampler:
 
     def _sample(self, ports):
         prev = {}
+        last = None
         while not self._stop.is_set():
             t = time.monotonic_ns()
+            # a tick that came more than two intervals after the last one was missed (a
+            # busy or stolen CPU): counted like the flow engines' sampling gaps
+            self.ticks += 1
+            if last is not None and t - last > 2 * self.interval * 1e9:
+                self.missed_ticks += int((t - last) / (self.interval * 1e9)) - 1
+            last = t
             for d, ipr, idx in ports:
                 self.reads += 1
                 try:
