@@ -254,8 +254,8 @@ fn no_signal_below_min_th_and_every_arrival_at_max_th() {
 #[test]
 fn count_runs_from_the_first_arrival_at_min_th() {
     // Figure 2: count grows on every unmarked arrival with min_th ≤ avg; at avg = min_th
-    // p_b = 0, so nothing is marked, but after 100 such arrivals the first arrival at
-    // p_b = 0.01 has p_a = p_b/(1 − 100·p_b) = 1.
+    // p_b = 0, so nothing is marked, but after more than 100 such arrivals the first one
+    // at p_b = 0.01 has count·p_b ≥ 1, so p_a = 1.
     let mut p = params(5.0, 15.0);
     p.weight = 1.0;
     let mut h = Harness::new(5);
