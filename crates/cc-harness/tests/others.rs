@@ -156,6 +156,35 @@ fn bic_searches_half_the_distance_to_w_max() {
 }
 
 #[test]
+fn bic_max_probing_past_w_max_mirrors_the_binary_search() {
+    // §3 max probing: past W_max the increase is the binary search's mirror — it starts
+    // at S_min = 0.01 and doubles each RTT (the distance travelled past W_max), so the
+    // window is one segment past W_max after log2(1/0.01) ~ 7 RTTs and then
+    // accelerates; it must not creep at S_min for 1/S_min = 100 RTTs
+    let c = Conn::new("bic");
+    c.start_in_ca(100);
+    c.enter_recovery(); // W_max = 100
+    c.exit_reduction();
+    let mut rounds = 0;
+    while c.cwnd() < 100 {
+        c.round(50_000);
+        rounds += 1;
+        assert!(rounds < 30, "binary search did not reach W_max: {}", c.cwnd());
+    }
+    let mut past = vec![];
+    for _ in 0..14 {
+        c.round(50_000);
+        past.push(c.cwnd() - 100);
+    }
+    let first = past.iter().position(|&d| d >= 1).expect("never past W_max");
+    assert!((5..=9).contains(&first), "one segment past W_max after {} RTTs: {past:?}", first + 1);
+    // then each RTT adds about the distance already travelled (the window doubles its
+    // distance from W_max), until the step reaches S_max = 32
+    let (a, b) = (past[first + 2] as f64, past[first + 4] as f64);
+    assert!(b >= 3.0 * a, "exponential past W_max: {past:?}");
+}
+
+#[test]
 fn bic_is_reno_below_low_window() {
     let c = Conn::new("bic");
     c.start_in_ca(10);
