@@ -37,6 +37,15 @@
  *   flight the receiver holds every ACK for its delayed-ACK timer (40 ms on Linux),
  *   which both throttles the flow and reads as a 40 ms queue. For the same reason RTT
  *   samples taken with fewer than 2 segments outstanding are not used.
+ * - Delay samples are compared like with like: an RTT sample includes the bottleneck's
+ *   transmission of the segments its ACK acknowledges, one frame time more for a
+ *   delayed ACK of two segments than for an ACK of one (quick ACKs at the start, a
+ *   retransmission). At 10 Mbit/s that is 1.2 ms, more than 0.15 of a small buffer's
+ *   delay range (4 packets: 4.8 ms); with d_min from one-segment ACKs every
+ *   delayed-ACK round read as congestion and held the window at the minimum for
+ *   seconds. So once the receiver is seen to delay its ACKs (an ACK of >= 2 segments),
+ *   d_min, d_max and the round samples come from such ACKs only; a round without one
+ *   is not judged.
  */
 #include "cca_common.h"
 
@@ -49,12 +58,14 @@
 struct lp {
 	u64 itt_end_us;     /* 0: not in an inference time-out */
 	u32 round_end;      /* snd_nxt when the round began */
-	u32 round_min;      /* smallest RTT sample of this round, us (LP_NONE: none) */
+	u32 round_min;      /* smallest RTT sample of this round from an ACK of >= 2 segments */
+	u32 round_min1;     /* the same from ACKs of one segment (LP_NONE: none) */
 	u32 d_min;          /* smallest round sample of the connection (0: none) */
 	u32 d_max;          /* largest round sample of this and the previous loss epoch */
 	u32 d_max_epoch;    /* largest round sample since the last loss */
 	u8  calibrated;     /* a loss was seen: d_max reflects a full buffer */
 	u8  skip_round;     /* the round after a reaction is not judged */
+	u8  delayed_acks;   /* an ACK of >= 2 segments was seen: only those are used */
 };
 CCA_PRIV_CHECK(struct lp);
 
@@ -62,6 +73,7 @@ static __always_inline void lp_round_start(struct lp *ca, const struct tcp_sock 
 {
 	ca->round_end = tp->snd_nxt;
 	ca->round_min = LP_NONE;
+	ca->round_min1 = LP_NONE;
 }
 
 SEC("struct_ops")
@@ -75,6 +87,7 @@ void BPF_PROG(cca_lp_init, struct sock *sk)
 	ca->d_max_epoch = 0;
 	ca->calibrated = 0;
 	ca->skip_round = 0;
+	ca->delayed_acks = 0;
 	lp_round_start(ca, tcp_sk(sk));
 }
 
@@ -118,12 +131,24 @@ void BPF_PROG(cca_lp_pkts_acked, struct sock *sk, const struct ack_sample *sampl
 	struct lp *ca = inet_csk_ca(sk);
 	s32 rtt = sample->rtt_us;
 
-	if (rtt > 0 && sample->pkts_acked + tp->packets_out >= 2 && (u32)rtt < ca->round_min)
-		ca->round_min = rtt;
+	if (rtt > 0 && sample->pkts_acked + tp->packets_out >= 2) {
+		if (sample->pkts_acked >= 2) {
+			if (!ca->delayed_acks) {
+				ca->delayed_acks = 1;
+				ca->d_min = 0;    /* from one-segment ACKs: a frame time short */
+			}
+			if ((u32)rtt < ca->round_min)
+				ca->round_min = rtt;
+		} else if ((u32)rtt < ca->round_min1) {
+			ca->round_min1 = rtt;
+		}
+	}
 	if (cca_seq_before(tp->snd_una, ca->round_end))
 		return;
 	if (ca->round_min != LP_NONE)
 		lp_round_end(sk, ca, ca->round_min);
+	else if (!ca->delayed_acks && ca->round_min1 != LP_NONE)
+		lp_round_end(sk, ca, ca->round_min1);
 	lp_round_start(ca, tp);
 }
 

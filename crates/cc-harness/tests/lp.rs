@@ -194,3 +194,49 @@ fn alone_on_a_small_buffer_lp_keeps_most_of_the_link() {
     assert!(reno > lp && reno < 0.95, "Reno alone {reno:.2}, LP {lp:.2}");
     assert!(lp > 0.8 * reno, "LP alone {lp:.2} vs Reno {reno:.2}");
 }
+
+/// One round of delayed ACKs: every ACK acknowledges two segments (the receiver's
+/// normal case, RFC 1122/5681), spread over `rtt_us`, each carrying `rtt_us`.
+fn delayed_ack_round(c: &Conn, rtt_us: u32) {
+    c.transmit();
+    let n = (c.get(Field::PacketsOut) as u32 / 2).max(1);
+    for _ in 0..n {
+        advance_us((rtt_us / n) as u64);
+        c.ack(Ack::new(2, rtt_us));
+    }
+}
+
+#[test]
+fn its_own_segments_serialization_is_not_a_signal_at_a_low_rate() {
+    // 10 Mbit/s: a 1514-byte frame takes 1.2 ms to send. A one-segment ACK (quick ACKs
+    // at the start, a retransmission) carries base + 1 frame time; a delayed ACK of two
+    // segments sent back to back carries base + 2 frame times, with no queue at all.
+    // With a 4-packet buffer the delay range is 4.8 ms and the threshold 0.15 of it,
+    // 0.7 ms: were the one-segment samples the flow's d_min, every delayed-ACK round
+    // would read as congestion and hold the window at the minimum for good.
+    let (frame, base) = (1_200, BASE);
+    let c = Conn::new("lp");
+    c.start_in_ca(12);
+    for _ in 0..3 {
+        c.round(base + frame); // one-segment ACKs
+    }
+    delayed_ack_round(&c, base + 2 * frame);
+    c.set_ca_state(DISORDER); // a full buffer: 4 packets queued
+    delayed_ack_round(&c, base + 2 * frame + 4 * frame);
+    c.enter_recovery();
+    c.exit_reduction();
+    c.start_in_ca(8);
+    // the path's BDP is 16.5 segments: a window of 8-14 queues nothing
+    for k in 0..12 {
+        let w = c.cwnd();
+        delayed_ack_round(&c, base + 2 * frame);
+        assert!(c.cwnd() >= w, "round {k}: {w} -> {} without any queue", c.cwnd());
+    }
+    assert!(c.cwnd() >= 12, "grew to {}", c.cwnd());
+    // a real queue (4 frames beyond the pair) is still a signal (these rounds need not
+    // line up with the algorithm's: two of them contain one whole round of its)
+    let w = c.cwnd();
+    delayed_ack_round(&c, base + 2 * frame + 4 * frame);
+    delayed_ack_round(&c, base + 2 * frame + 4 * frame);
+    assert!(c.cwnd() <= (w + 2) / 2, "a 4.8 ms queue: ECI, {w} -> {}", c.cwnd());
+}
