@@ -113,6 +113,11 @@ fn one_late_ack_in_a_round_is_not_a_signal() {
     let w = c.cwnd();
     c.round_with(BASE, |i| if i == 5 { 200_000 } else { BASE });
     assert_eq!(c.cwnd(), w + 1);
+    // nor does it stretch the delay range: 30 ms rounds (above 20 + 0.15 * (40 - 20))
+    // are still signals, as they would not be with d_max = 200 ms
+    let w = c.cwnd();
+    c.round(30_000);
+    assert_eq!(c.cwnd(), (w + 1) / 2, "range stretched by one late ACK");
 }
 
 #[test]
@@ -239,4 +244,39 @@ fn its_own_segments_serialization_is_not_a_signal_at_a_low_rate() {
     delayed_ack_round(&c, base + 2 * frame + 4 * frame);
     delayed_ack_round(&c, base + 2 * frame + 4 * frame);
     assert!(c.cwnd() <= (w + 2) / 2, "a 4.8 ms queue: ECI, {w} -> {}", c.cwnd());
+}
+
+#[test]
+fn the_delay_range_reaches_the_queue_a_slow_start_burst_builds() {
+    // 100 Mbit/s, 20 ms, 30 packets (3.6 ms): in slow start each round's burst queues at
+    // the bottleneck and drains before the next, so a round's first ACK sees little of
+    // it and its last ACK the whole of it. The burst that overflows the buffer (the
+    // first loss) sets the delay range: d_max is the full buffer's delay, not the
+    // smallest sample of that round, else the range is a fraction of the buffer and
+    // 0.15 of it lies within the delay of the flow's own back-to-back pair of segments
+    // and the host's noise (a few hundred us): every round would read as congestion.
+    let c = Conn::new("lp");
+    c.set_ssthresh(1000);
+    for q_last in [300, 600, 1_200, 2_400] {
+        // samples rise through the round from 10 % of its burst queue to all of it
+        c.round_with(BASE, |i| BASE + q_last / 10 + (q_last * 9 / 10) * i / 40.max(i + 1));
+    }
+    c.set_ca_state(DISORDER);
+    // the overflowing burst: its first ACK already waits behind 1.2 ms of the previous
+    // round's queue, its last behind the full 3.6 ms
+    c.round_with(BASE, |i| BASE + 1_200 + 2_400 * i.min(40) / 40);
+    c.enter_recovery();
+    c.exit_reduction();
+    c.start_in_ca(30);
+    // a small window now, pairs of segments with 0.3 ms of their own delay and noise
+    for k in 0..8 {
+        let w = c.cwnd();
+        c.round(BASE + 300);
+        assert!(c.cwnd() >= w, "round {k}: {w} -> {} with 0.3 ms of delay", c.cwnd());
+    }
+    // a queue of a third of the buffer (1.2 ms) is an early congestion indication
+    let w = c.cwnd();
+    c.round(BASE + 1_200);
+    c.round(BASE + 1_200);
+    assert!(c.cwnd() <= (w + 2) / 2, "1.2 ms of queue: ECI, {w} -> {}", c.cwnd());
 }
