@@ -214,6 +214,25 @@ fn veno_tells_random_from_congestive_loss_by_the_backlog() {
 }
 
 #[test]
+fn veno_judges_the_backlog_in_open_rounds_only() {
+    // §II: N is the backlog of the flow's window in congestion avoidance. During a
+    // recovery the sender sends little and the queue drains (RTT samples near BaseRTT):
+    // that round says nothing about the next loss, which comes when the window has
+    // refilled the queue; a loss right after the recovery is congestive
+    let c = Conn::new("veno");
+    c.start_in_ca(100);
+    c.round(20_000);
+    c.round(30_000); // N = 100 * 10/30 = 33: congestive
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 50);
+    c.round(20_000); // a round in Recovery with the queue drained
+    c.exit_reduction();
+    let w = c.cwnd();
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), w / 2, "a loss right after the recovery: congestive, 1/2");
+}
+
+#[test]
 fn veno_grows_every_other_rtt_when_the_link_is_full() {
     let grow = |rtt: u32| {
         let c = Conn::new("veno");
