@@ -549,7 +549,7 @@ def test_bpf_reno_and_cubic_match_the_kernels(tmp_path, no_leaks):
     is full), so means over whole runs — mean cwnd, goodput — differ between two runs by
     more than the algorithms do (seen: mean cwnd 50.6 vs 44.9 for two cubic runs with
     the same goodput) and are not compared; goodput is only checked against the link
-    (80-100 % of the payload rate). Slow start (where cca_cubic's HyStart++ differs from
+    (80-101 % of the payload rate). Slow start (where cca_cubic's HyStart++ differs from
     the kernel's HyStart by design) is inside the 3 s left out."""
     text = study_text('rate = "20mbit"\nrtt = "20ms"\nbuffer = "33p"', bulk("reno"),
                       name="sig-cmp", duration="15s", warmup="3s",
@@ -566,7 +566,8 @@ def test_bpf_reno_and_cubic_match_the_kernels(tmp_path, no_leaks):
             assert len(red) >= 3 and len(inc) >= 3, f"{cc} {src}: {len(red)} reductions, " \
                 f"{len(inc)} epochs {note(m)}"
             gp = flow_metrics(m).loc[0, "goodput_bps"]
-            assert 0.8 * RATE * PAYLOAD_SHARE <= gp <= RATE * PAYLOAD_SHARE, \
+            # (+1 %: the goodput's interval edges fall between packets)
+            assert 0.8 * RATE * PAYLOAD_SHARE <= gp <= 1.01 * RATE * PAYLOAD_SHARE, \
                 f"{cc} {src}: goodput {gp / 1e6:.2f} Mbit/s {note(m)}"
             got[cc, src] = (red["ratio"].median(), float(np.median(inc)), note(m))
     for cc, beta, growth in (("reno", 0.5, 1.0), ("cubic", 0.7, 3 * 0.3 / 1.7)):
