@@ -7,8 +7,13 @@
  *
  * Per RTT, with W_max the window at the last loss:
  *   cwnd < W_max: inc = (W_max - cwnd) / 2   (binary search toward the midpoint)
- *   cwnd >= W_max: inc = cwnd - W_max         (max probing: slow start past W_max)
+ *   cwnd >= W_max: inc = cwnd - W_max         (max probing: the binary search's mirror,
+ *                                              the distance past W_max doubles per RTT)
  *   inc clamped to [S_min, S_max] = [0.01, 32] segments (additive increase when far)
+ * cwnd here is the window with its fraction (the increase is spread over the ACKs of a
+ * round in 1/1024 segments): at cwnd = W_max max probing starts at S_min and doubles,
+ * one segment past W_max after ~7 RTTs; with the whole-segment window it would stay at
+ * S_min until a whole segment had been added, 1/S_min = 100 RTTs.
  * On loss: fast convergence W_max = cwnd (2 - beta) / 2 if cwnd < W_max else cwnd;
  *   cwnd = cwnd (1 - beta), beta = 0.125.
  * Below low_window = 14 segments: standard TCP (RFC 5681). The per-RTT increase is
@@ -58,10 +63,14 @@ static __always_inline void bic_cong_avoid(struct sock *sk, u32 ack, u32 acked)
 		return;
 	}
 	if (!cca_seq_before(tp->snd_una, ca->round_end) || !ca->inc) {
-		if (cwnd < ca->w_max)
-			inc = (u64)(ca->w_max - cwnd) << 9;   /* half the distance, 1/1024 */
+		/* the window with its fraction, 1/1024 segments (acc: see cca_cong_avoid_frac) */
+		u64 pos = ((u64)cwnd << 10) + ca->acc / cwnd;
+		u64 w_max = (u64)ca->w_max << 10;
+
+		if (pos < w_max)
+			inc = (w_max - pos) >> 1;             /* half the distance */
 		else
-			inc = (u64)(cwnd - ca->w_max) << 10;
+			inc = pos - w_max;
 		ca->inc = cca_max64(BIC_SMIN_FP, cca_min64(inc, BIC_SMAX_FP));
 		ca->round_end = tp->snd_nxt;
 	}

@@ -26,9 +26,16 @@
  *   filter follows single late ACKs and the flow's own bursts, and reads them as
  *   early congestion. The round that follows a reaction is not judged: its packets
  *   left before the reaction and carry the queue it is meant to drain.
- * - d_min is the smallest round sample of the connection; d_max the largest round
+ * - d_min is the smallest round sample of the connection; d_max the largest RTT
  *   sample of the current and the previous loss epoch (refreshed at each loss), not a
- *   raw all-time maximum that one outlier would hold high for ever.
+ *   raw all-time maximum that one outlier would hold high for ever. d_max is taken from
+ *   each round's second-largest sample (one late ACK in a round does not stretch the
+ *   range; a full buffer delays many), not from the rounds' minima: in slow start a round's burst queues at
+ *   the bottleneck and drains before the next, so the round's first ACK sees little of
+ *   the queue that overflows the buffer; the minima would give a range of a fraction of
+ *   the buffer's delay, and 0.15 of it lies within the delay of the flow's own pair of
+ *   segments and the host's noise (seen: 1 MB downloads at 100 Mbit/s, 20 ms, 30
+ *   packets held at cwnd 2 for up to 1.4 s by "ECIs" of 0.4 ms).
  * - ECIs are believed only after the first loss: before it, the range d_max - d_min is
  *   made of the flow's own slow-start queue, the threshold sits inside it, and the flow
  *   would never leave a small window. TCP-LP starts like Reno until its first loss.
@@ -37,6 +44,15 @@
  *   flight the receiver holds every ACK for its delayed-ACK timer (40 ms on Linux),
  *   which both throttles the flow and reads as a 40 ms queue. For the same reason RTT
  *   samples taken with fewer than 2 segments outstanding are not used.
+ * - Delay samples are compared like with like: an RTT sample includes the bottleneck's
+ *   transmission of the segments its ACK acknowledges, one frame time more for a
+ *   delayed ACK of two segments than for an ACK of one (quick ACKs at the start, a
+ *   retransmission). At 10 Mbit/s that is 1.2 ms, more than 0.15 of a small buffer's
+ *   delay range (4 packets: 4.8 ms); with d_min from one-segment ACKs every
+ *   delayed-ACK round read as congestion and held the window at the minimum for
+ *   seconds. So once the receiver is seen to delay its ACKs (an ACK of >= 2 segments),
+ *   d_min, d_max and the round samples come from such ACKs only; a round without one
+ *   is not judged.
  */
 #include "cca_common.h"
 
@@ -49,12 +65,16 @@
 struct lp {
 	u64 itt_end_us;     /* 0: not in an inference time-out */
 	u32 round_end;      /* snd_nxt when the round began */
-	u32 round_min;      /* smallest RTT sample of this round, us (LP_NONE: none) */
+	u32 round_min;      /* smallest RTT sample of this round from an ACK of >= 2 segments */
+	u32 round_min1;     /* the same from ACKs of one segment (LP_NONE: none) */
 	u32 d_min;          /* smallest round sample of the connection (0: none) */
-	u32 d_max;          /* largest round sample of this and the previous loss epoch */
-	u32 d_max_epoch;    /* largest round sample since the last loss */
+	u32 round_max[2];   /* two largest RTT samples of this round, of round_min's class */
+	u32 round_max1[2];  /* the same for round_min1 */
+	u32 d_max;          /* largest sample of this and the previous loss epoch */
+	u32 d_max_epoch;    /* largest sample since the last loss */
 	u8  calibrated;     /* a loss was seen: d_max reflects a full buffer */
 	u8  skip_round;     /* the round after a reaction is not judged */
+	u8  delayed_acks;   /* an ACK of >= 2 segments was seen: only those are used */
 };
 CCA_PRIV_CHECK(struct lp);
 
@@ -62,6 +82,20 @@ static __always_inline void lp_round_start(struct lp *ca, const struct tcp_sock 
 {
 	ca->round_end = tp->snd_nxt;
 	ca->round_min = LP_NONE;
+	ca->round_min1 = LP_NONE;
+	ca->round_max[0] = ca->round_max[1] = 0;
+	ca->round_max1[0] = ca->round_max1[1] = 0;
+}
+
+/* keep the two largest samples in m[0] >= m[1] */
+static __always_inline void lp_top2(u32 *m, u32 rtt)
+{
+	if (rtt > m[0]) {
+		m[1] = m[0];
+		m[0] = rtt;
+	} else if (rtt > m[1]) {
+		m[1] = rtt;
+	}
 }
 
 SEC("struct_ops")
@@ -75,11 +109,13 @@ void BPF_PROG(cca_lp_init, struct sock *sk)
 	ca->d_max_epoch = 0;
 	ca->calibrated = 0;
 	ca->skip_round = 0;
+	ca->delayed_acks = 0;
 	lp_round_start(ca, tcp_sk(sk));
 }
 
-/* one round's delay sample d: update the range, then §III-A/B */
-static __always_inline void lp_round_end(struct sock *sk, struct lp *ca, u32 d)
+/* one round's delay sample d (its smallest RTT) and its largest RTT dm: update the
+ * range, then §III-A/B */
+static __always_inline void lp_round_end(struct sock *sk, struct lp *ca, u32 d, u32 dm)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	u64 now = cca_now_us();
@@ -87,8 +123,8 @@ static __always_inline void lp_round_end(struct sock *sk, struct lp *ca, u32 d)
 
 	if (!ca->d_min || d < ca->d_min)
 		ca->d_min = d;
-	ca->d_max_epoch = cca_max(ca->d_max_epoch, d);
-	ca->d_max = cca_max(ca->d_max, d);
+	ca->d_max_epoch = cca_max(ca->d_max_epoch, dm);
+	ca->d_max = cca_max(ca->d_max, dm);
 
 	if (ca->itt_end_us && now >= ca->itt_end_us)
 		ca->itt_end_us = 0;
@@ -118,12 +154,25 @@ void BPF_PROG(cca_lp_pkts_acked, struct sock *sk, const struct ack_sample *sampl
 	struct lp *ca = inet_csk_ca(sk);
 	s32 rtt = sample->rtt_us;
 
-	if (rtt > 0 && sample->pkts_acked + tp->packets_out >= 2 && (u32)rtt < ca->round_min)
-		ca->round_min = rtt;
+	if (rtt > 0 && sample->pkts_acked + tp->packets_out >= 2) {
+		if (sample->pkts_acked >= 2) {
+			if (!ca->delayed_acks) {
+				ca->delayed_acks = 1;
+				ca->d_min = 0;    /* from one-segment ACKs: a frame time short */
+			}
+			ca->round_min = cca_min(ca->round_min, (u32)rtt);
+			lp_top2(ca->round_max, rtt);
+		} else {
+			ca->round_min1 = cca_min(ca->round_min1, (u32)rtt);
+			lp_top2(ca->round_max1, rtt);
+		}
+	}
 	if (cca_seq_before(tp->snd_una, ca->round_end))
 		return;
 	if (ca->round_min != LP_NONE)
-		lp_round_end(sk, ca, ca->round_min);
+		lp_round_end(sk, ca, ca->round_min, cca_max(ca->round_max[1], ca->round_min));
+	else if (!ca->delayed_acks && ca->round_min1 != LP_NONE)
+		lp_round_end(sk, ca, ca->round_min1, cca_max(ca->round_max1[1], ca->round_min1));
 	lp_round_start(ca, tp);
 }
 

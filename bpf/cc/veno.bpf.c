@@ -7,7 +7,11 @@
  *
  * Backlog at the bottleneck, once per RTT (Vegas' estimate):
  *   N = (cwnd / BaseRTT - cwnd / RTT) * BaseRTT = cwnd (RTT - BaseRTT) / RTT
- * with BaseRTT the smallest RTT seen and RTT the smallest sample of the last round.
+ * with BaseRTT the smallest RTT seen and RTT the smallest sample of the last round
+ * in the Open state (congestion avoidance, where the paper measures it): a round in
+ * CWR/Recovery/Loss is not a backlog sample — the sender sends little, the queue
+ * drains and N would read ~0, so a loss right after a recovery (the window has refilled
+ * the queue) would be taken for a random one.
  * Loss with N < beta (= 3 segments): probably a random (wireless) loss, not
  * congestion -> cwnd * 4/5; otherwise -> cwnd / 2.
  * Congestion avoidance: N < beta -> Reno (+1 per RTT); otherwise +1 every
@@ -57,8 +61,8 @@ void BPF_PROG(cca_veno_pkts_acked, struct sock *sk, const struct ack_sample *sam
 	}
 	if (cca_seq_before(tp->snd_una, ca->round_end))
 		return;
-	/* a round ended */
-	if (ca->round_cnt && ca->base_rtt) {
+	/* a round ended; judged only in Open */
+	if (ca->round_cnt && ca->base_rtt && cca_ca_state(sk) == TCP_CA_Open) {
 		u32 r = cca_max(ca->round_min_rtt, ca->base_rtt);
 
 		ca->backlog = (u32)((u64)tp->snd_cwnd * (r - ca->base_rtt) * VENO_FP / r);

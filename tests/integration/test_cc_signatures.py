@@ -6,13 +6,15 @@ Traces: the per-ACK `tcp_probe` trace of the data sender (a window reduction is 
 on which the socket enters CWR/Recovery/Loss; ratio = ssthresh chosen / window just
 before) and TCP_INFO every 10 ms.
 
-Validity. On this small shared machine the link sometimes releases packets late, and a
-BPF algorithm may meet the kernel fault its guard repairs (docs/algorithms.md, "Known
-issue"); either flags the run invalid. The signatures checked here are the algorithm's
-reaction to what it measured — the ratio ssthresh/cwnd at a reduction, the growth per
-*measured* RTT — which a late packet does not change (it only delays the event the
-algorithm reacts to), so the tests use the trace of such runs and print the run's
-validity with every failure. A reduction whose values are the corrupted ssthresh is left
+Validity. Every study here runs with reruns = 0: the one attempt is judged, never a
+second try from the noise re-run. On this small shared machine the link sometimes
+releases packets late, which flags the run invalid. The signatures checked here are the
+algorithm's reaction to what it measured — the ratio ssthresh/cwnd at a reduction, the
+growth per *measured* RTT — which a late packet does not change (it only delays the
+event the algorithm reacts to), so the tests accept that one reason (`ccsig.check_valid`)
+and fail on every other (a late guard repair, lost trace events, missed sampling ticks,
+CPU steal, a failed process, another algorithm than asked); each failure prints the
+run's validity. A reduction whose values are the corrupted ssthresh is left
 out of the ratios (`ccsig.reductions`); the guard's repair applies the algorithm's own
 `<name>_ssthresh_for` rule, so a repaired reduction is still the algorithm's rule.
 Where an assertion compares goodput or RTT levels it says why lateness cannot make it
@@ -23,9 +25,9 @@ import numpy as np
 import pytest
 
 from ccarena.metrics import goodput_series
-from ccsig import (ABSURD, MSS, PAYLOAD_SHARE, bulk, ca_epochs, cycle_mean_cwnd, flow_metrics,
-                   note, per_rtt_increase, reductions, run, run_metrics, runs_by_cc,
-                   sender_trace, study_text, table)
+from ccsig import (ABSURD, MSS, PAYLOAD_SHARE, bulk, ca_epochs, check_valid,
+                   flow_metrics, note, per_rtt_increase, reductions, run,
+                   run_metrics, runs_by_cc, sender_trace, study_text, table)
 
 pytestmark = pytest.mark.root
 
@@ -116,6 +118,7 @@ def big_runs(tmp_path_factory):
 
 
 def _ratios(meta, t_from=0.0, n_min=3):
+    check_valid(meta)
     red = reductions(sender_trace(meta))
     red = red[red["t"] >= t_from]
     assert len(red) >= n_min, f"only {len(red)} reductions {note(meta)}"
@@ -195,6 +198,7 @@ def test_cubic_window_follows_the_cubic_function(tmp_path, no_leaks):
                       name="sig-cubic", duration="24s", warmup="0s")
     res = run(text, tmp_path, force_cc="bpf")
     m = runs_by_cc(res)["cubic"]
+    check_valid(m)
     tr = sender_trace(m)
     red = reductions(tr)
     st, t = tr["ca_state"].to_numpy(), tr["t"].to_numpy()
@@ -238,14 +242,17 @@ def test_bic_decreases_by_beta_and_searches_near_wmax(loss_runs, no_leaks):
     """Xu, Harfoush, Rhee 2004: cwnd <- (1 - beta) cwnd, beta = 0.125; then a binary search
     towards W_max (the window at the loss) with steps (W_max - cwnd)/2 capped at S_max:
     the window spends most of congestion avoidance near W_max (a plateau), where Reno
-    would spend most of it far below."""
+    would spend most of it far below. Epochs are judged from a reduction after 1 s: the
+    slow-start exit's recovery cuts several times (fast convergence lowers W_max each
+    time), so the window there says nothing about that epoch's W_max."""
     m = loss_runs["bic"]
     red = _ratios(m)
     assert red["ratio"].between(0.84, 0.91).all(), f"{red.to_dict('records')} {note(m)}"
     tr = sender_trace(m)
     near = []
-    for e in ca_epochs(tr, t_from=1.0, min_s=0.3):
-        w_loss = red[red["t"] <= e["t"].iat[0]]["w"]
+    for e in ca_epochs(tr, t_from=1.0, min_s=0.2):
+        w_loss = red[red["t"] <= e["t"].iat[0]]
+        w_loss = w_loss[w_loss["t"] >= 1.0]["w"]
         if len(w_loss):
             dt = np.diff(e["t"].to_numpy(), append=e["t"].iat[-1])
             near.append(dt[e["snd_cwnd"].to_numpy() >= 0.93 * w_loss.iat[-1]].sum() / dt.sum())
@@ -315,6 +322,7 @@ def test_veno_keeps_four_fifths_on_random_loss(tmp_path, no_leaks):
                       bulk("veno"), name="sig-veno", duration="8s")
     res = run(text, tmp_path, force_cc="bpf")
     m = runs_by_cc(res)["veno"]
+    check_valid(m)
     tr = sender_trace(m)
     red = reductions(tr)
     n = _backlog(red, tr["srtt_us"].min() / 1e6)
@@ -326,14 +334,33 @@ def test_veno_keeps_four_fifths_on_random_loss(tmp_path, no_leaks):
 
 
 # -- Illinois -------------------------------------------------------------------------------
-def test_illinois_increase_shrinks_as_queueing_delay_grows(loss_runs, no_leaks):
-    """Liu, Basar, Srikant 2006: alpha = f1(d_a) decreases from 10 to 0.3 as the average
-    queueing delay d_a grows towards d_m; beta = f2(d_a) in [0.125, 0.5] (cwnd <- (1 -
-    beta) cwnd). Within each congestion-avoidance epoch the queue grows, so the growth
-    per RTT in its first third must exceed that in its last third, and never exceed 10."""
+def test_illinois_backs_off_by_beta_max_at_a_full_buffer_and_grows_slower_as_delay_rises(
+        loss_runs, no_leaks):
+    """Liu, Basar, Srikant 2006: beta = f2(d_a) rises from 0.125 to beta_max = 0.5 as the
+    average queueing delay d_a of the last round reaches d_3 = 0.8 d_m (d_m the largest
+    queueing delay seen); alpha = f1(d_a) = k1/(k2 + d_a) falls from 10 to 0.3 as d_a
+    grows towards d_m. A loss with the buffer full (d_a ~ d_m; from the trace: the srtt
+    before it at least 0.8 of the buffer's 30 ms above the base RTT) has beta = 0.5, a
+    halving (crates/cc-harness/tests/illinois.rs checks f2 exactly). The upper bound 0.6
+    leaves room for RTT noise: a spike that raised d_m by half over the buffer's delay
+    puts d_3 = 1.2 d_m(buffer) above d_a and beta = 0.41. Other losses (a burst or a
+    reordering on this busy machine before the buffer is full) cut by a beta in the legal
+    range. The slow-start exit is left out (its round's average delay is far below d_m:
+    the queue builds within that round). Within each
+    congestion-avoidance epoch the queue grows from ~8 to 50 packets: alpha in the first
+    third exceeds that in the last third by 1.3x, and in the last third, where d_a is
+    above half of d_m (alpha(d_m/2) = 0.6, 0.9 with d_m raised by half), the flow grows
+    slower than Reno (< 1 segment per RTT)."""
     m = loss_runs["illinois"]
-    red = _ratios(m)
-    assert red["ratio"].between(0.45, 0.9).all(), f"{red.to_dict('records')} {note(m)}"
+    red = _ratios(m, t_from=1.0, n_min=2)
+    rtt_min = sender_trace(m)["srtt_us"].min() / 1e6
+    buffer_s = 50 * 1514 * 8 / RATE
+    full = red[red["srtt_s"] - rtt_min >= 0.8 * buffer_s]
+    assert len(full) >= 2, f"{red.to_dict('records')} {note(m)}"
+    assert full["ratio"].between(0.5 - 1 / full["w"], 0.6).all(), \
+        f"{full.to_dict('records')} {note(m)}"
+    assert red["ratio"].between(0.5 - 1 / red["w"], 0.875 + 1 / red["w"]).all(), \
+        f"{red.to_dict('records')} {note(m)}"
     pairs = []
     for e in ca_epochs(sender_trace(m), t_from=1.0, min_s=1.5):
         if not e["since"].iat[0] <= 0.3:    # a whole epoch, from its reduction on
@@ -346,22 +373,25 @@ def test_illinois_increase_shrinks_as_queueing_delay_grows(loss_runs, no_leaks):
     for inc_a, inc_b, rtt_a, rtt_b in pairs:
         assert rtt_b > rtt_a, f"{pairs} {note(m)}"
         assert inc_a >= 1.3 * inc_b and inc_a <= 10, f"(inc early, late, rtt ms) {pairs} {note(m)}"
+        assert inc_b < 1.0, f"(inc early, late, rtt ms) {pairs} {note(m)}"
 
 
 # -- Westwood+ ------------------------------------------------------------------------------
 def test_westwood_ssthresh_is_bandwidth_times_min_rtt(loss_runs, no_leaks):
     """Mascolo et al. 2001 / Westwood+ 2004: at a loss ssthresh = BWE * RTT_min / MSS, BWE
-    the filtered delivery rate. Compared with the flow's measured goodput times its
-    smallest RTT, within a factor 2 (the estimate is filtered, the goodput excludes
-    headers). Only reductions after 1 s: the 7/8 filter with one sample per RTT needs ~16
-    RTTs to converge, so the slow-start exit (at ~0.2 s) uses a lagging estimate — as the
-    rule implies (docs/algorithms.md)."""
+    the filtered delivery rate. A lone flow on path L keeps the link busy, so BWE is the
+    link's payload rate (it cannot be more) and ssthresh the path's BDP in segments:
+    20 Mbit/s * 1448/1514 * RTT_min / MSS ~ 33. Tolerance: -15 % (the filter's lag and
+    delivery samples taken while the queue refills), +10 % (one segment of rounding and a
+    burst of compressed ACKs in a sample). Only reductions after 1 s: the 7/8 filter with
+    one sample per RTT needs ~16 RTTs to converge, so the slow-start exit (at ~0.2 s)
+    uses a lagging estimate — as the rule implies (docs/algorithms.md)."""
     m = loss_runs["westwood"]
     red = _ratios(m, t_from=1.0, n_min=2)
     f = flow_metrics(m).loc[0]
-    bdp = f["goodput_bps"] / 8 / MSS * f["min_rtt_s"]
-    assert (red["ssthresh"] / bdp).between(0.5, 2.0).all(), \
-        f"ssthresh {red['ssthresh'].tolist()} vs BWE*RTT_min {bdp:.1f} {note(m)}"
+    bdp = RATE * PAYLOAD_SHARE / 8 / MSS * f["min_rtt_s"]
+    assert (red["ssthresh"] / bdp).between(0.85, 1.1).all(), \
+        f"ssthresh {red['ssthresh'].tolist()} vs link BDP {bdp:.1f} segments {note(m)}"
 
 
 # -- YeAH -----------------------------------------------------------------------------------
@@ -374,6 +404,8 @@ def test_yeah_precautionary_decongestion_holds_its_queue_below_qmax(big_runs, lo
     The queue is the link's own count (exact); late releases by the link would make
     YeAH see a longer RTT, i.e. more queue, and drain more, never less."""
     m, c = big_runs["yeah"], big_runs["cubic"]
+    check_valid(m)
+    check_valid(c)
     q, qc = run_metrics(m), run_metrics(c)
     assert qc["queue_mean_pkts"] > 150, f"cubic queue {qc['queue_mean_pkts']:.0f} {note(c)}"
     assert q["queue_mean_pkts"] <= 80 * 1.1 and q["queue_p95_pkts"] <= 80 * 1.5, \
@@ -394,6 +426,8 @@ def test_vegas_keeps_alpha_to_beta_packets_queued_where_cubic_fills_the_buffer(b
     Late releases make Vegas see more delay and queue less, so they cannot make this
     pass falsely. Vegas must still use the link (alpha >= 1 packet keeps it busy)."""
     v, c = big_runs["vegas"], big_runs["cubic"]
+    check_valid(v)
+    check_valid(c)
     qv, qc = run_metrics(v), run_metrics(c)
     assert qv["queue_mean_pkts"] <= 3 + 1.5, f"vegas queue {qv['queue_mean_pkts']:.1f} {note(v)}"
     assert qc["queue_mean_pkts"] > 150, f"cubic queue {qc['queue_mean_pkts']:.0f} {note(c)}"
@@ -407,7 +441,8 @@ def test_hybla_slow_start_is_scaled_by_rho(tmp_path, no_leaks):
     """Caini & Firrincieli 2004: rho = RTT/RTT0, RTT0 = 25 ms; slow start adds 2^rho - 1
     segments per ACK. At 200 ms RTT (rho = 8) the first ACKed window already adds
     255 segments each, while Reno (RFC 5681: +1 per ACK, at most doubling per RTT) is
-    still at <= 4 x its initial window 1.5 RTT after the handshake. Each flow sends
+    still at <= 4 x its initial window 1.5 RTT after the handshake (cca_reno, the BPF
+    pack's RFC 5681, so both sides run through the same struct_ops path). Each flow sends
     500 KB (345 segments: below BDP + buffer, so no loss) and is done long before the
     run ends: a socket still holding megabytes when its namespace is torn down lives on
     as an orphan that keeps the BPF algorithm referenced for minutes (seen here with an
@@ -416,10 +451,12 @@ def test_hybla_slow_start_is_scaled_by_rho(tmp_path, no_leaks):
                       bulk("reno", extra='bytes = "500KB"'),
                       name="sig-hybla", duration="3s", warmup="0s", trace=False,
                       sweep='"flow.bulk.cc" = ["hybla", "reno"]')
-    res = run(text, tmp_path)           # hybla: the BPF one; reno: the kernel's
+    res = run(text, tmp_path, force_cc="bpf")
     by = runs_by_cc(res)
-    # a kernel with its own hybla module would be chosen without this check
     assert by["hybla"]["flows"][0]["cc_kernel"] == "cca_hybla", note(by["hybla"])
+    assert by["reno"]["flows"][0]["cc_kernel"] == "cca_reno", note(by["reno"])
+    for m in by.values():
+        check_valid(m)
     at = {}
     for cc, m in by.items():
         ti = table(m, "tcpinfo").sort_values("t")
@@ -438,33 +475,43 @@ def test_hybla_slow_start_is_scaled_by_rho(tmp_path, no_leaks):
 def test_lp_yields_to_reno_and_uses_the_link_alone(tmp_path, no_leaks):
     """Kuzmanovic & Knightly 2003: TCP-LP infers early congestion from delay and backs off
     so that it uses only the capacity a best-effort (Reno) flow leaves: while Reno runs
-    (4-10 s), LP's goodput is a small fraction of Reno's; alone (before and after) it takes
-    a good part of the link. LP reacts to its own queueing too (it cannot tell its queue
-    from another's), so "alone" asks for 40 %, not full utilisation."""
+    (6-10 s), LP's goodput is a small fraction of Reno's. Alone (2-6 s, after its first
+    loss has set the delay range, and 12-14 s, once it has regrown after Reno left) it
+    keeps the link busy: an early congestion indication fires when its own queue passes
+    0.15 of the buffer (8 of 50 packets) and halves cwnd from ~41 to ~20 segments, 60 %
+    of the BDP (33), from where it grows back by one segment per RTT; the mean of that
+    cycle is above 80 % of the payload rate, and the bound is 70 %. Both flows are the
+    BPF pack's (cca_lp, cca_reno)."""
     flows = bulk("lp", name="lp") + bulk("reno", name="reno", src="s2", dst="r2",
-                                          extra='start = "4s"\nstop = "10s"')
+                                          extra='start = "6s"\nstop = "10s"')
     text = study_text('rate = "20mbit"\nrtt = "20ms"\nbuffer = "50p"', flows, pairs=2,
-                      name="sig-lp", duration="12s", warmup="0s", trace=False)
-    res = run(text, tmp_path)           # lp: the BPF one; reno: the kernel's
+                      name="sig-lp", duration="14s", warmup="0s", trace=False)
+    res = run(text, tmp_path, force_cc="bpf")
     (d,) = res.run_dirs()
     m = res.run_meta(d)
-    # the BPF TCP-LP is under test; a kernel with its own lp module would be chosen instead
-    assert m["flows"][0]["cc_kernel"] == "cca_lp", m["flows"]
+    m["_dir"] = d
+    assert [f["cc_kernel"] for f in m["flows"]] == ["cca_lp", "cca_reno"], m["flows"]
+    check_valid(m)
     g = goodput_series(res.table("rx"), m, 1.0).pivot(index="t", columns="name",
                                                        values="goodput_bps")
-    both = g.loc[5.0:9.0]                # Reno's first second (slow start) left out
-    alone = g.loc[[1.0, 2.0, 3.0, 11.0], "lp"]
-    assert both["reno"].mean() >= 0.7 * RATE * PAYLOAD_SHARE, f"{g} {m['invalid_reasons']}"
-    assert both["lp"].mean() <= 0.15 * both["reno"].mean(), f"{g} {m['invalid_reasons']}"
-    assert alone.mean() >= 0.4 * RATE, f"{g} {m['invalid_reasons']}"
+    both = g.loc[7.0:9.0]                # Reno's first second (slow start) left out
+    alone = g.loc[[2.0, 3.0, 4.0, 5.0, 12.0, 13.0], "lp"]
+    payload = RATE * PAYLOAD_SHARE
+    assert both["reno"].mean() >= 0.7 * payload, f"{g} {note(m)}"
+    assert both["lp"].mean() <= 0.15 * both["reno"].mean(), f"{g} {note(m)}"
+    assert alone.mean() >= 0.7 * payload, f"{g} {note(m)}"
 
 
 # -- DCTCP ----------------------------------------------------------------------------------
 def test_dctcp_reduces_in_proportion_to_the_marked_fraction(tmp_path, no_leaks):
     """RFC 8257 §3.3-3.4: alpha <- (1 - g) alpha + g F per window (F the fraction of
     CE-marked bytes), and at a CE echo cwnd <- cwnd (1 - alpha/2). With a step marker at
-    K = 20 packets the queue never overflows (no drop, no retransmission) and each
-    reduction is close to 1 - F/2 — far from halving."""
+    K = 20 packets the queue never overflows (no drop, no retransmission). alpha is a
+    moving average over ~16 windows of the per-window marked fraction, and a sawtooth
+    cycle here lasts a few windows, so alpha tracks the run's marked fraction F: the
+    alpha implied by each reduction (2(1 - ssthresh/cwnd)) averages F within F/2 —
+    far from Reno's halving (alpha = 1). crates/cc-harness/tests/dctcp.rs checks the
+    update and the cut exactly."""
     text = study_text('rate = "20mbit"\nrtt = "20ms"\nbuffer = "100p"\nqueue = "step"\n'
                       'aqm = { k = "20p" }\necn = true',
                       bulk("dctcp", extra='receiver_cc = "dctcp"'), name="sig-dctcp",
@@ -476,37 +523,59 @@ def test_dctcp_reduces_in_proportion_to_the_marked_fraction(tmp_path, no_leaks):
     assert r["link_marks"] > 0 and r["link_drops"] == 0, f"{r.to_dict()} {note(m)}"
     assert f["retrans_segs"] == 0, note(m)
     red = _ratios(m, t_from=1.0)        # after alpha_0 = 1 has decayed
-    F = f["ce_ratio"]
+    # F over the same span: CE-marked share of the segments delivered after 1 s
+    ti = table(m, "tcpinfo").sort_values("t")
+    ti = ti[ti["t"] >= 1.0]
+    F = ((ti["delivered_ce"].iat[-1] - ti["delivered_ce"].iat[0])
+         / (ti["delivered"].iat[-1] - ti["delivered"].iat[0]))
     assert 0 < F < 0.5, note(m)
-    assert red["ratio"].mean() > 0.6, f"{red['ratio'].tolist()} {note(m)}"
-    assert abs(red["ratio"].mean() - (1 - F / 2)) <= 0.1, \
-        f"mean ratio {red['ratio'].mean():.3f} vs 1-F/2 {1 - F / 2:.3f} {note(m)}"
+    # the alpha each reduction implies, cwnd(1 - alpha/2) = ssthresh; integer truncation
+    # of ssthresh lowers the ratio by up to 1/w, i.e. raises the implied alpha by 2/w
+    alpha = 2 * (1 - red["ratio"])
+    slack = F / 2 + 2 / red["w"].mean()
+    assert abs(alpha.mean() - F) <= slack, \
+        f"implied alpha {alpha.round(3).tolist()} vs F {F:.3f} (+- {slack:.3f}) {note(m)}"
 
 
 # -- BPF against the kernel -----------------------------------------------------------------
 def test_bpf_reno_and_cubic_match_the_kernels(tmp_path, no_leaks):
     """cca_reno (RFC 5681) and cca_cubic (RFC 9438) against the kernel's reno and cubic on
-    the same path: mean goodput and mean cwnd within 5 %. Why this is a fair comparison:
-    20 Mbit/s with a 1-BDP buffer (33 packets at 20 ms) is a stable sawtooth of ~1-2 s
-    cycles, so 12 s of steady state hold several cycles; slow start (where cca_cubic's
-    HyStart++ differs from the kernel's HyStart by design) is inside the 3 s warm-up;
-    the mean cwnd is taken over whole cycles (first to last reduction), so where the
-    window cuts the sawtooth does not weigh; the link-limited goodput is the same physics
-    for both. Late releases would lower both sides alike and make the test fail rather
-    than pass."""
+    the same path (20 Mbit/s, 20 ms, a 1-BDP buffer of 33 packets), event by event: the
+    decrease at each reduction (median ssthresh/cwnd within 0.02: 0.5 and 0.7) and the
+    growth per RTT in congestion avoidance (median over the epochs within 10 %: 1 for
+    Reno, CUBIC's Reno-friendly 3(1 - 0.7)/(1 + 0.7) = 0.53 at this RTT). These are the
+    algorithms' rules, which the machine's noise does not change; what it changes is how
+    many losses come early (a burst on this busy machine drops packets before the buffer
+    is full), so means over whole runs — mean cwnd, goodput — differ between two runs by
+    more than the algorithms do (seen: mean cwnd 50.6 vs 44.9 for two cubic runs with
+    the same goodput) and are not compared; goodput is only checked against the link
+    (80-101 % of the payload rate). Slow start (where cca_cubic's HyStart++ differs from
+    the kernel's HyStart by design) is inside the 3 s left out."""
     text = study_text('rate = "20mbit"\nrtt = "20ms"\nbuffer = "33p"', bulk("reno"),
-                      name="sig-cmp", duration="15s", warmup="3s", trace=False,
+                      name="sig-cmp", duration="15s", warmup="3s",
                       sweep='"flow.bulk.cc" = ["reno", "cubic"]')
     got = {}
     for src in ("bpf", "kernel"):
         for cc, m in runs_by_cc(run(text, tmp_path / src, force_cc=src)).items():
-            mean, cycles = cycle_mean_cwnd(table(m, "tcpinfo"), 3.0, 15.0)
-            got[cc, src] = (flow_metrics(m).loc[0, "goodput_bps"], mean, cycles, note(m))
-    for cc in ("reno", "cubic"):
-        (gb, wb, nb, mb), (gk, wk, nk, mk) = got[cc, "bpf"], got[cc, "kernel"]
-        assert nb >= 3 and nk >= 3, f"{cc}: cycles {nb} {nk} {mb} {mk}"
-        assert abs(gb - gk) <= 0.05 * gk, f"{cc} goodput {gb / 1e6:.2f} vs {gk / 1e6:.2f} {mb} {mk}"
-        assert abs(wb - wk) <= 0.05 * wk, f"{cc} cwnd {wb:.1f} vs {wk:.1f} {mb} {mk}"
+            assert m["flows"][0]["cc_kernel"] == (f"cca_{cc}" if src == "bpf" else cc), note(m)
+            check_valid(m)
+            tr = sender_trace(m)
+            red = reductions(tr)
+            red = red[red["t"] >= 3.0]
+            inc = [per_rtt_increase(e) for e in ca_epochs(tr, t_from=3.0, min_s=0.5)]
+            assert len(red) >= 3 and len(inc) >= 3, f"{cc} {src}: {len(red)} reductions, " \
+                f"{len(inc)} epochs {note(m)}"
+            gp = flow_metrics(m).loc[0, "goodput_bps"]
+            # (+1 %: the goodput's interval edges fall between packets)
+            assert 0.8 * RATE * PAYLOAD_SHARE <= gp <= 1.01 * RATE * PAYLOAD_SHARE, \
+                f"{cc} {src}: goodput {gp / 1e6:.2f} Mbit/s {note(m)}"
+            got[cc, src] = (red["ratio"].median(), float(np.median(inc)), note(m))
+    for cc, beta, growth in (("reno", 0.5, 1.0), ("cubic", 0.7, 3 * 0.3 / 1.7)):
+        (rb, gb, mb), (rk, gk, mk) = got[cc, "bpf"], got[cc, "kernel"]
+        assert abs(rb - rk) <= 0.02 and abs(rb - beta) <= 0.03, \
+            f"{cc} decrease bpf {rb:.3f} kernel {rk:.3f} {mb} {mk}"
+        assert abs(gb - gk) <= 0.1 * gk and abs(gb - growth) <= 0.15 * growth, \
+            f"{cc} growth per RTT bpf {gb:.3f} kernel {gk:.3f} {mb} {mk}"
 
 
 # -- The guard against the kernel's skipped ssthresh op (docs/algorithms.md, Known issue) ---
@@ -618,7 +687,7 @@ def test_guard_redoes_a_skipped_ssthresh_before_it_is_used(tmp_path, monkeypatch
         redone = m[name].get("cc_guard_at_entry", {}).get(f"cca_{name}", 0)
         assert redone >= len(red) // 2 - 1 and redone >= 1, f"{name}: {redone} {note(m[name])}"
         assert not m[name].get("cc_repairs"), note(m[name])
-        assert not any("guard" in r for r in m[name]["invalid_reasons"]), note(m[name])
+        check_valid(m[name])
 
     late = m["faultlate"].get("cc_repairs", {}).get("cca_faultlate", 0)
     assert late >= 1, note(m["faultlate"])

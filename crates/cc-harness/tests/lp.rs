@@ -113,6 +113,11 @@ fn one_late_ack_in_a_round_is_not_a_signal() {
     let w = c.cwnd();
     c.round_with(BASE, |i| if i == 5 { 200_000 } else { BASE });
     assert_eq!(c.cwnd(), w + 1);
+    // nor does it stretch the delay range: 30 ms rounds (above 20 + 0.15 * (40 - 20))
+    // are still signals, as they would not be with d_max = 200 ms
+    let w = c.cwnd();
+    c.round(30_000);
+    assert_eq!(c.cwnd(), (w + 1) / 2, "range stretched by one late ACK");
 }
 
 #[test]
@@ -156,4 +161,122 @@ fn the_delay_range_is_refreshed_at_each_loss() {
     let w = c.cwnd();
     c.round(30_000); // 30 > 20 + 0.15 * (40 - 20) = 23, but < 20 + 0.15 * 80 = 32
     assert_eq!(c.cwnd(), (w + 1) / 2);
+}
+
+/// Share of the link a lone flow of `algo` keeps busy on `path` over `secs` of fluid
+/// rounds (slow start from the initial window; a round that overflows the buffer is a
+/// loss, recovered in one round to ssthresh). Per round the flow delivers
+/// min(cwnd / RTT, rate); the share is weighted by the rounds' durations.
+fn lone_utilisation(algo: &str, path: &Path, secs: f64) -> f64 {
+    let c = Conn::new(algo);
+    let (mut busy, mut total) = (0.0, 0.0);
+    while total < secs {
+        let w = c.cwnd() as f64;
+        let rtt = path.rtt_us(w) as f64 / 1e6;
+        if c.round_on(path, 0.0) {
+            c.enter_recovery();
+            c.exit_reduction();
+            c.set_cwnd(c.ssthresh());
+        }
+        busy += (w / rtt).min(path.rate_pps) * rtt;
+        total += rtt;
+    }
+    busy / (total * path.rate_pps)
+}
+
+#[test]
+fn alone_on_a_small_buffer_lp_keeps_most_of_the_link() {
+    // 100 Mbit/s, 20 ms (BDP 165), 30 packets of buffer (0.18 BDP), no cross traffic.
+    // The delay range is the buffer's 3.6 ms; an ECI fires when LP's own queue passes
+    // 0.15 of it (4.5 packets) and halves cwnd from ~170 to ~85, half the BDP, from where
+    // it grows back by one segment per RTT (after itt): the link is busy ~3/4 of the
+    // time. Reno on the same path halves at a full buffer (195 -> 97) and grows back to
+    // the BDP in ~70 rounds.
+    let path = Path::new(100e6, BASE, 30);
+    let lp = lone_utilisation("lp", &path, 30.0);
+    let reno = lone_utilisation("reno", &path, 30.0);
+    assert!((0.7..0.85).contains(&lp), "LP alone uses {lp:.2} of the link");
+    assert!(reno > lp && reno < 0.95, "Reno alone {reno:.2}, LP {lp:.2}");
+    assert!(lp > 0.8 * reno, "LP alone {lp:.2} vs Reno {reno:.2}");
+}
+
+/// One round of delayed ACKs: every ACK acknowledges two segments (the receiver's
+/// normal case, RFC 1122/5681), spread over `rtt_us`, each carrying `rtt_us`.
+fn delayed_ack_round(c: &Conn, rtt_us: u32) {
+    c.transmit();
+    let n = (c.get(Field::PacketsOut) as u32 / 2).max(1);
+    for _ in 0..n {
+        advance_us((rtt_us / n) as u64);
+        c.ack(Ack::new(2, rtt_us));
+    }
+}
+
+#[test]
+fn its_own_segments_serialization_is_not_a_signal_at_a_low_rate() {
+    // 10 Mbit/s: a 1514-byte frame takes 1.2 ms to send. A one-segment ACK (quick ACKs
+    // at the start, a retransmission) carries base + 1 frame time; a delayed ACK of two
+    // segments sent back to back carries base + 2 frame times, with no queue at all.
+    // With a 4-packet buffer the delay range is 4.8 ms and the threshold 0.15 of it,
+    // 0.7 ms: were the one-segment samples the flow's d_min, every delayed-ACK round
+    // would read as congestion and hold the window at the minimum for good.
+    let (frame, base) = (1_200, BASE);
+    let c = Conn::new("lp");
+    c.start_in_ca(12);
+    for _ in 0..3 {
+        c.round(base + frame); // one-segment ACKs
+    }
+    delayed_ack_round(&c, base + 2 * frame);
+    c.set_ca_state(DISORDER); // a full buffer: 4 packets queued
+    delayed_ack_round(&c, base + 2 * frame + 4 * frame);
+    c.enter_recovery();
+    c.exit_reduction();
+    c.start_in_ca(8);
+    // the path's BDP is 16.5 segments: a window of 8-14 queues nothing
+    for k in 0..12 {
+        let w = c.cwnd();
+        delayed_ack_round(&c, base + 2 * frame);
+        assert!(c.cwnd() >= w, "round {k}: {w} -> {} without any queue", c.cwnd());
+    }
+    assert!(c.cwnd() >= 12, "grew to {}", c.cwnd());
+    // a real queue (4 frames beyond the pair) is still a signal (these rounds need not
+    // line up with the algorithm's: two of them contain one whole round of its)
+    let w = c.cwnd();
+    delayed_ack_round(&c, base + 2 * frame + 4 * frame);
+    delayed_ack_round(&c, base + 2 * frame + 4 * frame);
+    assert!(c.cwnd() <= (w + 2) / 2, "a 4.8 ms queue: ECI, {w} -> {}", c.cwnd());
+}
+
+#[test]
+fn the_delay_range_reaches_the_queue_a_slow_start_burst_builds() {
+    // 100 Mbit/s, 20 ms, 30 packets (3.6 ms): in slow start each round's burst queues at
+    // the bottleneck and drains before the next, so a round's first ACK sees little of
+    // it and its last ACK the whole of it. The burst that overflows the buffer (the
+    // first loss) sets the delay range: d_max is the full buffer's delay, not the
+    // smallest sample of that round, else the range is a fraction of the buffer and
+    // 0.15 of it lies within the delay of the flow's own back-to-back pair of segments
+    // and the host's noise (a few hundred us): every round would read as congestion.
+    let c = Conn::new("lp");
+    c.set_ssthresh(1000);
+    for q_last in [300, 600, 1_200, 2_400] {
+        // samples rise through the round from 10 % of its burst queue to all of it
+        c.round_with(BASE, |i| BASE + q_last / 10 + (q_last * 9 / 10) * i / 40.max(i + 1));
+    }
+    c.set_ca_state(DISORDER);
+    // the overflowing burst: its first ACK already waits behind 1.2 ms of the previous
+    // round's queue, its last behind the full 3.6 ms
+    c.round_with(BASE, |i| BASE + 1_200 + 2_400 * i.min(40) / 40);
+    c.enter_recovery();
+    c.exit_reduction();
+    c.start_in_ca(30);
+    // a small window now, pairs of segments with 0.3 ms of their own delay and noise
+    for k in 0..8 {
+        let w = c.cwnd();
+        c.round(BASE + 300);
+        assert!(c.cwnd() >= w, "round {k}: {w} -> {} with 0.3 ms of delay", c.cwnd());
+    }
+    // a queue of a third of the buffer (1.2 ms) is an early congestion indication
+    let w = c.cwnd();
+    c.round(BASE + 1_200);
+    c.round(BASE + 1_200);
+    assert!(c.cwnd() <= (w + 2) / 2, "1.2 ms of queue: ECI, {w} -> {}", c.cwnd());
 }

@@ -156,6 +156,35 @@ fn bic_searches_half_the_distance_to_w_max() {
 }
 
 #[test]
+fn bic_max_probing_past_w_max_mirrors_the_binary_search() {
+    // §3 max probing: past W_max the increase is the binary search's mirror — it starts
+    // at S_min = 0.01 and doubles each RTT (the distance travelled past W_max), so the
+    // window is one segment past W_max after log2(1/0.01) ~ 7 RTTs and then
+    // accelerates; it must not creep at S_min for 1/S_min = 100 RTTs
+    let c = Conn::new("bic");
+    c.start_in_ca(100);
+    c.enter_recovery(); // W_max = 100
+    c.exit_reduction();
+    let mut rounds = 0;
+    while c.cwnd() < 100 {
+        c.round(50_000);
+        rounds += 1;
+        assert!(rounds < 30, "binary search did not reach W_max: {}", c.cwnd());
+    }
+    let mut past = vec![];
+    for _ in 0..14 {
+        c.round(50_000);
+        past.push(c.cwnd() - 100);
+    }
+    let first = past.iter().position(|&d| d >= 1).expect("never past W_max");
+    assert!((5..=9).contains(&first), "one segment past W_max after {} RTTs: {past:?}", first + 1);
+    // then each RTT adds about the distance already travelled (the window doubles its
+    // distance from W_max), until the step reaches S_max = 32
+    let (a, b) = (past[first + 2] as f64, past[first + 4] as f64);
+    assert!(b >= 3.0 * a, "exponential past W_max: {past:?}");
+}
+
+#[test]
 fn bic_is_reno_below_low_window() {
     let c = Conn::new("bic");
     c.start_in_ca(10);
@@ -182,6 +211,25 @@ fn veno_tells_random_from_congestive_loss_by_the_backlog() {
     assert_eq!(ss, w * 4 / 5, "random loss: 4/5");
     let (w, ss) = veno_loss_at(21_000); // N = 4.8
     assert_eq!(ss, w / 2, "congestive loss: 1/2");
+}
+
+#[test]
+fn veno_judges_the_backlog_in_open_rounds_only() {
+    // §II: N is the backlog of the flow's window in congestion avoidance. During a
+    // recovery the sender sends little and the queue drains (RTT samples near BaseRTT):
+    // that round says nothing about the next loss, which comes when the window has
+    // refilled the queue; a loss right after the recovery is congestive
+    let c = Conn::new("veno");
+    c.start_in_ca(100);
+    c.round(20_000);
+    c.round(30_000); // N = 100 * 10/30 = 33: congestive
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 50);
+    c.round(20_000); // a round in Recovery with the queue drained
+    c.exit_reduction();
+    let w = c.cwnd();
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), w / 2, "a loss right after the recovery: congestive, 1/2");
 }
 
 #[test]
