@@ -159,3 +159,32 @@ def test_report_shows_pass_criteria(tmp_path, study):
                      "level": "run", "min": 0.5, "where": {"no.such": 1}}]
     (d / "study.json").write_text(json.dumps(st))
     assert "utilisation above half" in write_report(d, max_timeseries=0).read_text()
+
+
+def test_report_page_comes_from_autoescaped_templates(tmp_path, study):
+    """The page is rendered from report/templates (shipped as package data) with
+    autoescape: markup in a study's own text is shown, never interpreted."""
+    from importlib.resources import files
+
+    from ccarena.report.html import environment
+    tpl = files("ccarena.report") / "templates"
+    assert {"report.html.j2", "blocks.html.j2", "checks.html.j2", "style.css"} <= {
+        p.name for p in tpl.iterdir()}
+    assert environment().autoescape is True
+    d = tmp_path / "tricky"
+    shutil.copytree(study, d)
+    st = json.loads((d / "study.json").read_text())
+    st["study"]["name"] = "<script>alert(1)</script> & co"
+    (d / "study.json").write_text(json.dumps(st))
+    html = write_report(d, max_timeseries=0).read_text()
+    assert "<script>alert(1)" not in html
+    assert "ccarena report: &lt;script&gt;alert(1)&lt;/script&gt; &amp; co</h1>" in html
+
+
+def test_packaging_ships_the_templates():
+    import tomllib
+    from pathlib import Path
+    pp = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    assert "report/templates/*" in pp["tool"]["setuptools"]["package-data"]["ccarena"]
+    deps = " ".join(pp["project"]["dependencies"])
+    assert "jinja2" in deps

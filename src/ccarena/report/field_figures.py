@@ -129,8 +129,9 @@ def box_per_flow(flows: pd.DataFrame, metric: str = "goodput_bps", by: str | Non
 
 def convergence(windows: pd.DataFrame, *, title: str | None = None, ax=None) -> Figure:
     """Convergence fairness as transperf scores it: Jain's index per 1 s window over
-    time, one line per `label` (a run), the convergence time t_c dotted and the minimum
-    over the scored windows (those after t_c: jain_min_1s) as a dashed level.
+    time, one line per `label` (a run; its minimum in the legend), filled dots for the
+    scored windows (from t_c on), the convergence time t_c dotted and the minimum over
+    the scored windows (jain_min_1s) as a dashed level.
 
     windows: columns t, t_end, jain, scored, t_c, and optionally label (as given by
     metrics.series.convergence_series, one frame per run concatenated)."""
@@ -145,19 +146,21 @@ def convergence(windows: pd.DataFrame, *, title: str | None = None, ax=None) -> 
             mid = (w["t"] + w["t_end"]) / 2
             scored = w["scored"].astype(bool) if "scored" in w else pd.Series(True,
                                                                              index=w.index)
+            js = w.loc[scored, "jain"].dropna()
+            low = f" (min {js.min():.3f})" if len(js) else ""
             ax.plot(mid, w["jain"], "-", color=c, lw=0.8, alpha=0.6)
             ax.plot(mid[scored], w.loc[scored, "jain"], "o", color=c, ms=4,
-                    label=None if lab is None else str(lab))
+                    label=None if lab is None else f"{lab}{low}")
             ax.plot(mid[~scored], w.loc[~scored, "jain"], "o", mfc="none", color=c, ms=4)
             t_c = float(w["t_c"].iloc[0]) if "t_c" in w and len(w) else float("nan")
             if np.isfinite(t_c):
                 ax.axvline(t_c, color=c, lw=0.8, ls=":")
-            js = w.loc[scored, "jain"].dropna()
             if len(js):
                 ax.axhline(js.min(), color=c, lw=0.8, ls="--")
-                ax.annotate(f"min {js.min():.3f}", (mid[scored].max(), js.min()),
-                            textcoords="offset points", xytext=(2, -10), fontsize="x-small",
-                            color=c)
+                if len(groups) == 1:
+                    ax.annotate(f"min {js.min():.3f}", (mid[scored].max(), js.min()),
+                                textcoords="offset points", xytext=(2, -10),
+                                fontsize="x-small", color=c)
         ax.set_ylim(0, 1.05)
         if "label" in windows:
             _legend(ax, len(groups))
