@@ -1,4 +1,5 @@
-"""CPU busy and steal time of the whole machine during a run, from /proc/stat.
+"""CPU busy and steal time of the whole machine during a run (psutil.cpu_times, which
+reads the kernel's accounting in /proc/stat).
 
 A run whose machine was starved (steal, or busy near 100 % of all cores) may have been
 limited by CPU rather than by the emulated network; the runner flags it."""
@@ -6,15 +7,20 @@ from __future__ import annotations
 
 import os
 
+import psutil
 
-def snapshot() -> list[int]:
-    with open("/proc/stat") as f:
-        parts = f.readline().split()
-    # user nice system idle iowait irq softirq steal guest guest_nice
-    return [int(x) for x in parts[1:9]]
+FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
 
-def usage(before: list[int], after: list[int]) -> dict:
+def snapshot() -> list[float]:
+    """The machine's CPU time so far, in seconds, per state (FIELDS order)."""
+    t = psutil.cpu_times()
+    return [float(getattr(t, f, 0.0)) for f in FIELDS]
+
+
+def usage(before: list[float], after: list[float]) -> dict:
+    """Fractions of the CPU time between two snapshots: busy (neither idle, waiting for
+    I/O nor stolen), steal (taken by the hypervisor), idle (idle + iowait)."""
     d = [b - a for a, b in zip(before, after)]
     total = sum(d) or 1
     idle = d[3] + d[4]
