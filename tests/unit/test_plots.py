@@ -144,6 +144,7 @@ def test_convergence_marks_the_time_and_the_minimum():
     assert any(line.get_xdata()[0] == t_c for line in ax.get_lines()
                if len(line.get_xdata()) == 2)
     assert any(t.get_text().startswith("min ") for t in ax.texts)
+    assert "(min " in ax.get_legend().get_texts()[0].get_text()
 
 
 def test_levels_sort_naturally_and_units():
