@@ -40,7 +40,8 @@ def test_studies_load_by_name_text_and_dict():
         ccarena.loads_study("[study\n")
 
 
-def test_end_to_end_on_a_stored_study(stored, tmp_path):
+def test_end_to_end_on_a_stored_study(stored, tmp_path, monkeypatch):
+    monkeypatch.setenv("CCARENA_CACHE", str(tmp_path / "cache"))   # where archives open
     res = ccarena.open_results(stored)
     runs, flows = res.runs, res.flows
     assert len(runs) == 8 and isinstance(runs, pd.DataFrame)
