@@ -1,7 +1,10 @@
 # ccarena — everything a fresh Debian/Ubuntu machine needs, then the demo or the tests.
 #   make demo    install everything, run studies/quickstart.toml, print its table
-#   make test    install everything, run the whole test suite (unit + namespaces + quick studies)
-#   make install system packages (apt), Rust binaries, BPF objects, Python venv
+#   make test    install everything and the test tools (chromium), run the whole test suite
+#                (unit + namespaces + quick studies)
+#   make install system packages (apt), Rust binaries, BPF objects, Python venv with the
+#                library versions of requirements.lock
+#   make lock    re-resolve requirements.lock from pyproject.toml (pip-compile)
 #   make vm      QEMU, virtme-ng and the reference kernel for `ccarena vm` (mk/vm.mk, docs/vm.md)
 #   make bench   benchmarks (not tests)
 # Root is needed (network namespaces, BPF, apt): run as root, or as a user with sudo —
@@ -20,10 +23,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 APT_PACKAGES := iproute2 iputils-ping ethtool iperf3 curl wget tcpdump procps \
   clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev pkg-config python3-venv python3-pip \
-  build-essential chromium
+  build-essential
+# only for the tests: the report's rendering test opens report.html in headless chromium
+TEST_APT_PACKAGES := chromium
 STAMP := build/.stamps
 
-.PHONY: install deps build python demo test test-unit bench clean mutants
+.PHONY: install deps test-deps build python lock demo test test-unit bench clean mutants
 
 install: deps build python
 
@@ -39,26 +44,43 @@ $(STAMP)/apt:
 
 deps: $(STAMP)/apt
 
+$(STAMP)/apt-test: $(STAMP)/apt
+	@missing=""; for p in $(TEST_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "apt (tests): installing$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+	@touch $@
+
+test-deps: $(STAMP)/apt-test
+
 build: deps
 	cargo build --release -p ccarena-flow -p ccarena-link -p ccarena-trace
 	$(MAKE) --no-print-directory bpf
 
-$(STAMP)/venv: pyproject.toml
+# requirements.lock pins every library (and what they need) to the versions the tests
+# passed with, so a study re-runs with the same libraries; `make lock` re-resolves it
+$(STAMP)/venv: pyproject.toml requirements.lock
 	@mkdir -p $(STAMP)
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -c requirements.lock -e '.[test]'
 	@touch $@
+
+lock: $(STAMP)/venv
+	$(PY) -m pip install -q pip-tools
+	$(VENV)/bin/pip-compile --quiet --extra test --strip-extras --no-emit-index-url \
+	  --no-emit-find-links --output-file requirements.lock pyproject.toml
 
 python: deps $(STAMP)/venv
 
 demo: install
 	$(VENV)/bin/ccarena run quickstart
 
-test: install vm
+test: install test-deps vm
 	cargo test --release -q -p ccarena-sys -p ccarena-flow -p ccarena-link -p ccarena-trace -p ccarena-cc-harness
 	cargo build --release -q -p ccarena-cc --features testing --bin ccarena-cc-testaid
-	$(VENV)/bin/pytest -q -ra tests
+	CCARENA_REQUIRE_CHROMIUM=1 $(VENV)/bin/pytest -q -ra tests
 
 # no root needed: Python unit tests and the BPF congestion controls in user space
 # (crates/cc-harness, docs/dev/cc-harness.md)

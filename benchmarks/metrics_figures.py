@@ -14,6 +14,7 @@ import pandas as pd
 from ccarena.report import figures as plots
 from ccarena.analysis import cell_stats
 from ccarena.metrics import run_metrics
+from ccarena.metrics.series import convergence_series
 from ccarena.analysis.synthetic import synthetic_run
 
 
@@ -34,7 +35,8 @@ def main() -> int:
     rng = np.random.default_rng(7)
     tables, meta = synthetic_run(n_flows=3, duration_s=20, stagger_s=4, shares=[1, .8, .6],
                                  ccs=("cubic", "reno", "bbr"))
-    made = [plots.timeseries(tables, meta, out / "metrics-timeseries.png")]
+    save = plots.save
+    made = [save(plots.timeseries(tables, meta), out / "metrics-timeseries.png")]
     runs = []
     for buf in (10, 20, 50, 100, 200):
         for cc in ("reno", "cubic"):
@@ -47,24 +49,35 @@ def main() -> int:
                 runs.append({"bottleneck.buffer": f"{buf}p", "flow.bulk.cc": cc, **r})
     runs = pd.DataFrame(runs)
     st = cell_stats(runs, ["bottleneck.buffer", "flow.bulk.cc"], ["goodput_bps", "rtt_mean_s"])
-    made.append(plots.metric_vs_factor(st, "bottleneck.buffer", "rtt_mean_s",
-                                       out / "metrics-vs-factor.png", hue="flow.bulk.cc"))
-    made.append(plots.box(runs, "cell", "jain", out / "metrics-box.png"))
-    made.append(plots.cdf(runs, "rtt_mean_s", out / "metrics-cdf.png", hue="flow.bulk.cc"))
+    made.append(save(plots.metric_vs_factor(st, "bottleneck.buffer", "rtt_mean_s",
+                                            hue="flow.bulk.cc"), out / "metrics-vs-factor.png"))
+    made.append(save(plots.box(runs, "cell", "jain"), out / "metrics-box.png"))
+    made.append(save(plots.cdf(runs, "rtt_mean_s", hue="flow.bulk.cc"),
+                     out / "metrics-cdf.png"))
     algs = ["reno", "cubic", "bbr", "vegas"]
     pair = pd.DataFrame([{"flow 0 cc": a, "flow 1 cc": b,
                           "share": 0.5 if a == b else float(rng.uniform(0.2, 0.8))}
                          for a in algs for b in algs])
-    made.append(plots.heatmap(pair, "flow 0 cc", "flow 1 cc", "share",
-                              out / "metrics-heatmap.png", vmin=0, vmax=1, cmap="coolwarm",
-                              title="share of flow 0 (mean over runs)"))
+    made.append(save(plots.heatmap(pair, "flow 0 cc", "flow 1 cc", "share", vmin=0, vmax=1,
+                                   cmap="coolwarm", title="share of flow 0 (mean over runs)"),
+                     out / "metrics-heatmap.png"))
     fair = pd.DataFrame([{"n_flows": n, "cc": cc,
                           "jain": min(1.0, 1 - (0.02 if cc == "cubic" else 0.05) * np.log2(n)
                                       + rng.normal(0, 0.02))}
                          for n in (2, 4, 8, 16, 32) for cc in ("reno", "cubic")
                          for _ in range(4)])
-    made.append(plots.fairness_vs_flows(fair, "n_flows", out / "metrics-fairness.png",
-                                        hue="cc"))
+    made.append(save(plots.fairness_vs_flows(fair, "n_flows", hue="cc"),
+                     out / "metrics-fairness.png"))
+    made.append(save(plots.throughput_delay(runs, "flow.bulk.cc", delay="rtt_p95_s"),
+                     out / "metrics-throughput-delay.png"))
+    flows = pd.DataFrame([{"cell": f"{b}p", "name": f"bulk{i}", "conn": -1, "valid": True,
+                           "goodput_bps": float(rng.normal((6 - 2 * i) * 1e6, 2e5))}
+                          for b in (20, 100) for i in range(2) for _ in range(5)])
+    made.append(save(plots.box_per_flow(flows, "goodput_bps", by="cell"),
+                     out / "metrics-box-per-flow.png"))
+    w, t_c = convergence_series(tables["rx"], meta)
+    made.append(save(plots.convergence(w.assign(t_c=t_c, label="run r0")),
+                     out / "metrics-convergence.png"))
     for p in made:
         shrink(p)
         print(f"{p}  {p.stat().st_size} bytes")

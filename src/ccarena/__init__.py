@@ -1,27 +1,117 @@
 """ccarena: a laboratory for TCP congestion-control experiments.
 
-The Python API is what the CLI uses:
+The Python API does what the CLI does:
 
-    from ccarena import load_study, run_study, open_results
-    study = load_study("studies/quickstart.toml")
-    results = run_study(study)            # -> ResultsDir
-    runs = open_results(results.path).runs   # pandas DataFrame
+    import ccarena
+    study = ccarena.load_study("quickstart")          # a file or a built-in name
+    res = ccarena.run_study(study, report=True)       # needs root; -> results directory
+    res.passed, res.checks                            # the study's [[expect]] checks
+    runs = res.runs                                   # pandas, one row per run
+    runs.groupby("bottleneck_buffer").goodput_bps.mean()
+    fig = ccarena.plot(res, "throughput_delay")       # a matplotlib Figure
+    ccarena.save(fig, "td.pdf")
+    res = ccarena.open_results("quickstart-20260101-120000.ccarena.tar.xz")
+
+Exported: load_study, loads_study, parse_study, run_study, open_results, write_report,
+archive, plot, plot_names, save, and the figure functions (timeseries, metric_vs_factor,
+box, box_per_flow, cdf, heatmap, fairness_vs_flows, throughput_delay, convergence).
+Heavy modules (pandas, matplotlib) load on first use.
 """
 __version__ = "0.1.0"
 
-from ccarena.errors import CcarenaError, SpecError, CommandError  # noqa: E402,F401
+from ccarena.errors import CcarenaError, CommandError, SpecError  # noqa: E402,F401
+
+FIGURES = ("timeseries", "metric_vs_factor", "box", "box_per_flow", "cdf", "heatmap",
+           "fairness_vs_flows", "throughput_delay", "convergence", "save")
+
+__all__ = ["load_study", "loads_study", "parse_study", "run_study", "open_results",
+           "write_report", "archive", "plot", "plot_names", *FIGURES, "CcarenaError",
+           "SpecError", "CommandError", "__version__"]
 
 
 def load_study(path, **kw):
+    """Load a study from a TOML file or a built-in study's name ("quickstart"; `ccarena
+    studies` lists them), resolved and validated. kw: overrides (dict merged over the
+    file), scale (a [scale.<name>] table). Raises SpecError naming file, key and what
+    would be accepted."""
+    from ccarena.study.catalog import resolve_study_path
     from ccarena.study.load import load_study as _load
-    return _load(path, **kw)
+    return _load(resolve_study_path(str(path)), **kw)
 
 
-def run_study(study, **kw):
+def loads_study(text: str, name: str = "<string>"):
+    """Load a study from TOML text (e.g. written in a notebook); `name` stands for the
+    file in error messages."""
+    from ccarena.study.load import loads_study as _loads
+    return _loads(text, name)
+
+
+def parse_study(raw: dict, path: str = "<dict>"):
+    """A study from a dict shaped like the TOML file (e.g. a stored study.json)."""
+    from ccarena.study.load import parse_study as _parse
+    return _parse(raw, path)
+
+
+def run_study(study, *, report: bool = False, **kw):
+    """Run a study (needs root) and return its results directory, as `ccarena run`
+    does: the study's checks are evaluated and stored (checks.json) and given as
+    `results.checks` (one dict per check) and `results.passed` (True, False, or None
+    without checks); with report=True, report.html is written (`results.report`).
+    kw: results_base, seed, shuffle, repetitions, reruns, progress, force_cc,
+    event_log, resume, on_run, on_testbed (see ccarena.run.executor.run_study)."""
+    from ccarena.analysis.checks import evaluate
     from ccarena.run.executor import run_study as _run
-    return _run(study, **kw)
+    res = _run(study, **kw)
+    checks = evaluate(res, study) if study.expect else []
+    res.write_json("checks.json", checks)
+    res.checks = checks
+    res.report = None
+    if report:
+        from ccarena.report import write_report as _write
+        res.report = _write(res.path)
+    return res
 
 
 def open_results(path):
+    """Open stored results for reading: a results directory or a `.ccarena.tar.xz`
+    archive (read-only). -> ResultsDir with .runs and .flows (pandas; swept factors
+    also under underscore names, e.g. bottleneck_buffer), .run_tables(run_id), .metas,
+    .factors, .study, .plan, .status(), .checks, .passed."""
     from ccarena.store.results import open_results as _open
     return _open(path)
+
+
+def write_report(results, out=None, **kw):
+    """Write report.html for stored results (a path, an archive or a ResultsDir) and
+    return its path; kw: max_timeseries, figure_format ("png" or "svg")."""
+    from ccarena.report import write_report as _write
+    return _write(getattr(results, "source", None) or getattr(results, "path", results),
+                  out=out, **kw)
+
+
+def archive(results, out=None):
+    """Pack a results directory into one `.ccarena.tar.xz` file; returns its path."""
+    from ccarena.store.bundle import write_archive
+    return write_archive(getattr(results, "path", results), out)
+
+
+def plot(results, name: str, **kw):
+    """The figure `name` (plot_names() lists them) of one or several stored studies
+    (paths, archives or ResultsDir objects; several are overlaid, one colour each), as
+    a matplotlib Figure. kw: metric, by, run, labels."""
+    from ccarena.report.plotting import plot as _plot
+    return _plot(results, name, **kw)
+
+
+def plot_names() -> dict:
+    """Names of the figures `plot` draws, with one line each."""
+    from ccarena.report.plotting import names
+    return names()
+
+
+def __getattr__(name):
+    # the figure functions, imported on first use (matplotlib is heavy)
+    if name in FIGURES:
+        from ccarena.report import figures
+        return getattr(figures, name)
+    raise AttributeError(f"module 'ccarena' has no attribute {name!r}")

@@ -104,3 +104,23 @@ def test_compare_studies_matches_cells_on_swept_factors():
     assert set(out.index) == {"20p", "100p"}
     assert out.loc["20p", "mean_a"] == 2.0 and out.loc["20p", "mean_b"] == 20.0
     assert out.loc["20p", "n_a"] == 3 and out.loc["20p", "n_invalid_a"] == 1
+
+
+def test_welch_is_scipys_unequal_variance_t_test(monkeypatch):
+    """compare() takes Welch's t, df and p from scipy.stats.ttest_ind(equal_var=False)."""
+    from ccarena.analysis import stats
+    calls = []
+    real = stats.sps.ttest_ind
+
+    def spy(a, b, **kw):
+        calls.append(kw)
+        return real(a, b, **kw)
+    monkeypatch.setattr(stats.sps, "ttest_ind", spy)
+    a, b = [9.8, 10.1, 10.4, 9.9], [11.0, 12.5, 10.2, 13.1, 11.7]
+    r = compare(a, b)
+    assert calls == [{"equal_var": False}]
+    # Welch-Satterthwaite degrees of freedom and t, written out
+    va, vb = np.var(a, ddof=1) / 4, np.var(b, ddof=1) / 5
+    df = (va + vb) ** 2 / (va ** 2 / 3 + vb ** 2 / 4)
+    assert r["welch_df"] == pytest.approx(df)
+    assert r["welch_t"] == pytest.approx((np.mean(a) - np.mean(b)) / np.sqrt(va + vb))

@@ -6,7 +6,8 @@ import pytest
 
 from conftest import ccarena_cli
 
-COMMANDS = ["run", "ls", "show", "cleanup", "doctor", "cc", "studies"]
+COMMANDS = ["run", "ls", "show", "cleanup", "doctor", "cc", "studies", "plot", "archive",
+            "shell"]
 
 
 @pytest.mark.parametrize("cmd", COMMANDS)
@@ -128,3 +129,14 @@ def test_show_markdown_of_a_stored_study(tmp_path):
     # the cell with an invalid run: mean ± CI over its 2 valid runs, the invalid one counted
     assert re.search(r"\| 20p \| bulk\d \| reno \| [\d.]+ ± [\d.]+ \|.*\| 2 \+1 invalid \|",
                      r.stdout), r.stdout
+
+
+def test_shell_takes_everything_after_dashes_as_the_command():
+    from ccarena.cli.main import build_parser
+    ap = build_parser()
+    a = ap.parse_args(["shell", "quickstart", "--cell", "2", "--host", "r1", "--", "ping",
+                       "-c", "2", "--host", "10.2.1.2"])
+    assert (a.study, a.cell, a.host) == ("quickstart", "2", "r1")
+    assert a.command == ["ping", "-c", "2", "--host", "10.2.1.2"]
+    assert ap.parse_args(["shell", "quickstart"]).command == []
+

@@ -129,6 +129,28 @@ def test_convergence_after_late_join():
     assert run["convergence_s"] == pytest.approx(1.5)
 
 
+def test_convergence_fairness_is_the_worst_second_after_the_allowance():
+    # flow 1 joins at 2 s: t_c = 2 + 4 = 6 s. Before t_c it gets 1/10 of flow 0 (not
+    # scored); in [8, 9) half of it: Jain(1, 0.5) = 1.5^2 / (2 * 1.25) = 0.9
+    # (ramp_rx's sample at t carries the bytes of (t - dt, t])
+    def second(t):
+        r = np.where((t > 8.0) & (t <= 9.0), 0.5e5, 1e5)
+        return np.where(t <= 6.0, 1e4, r)
+    _, run = run_metrics({"rx": ramp_rx([1e5, second])}, meta(starts=[0.0, 2.0]))
+    assert run["jain_min_1s_from_s"] == pytest.approx(6.0)
+    assert run["jain_min_1s"] == pytest.approx(0.9)
+    # the warm-up bounds it from below; the same rates everywhere score 1
+    _, run = run_metrics({"rx": ramp_rx([1e5, 1e5])}, meta(warmup=5.0),
+                         convergence_allowance_s=1.0)
+    assert run["jain_min_1s_from_s"] == pytest.approx(5.0)
+    assert run["jain_min_1s"] == pytest.approx(1.0)
+
+
+def test_convergence_fairness_needs_two_flows():
+    _, run = run_metrics({"rx": ramp_rx([1e5])}, meta(flows=1))
+    assert math.isnan(run["jain_min_1s"])
+
+
 def test_jain_counts_only_active_backlogged_flows():
     rx = ramp_rx([1e5, 1e5, 1e4])
     _, run = run_metrics({"rx": rx}, meta(flows=3, kinds=["bulk", "bulk", "download"]))

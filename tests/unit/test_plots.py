@@ -1,7 +1,9 @@
-"""ccarena.plots: every figure is written as PNG or SVG, also from empty inputs."""
+"""ccarena.plots: every figure function returns a matplotlib Figure, draws into given
+axes, and saves as PNG, SVG or PDF, also from empty inputs."""
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.figure import Figure
 
 from ccarena.report import figures as plots
 from ccarena.analysis import cell_stats
@@ -17,6 +19,15 @@ def is_png(p):
 def is_svg(p):
     head = p.read_text()[:300]
     return "<svg" in head or head.startswith("<?xml")
+
+
+def is_pdf(p):
+    return p.read_bytes()[:5] == b"%PDF-"
+
+
+def saved(fig, path):
+    assert isinstance(fig, Figure)
+    return plots.save(fig, path)
 
 
 @pytest.fixture(scope="module")
@@ -38,38 +49,102 @@ def runs():
 @pytest.mark.parametrize("suffix,check", [(".png", is_png), (".svg", is_svg)])
 def test_timeseries_png_and_svg(tmp_path, run, suffix, check):
     tables, meta = run
-    p = plots.timeseries(tables, meta, tmp_path / f"ts{suffix}")
+    p = saved(plots.timeseries(tables, meta), tmp_path / f"ts{suffix}")
     assert check(p)
 
 
 def test_timeseries_with_missing_tables(tmp_path, run):
     _, meta = run
-    assert is_png(plots.timeseries({"rx": pd.DataFrame()}, meta, tmp_path / "e.png"))
+    assert is_png(saved(plots.timeseries({"rx": pd.DataFrame()}, meta), tmp_path / "e.png"))
 
 
 def test_figures_across_cells(tmp_path, runs):
     stats = cell_stats(runs, ["bottleneck.buffer", "cc"], ["goodput_bps", "jain"])
-    assert is_png(plots.metric_vs_factor(stats, "bottleneck.buffer", "goodput_bps",
-                                         tmp_path / "f.png", hue="cc"))
-    assert is_svg(plots.box(runs, "cell", "jain", tmp_path / "b.svg"))
-    assert is_png(plots.cdf(runs, "rtt_mean_s", tmp_path / "c.png", hue="cc"))
-    assert is_png(plots.heatmap(runs, "cc", "bottleneck.buffer", "jain", tmp_path / "h.png"))
-    assert is_png(plots.fairness_vs_flows(runs, "n_flows", tmp_path / "j.png", hue="cc"))
+    assert is_png(saved(plots.metric_vs_factor(stats, "bottleneck.buffer", "goodput_bps",
+                                               hue="cc"), tmp_path / "f.png"))
+    assert is_svg(saved(plots.box(runs, "cell", "jain"), tmp_path / "b.svg"))
+    assert is_png(saved(plots.cdf(runs, "rtt_mean_s", hue="cc"), tmp_path / "c.png"))
+    assert is_png(saved(plots.heatmap(runs, "cc", "bottleneck.buffer", "jain"),
+                        tmp_path / "h.png"))
+    assert is_pdf(saved(plots.fairness_vs_flows(runs, "n_flows", hue="cc"),
+                        tmp_path / "j.pdf"))
 
 
 def test_empty_inputs_give_a_figure(tmp_path):
     e = pd.DataFrame()
-    for i, f in enumerate([lambda p: plots.metric_vs_factor(e, "x", "y", p),
-                           lambda p: plots.box(e, "x", "y", p),
-                           lambda p: plots.cdf(e, "y", p),
-                           lambda p: plots.heatmap(e, "a", "b", "v", p),
-                           lambda p: plots.fairness_vs_flows(e, "n", p)]):
-        assert is_png(f(tmp_path / f"{i}.png"))
+    for i, f in enumerate([lambda: plots.metric_vs_factor(e, "x", "y"),
+                           lambda: plots.box(e, "x", "y"),
+                           lambda: plots.cdf(e, "y"),
+                           lambda: plots.heatmap(e, "a", "b", "v"),
+                           lambda: plots.fairness_vs_flows(e, "n"),
+                           lambda: plots.throughput_delay(e, "cc"),
+                           lambda: plots.box_per_flow(e),
+                           lambda: plots.convergence(e)]):
+        assert is_png(saved(f(), tmp_path / f"{i}.png"))
 
 
 def test_unknown_format_is_refused(tmp_path):
     with pytest.raises(ValueError, match="not supported"):
-        plots.cdf(pd.DataFrame({"x": [1.0]}), "x", tmp_path / "x.jpg")
+        plots.save(plots.cdf(pd.DataFrame({"x": [1.0]}), "x"), tmp_path / "x.jpg")
+
+
+def test_figures_draw_into_given_axes_and_return_their_figure(tmp_path, runs):
+    fig = Figure(figsize=(12, 4))
+    a, b = fig.subplots(1, 2)
+    assert plots.box(runs, "cc", "jain", ax=a) is fig
+    assert plots.cdf(runs, "rtt_mean_s", hue="cc", ax=b) is fig
+    assert len(fig.axes) == 2 and a.get_title().startswith("jain per cc")
+    assert b.get_lines(), "the CDF was not drawn into the axes given"
+    assert is_svg(plots.save(fig, tmp_path / "two.svg"))
+    # the same figure saved twice as SVG or PDF is the same file: no date inside
+    plots.save(fig, tmp_path / "again.svg")
+    assert (tmp_path / "two.svg").read_bytes() == (tmp_path / "again.svg").read_bytes()
+
+
+def test_timeseries_of_two_runs_overlaid(run):
+    tables, meta = run
+    fig = plots.timeseries(tables, meta, label="A")
+    n = len(fig.axes[1].get_lines())
+    assert plots.timeseries(tables, meta, fig=fig, label="B") is fig
+    assert len(fig.axes) == 5 and len(fig.axes[1].get_lines()) > n
+    labels = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+    assert any(t.startswith("A: ") for t in labels) and any(t.startswith("B: ")
+                                                            for t in labels)
+
+
+def test_throughput_delay_reverses_the_delay_axis_and_draws_ellipses(runs):
+    r = runs.assign(rtt_p95_s=runs["rtt_mean_s"] * 1.2)
+    fig = plots.throughput_delay(r, "cc")
+    ax = fig.axes[0]
+    lo, hi = ax.get_xlim()
+    assert lo > hi, "delay axis not reversed (better must be to the right)"
+    # a 1-sd ellipse per algorithm (each has 16 valid runs of 18)
+    assert len(ax.patches) == 2
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["cubic (16)", "reno (16)"]
+    assert "invalid runs excluded" in ax.get_title()
+
+
+def test_box_per_flow_has_one_box_per_flow_and_group():
+    rng = np.random.default_rng(1)
+    fl = pd.DataFrame([{"cell": c, "name": n, "conn": -1, "valid": True,
+                        "goodput_bps": rng.normal(5e6 if n == "a" else 3e6, 1e5)}
+                       for c in ("c0", "c1", "c2") for n in ("a", "b") for _ in range(4)])
+    ax = plots.box_per_flow(fl, "goodput_bps", by="cell").axes[0]
+    assert len(ax.patches) == 6     # 3 groups x 2 flows, a filled box each
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["c0", "c1", "c2"]
+
+
+def test_convergence_marks_the_time_and_the_minimum():
+    from ccarena.metrics.series import convergence_series
+    tables, meta = synthetic_run(n_flows=2, duration_s=10.0, warmup_s=1.0)
+    w, t_c = convergence_series(tables["rx"], meta)
+    assert t_c == pytest.approx(4.0) and w["scored"].any() and (~w["scored"]).any()
+    ax = plots.convergence(w.assign(t_c=t_c, label="run")).axes[0]
+    assert any(line.get_xdata()[0] == t_c for line in ax.get_lines()
+               if len(line.get_xdata()) == 2)
+    assert any(t.get_text().startswith("min ") for t in ax.texts)
+    assert "(min " in ax.get_legend().get_texts()[0].get_text()
 
 
 def test_levels_sort_naturally_and_units():
@@ -88,6 +163,6 @@ def test_timeseries_with_partial_columns_closes_its_figures(tmp_path, run):
            "link_stats": tables["link_stats"].drop(columns=["qlen_pkts"]),
            "ping": tables["ping"].drop(columns=["t", "t_ns"])}
     before = len(plt.get_fignums())
-    assert is_png(plots.timeseries(cut, {k: v for k, v in meta.items() if k != "flows"},
-                                   tmp_path / "p.png"))
+    assert is_png(saved(plots.timeseries(cut, {k: v for k, v in meta.items() if k != "flows"}),
+                        tmp_path / "p.png"))
     assert len(plt.get_fignums()) == before

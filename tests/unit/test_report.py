@@ -14,6 +14,11 @@ from ccarena.report import write_report
 from ccarena.store.results import open_results as load_results
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# `make test` installs chromium (TEST_APT_PACKAGES) and sets this: there, a missing
+# browser is a failure, not a skip
+if os.environ.get("CCARENA_REQUIRE_CHROMIUM") == "1" and CHROMIUM is None:
+    raise RuntimeError("CCARENA_REQUIRE_CHROMIUM=1 but chromium is not installed "
+                       "(`make test-deps` installs it)")
 CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync", "--no-first-run",
                 "--enable-logging=stderr", "--v=0", "--virtual-time-budget=10000"]
@@ -85,8 +90,8 @@ def test_report_of_a_study_with_missing_tables(tmp_path, study):
     assert ">Figures</h2>" in html
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install "
-                    "chromium; the Makefile does) - cannot render report.html")
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (`make test-deps` "
+                    "installs it; `make test` requires it) - cannot render report.html")
 def test_report_renders_in_headless_chromium(tmp_path, report):
     page = tmp_path / "check.html"
     html = report.read_text()
@@ -112,8 +117,8 @@ def test_report_renders_in_headless_chromium(tmp_path, report):
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install "
-                    "chromium; the Makefile does) - cannot render report.html")
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (`make test-deps` "
+                    "installs it; `make test` requires it) - cannot render report.html")
 def test_svg_report_renders_in_headless_chromium(tmp_path, study):
     report = write_report(study, out=tmp_path / "svg.html", max_timeseries=1,
                           figure_format="svg")
@@ -159,3 +164,32 @@ def test_report_shows_pass_criteria(tmp_path, study):
                      "level": "run", "min": 0.5, "where": {"no.such": 1}}]
     (d / "study.json").write_text(json.dumps(st))
     assert "utilisation above half" in write_report(d, max_timeseries=0).read_text()
+
+
+def test_report_page_comes_from_autoescaped_templates(tmp_path, study):
+    """The page is rendered from report/templates (shipped as package data) with
+    autoescape: markup in a study's own text is shown, never interpreted."""
+    from importlib.resources import files
+
+    from ccarena.report.html import environment
+    tpl = files("ccarena.report") / "templates"
+    assert {"report.html.j2", "blocks.html.j2", "checks.html.j2", "style.css"} <= {
+        p.name for p in tpl.iterdir()}
+    assert environment().autoescape is True
+    d = tmp_path / "tricky"
+    shutil.copytree(study, d)
+    st = json.loads((d / "study.json").read_text())
+    st["study"]["name"] = "<script>alert(1)</script> & co"
+    (d / "study.json").write_text(json.dumps(st))
+    html = write_report(d, max_timeseries=0).read_text()
+    assert "<script>alert(1)" not in html
+    assert "ccarena report: &lt;script&gt;alert(1)&lt;/script&gt; &amp; co</h1>" in html
+
+
+def test_packaging_ships_the_templates():
+    import tomllib
+    from pathlib import Path
+    pp = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    assert "report/templates/*" in pp["tool"]["setuptools"]["package-data"]["ccarena"]
+    deps = " ".join(pp["project"]["dependencies"])
+    assert "jinja2" in deps

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from ccarena.cli import exits
 from ccarena.errors import CcarenaError, ResultsError
+from ccarena.store.bundle import SUFFIX as ARCHIVE_SUFFIX
+from ccarena.store.bundle import stem as archive_stem
 from ccarena.store.results import open_results
 from ccarena.store.tables import RUN_TABLES
 from ccarena.store.tables import STUDY_TABLES as STUDY_TABLE_DOCS
@@ -24,12 +26,14 @@ STUDY_TABLES = tuple(STUDY_TABLE_DOCS)
 
 
 def resolve_results(arg: str, base: str = "results") -> Path:
-    """A results directory from a path or a name prefix under `base`."""
+    """A results directory or archive (`ccarena archive`) from a path, or a name prefix
+    under `base`."""
     p = Path(arg)
-    if p.is_dir():
+    if p.is_dir() or p.is_file():
         return p
     b = Path(base)
-    cands = sorted(q for q in b.glob(f"{arg}*") if q.is_dir()) if b.is_dir() else []
+    cands = sorted(q for q in b.glob(f"{arg}*") if q.is_dir() or q.name.endswith(
+        ARCHIVE_SUFFIX)) if b.is_dir() else []
     if not cands:
         raise ResultsError(f"opening results {arg!r}: no such directory, and no directory "
                            f"{b}/{arg}* (give a path or a name prefix)")
@@ -92,7 +96,8 @@ def cmd_report(args) -> int:
 
 def cmd_export(args) -> int:
     d = resolve_results(args.results_dir, args.results)
-    out = Path(args.out) if args.out else d / "csv"
+    out = Path(args.out) if args.out else (d.parent / f"{archive_stem(d)}-csv" if d.is_file()
+                                           else d / "csv")
     out.mkdir(parents=True, exist_ok=True)
     con = connect(d)
     wanted = args.tables.split(",") if args.tables else [*STUDY_TABLES, *PER_RUN]
@@ -167,9 +172,18 @@ def cmd_compare(args) -> int:
                      "welch p": f"{r['welch_p']:.3g}", "MWU p": f"{r['mw_p']:.3g}",
                      "d": f"{r['cohen_d']:.2f}", "r_rb": f"{r['rank_biserial']:.2f}",
                      "": "*" if r["significant"] else ""})
-    print(f"A = {a.path}\nB = {b.path}\nmeans ± 95 % CI (n valid runs); "
-          f"* = Welch p < {args.alpha}; d = Cohen's d (A-B), r_rb = rank-biserial (A vs B)")
-    print(pd.DataFrame(rows).to_string(index=False))
+    from rich.console import Console
+    from rich.table import Table
+    console = Console(width=None if sys.stdout.isatty() else 200)
+    console.print(f"A = {a.source or a.path}\nB = {b.source or b.path}\nmeans ± 95 % CI "
+                  f"(n valid runs); * = Welch p < {args.alpha}; d = Cohen's d (A-B), "
+                  "r_rb = rank-biserial (A vs B)", markup=False, highlight=False)
+    t = Table(*[c for c in rows[0]], header_style="bold")
+    for c in t.columns[len(by) + 1:]:
+        c.justify = "right"
+    for r in rows:
+        t.add_row(*[str(v) for v in r.values()])
+    console.print(t)
     inv_a, inv_b = int(res["n_invalid_a"].iloc[0]), int(res["n_invalid_b"].iloc[0])
     if inv_a or inv_b:
         print(f"invalid runs excluded: A {inv_a}, B {inv_b}")
@@ -186,7 +200,7 @@ def cmd_check(args) -> int:
     if args.study:
         study = load_study(args.study)
     elif res.study:
-        study = parse_study(res.study, str(d / "study.json"))
+        study = parse_study(res.study, str(res.path / "study.json"))
     else:
         raise ResultsError(f"opening results {d}: no study.json; name the checks' study "
                            "with --study")

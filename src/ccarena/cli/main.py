@@ -194,14 +194,18 @@ def cmd_doctor(args) -> int:
 
 
 def cmd_cc_list(args) -> int:
+    from rich.table import Table
+
     from ccarena import cc
     algs = cc.available()
     if args.json:
         print(json.dumps({n: {"source": a.source, "kernel_name": a.kernel_name, "why": a.why}
                           for n, a in algs.items()}, indent=1))
         return 0
+    t = Table("algorithm", "source", "kernel name", "why", title_justify="left")
     for n, a in sorted(algs.items()):
-        print(f"{n:10s} {a.source:12s} {a.kernel_name or '':14s} {a.why or ''}")
+        t.add_row(n, a.source, a.kernel_name or "", a.why or "")
+    _console().print(t)
     return 0
 
 
@@ -215,12 +219,21 @@ def cmd_schema(args) -> int:
 
 
 def cmd_studies(args) -> int:
+    from rich.table import Table
     if args.json:
         print(json.dumps(builtin_studies(), indent=1))
         return exits.OK
+    t = Table("study", "what it shows", title_justify="left")
     for name, desc in builtin_studies().items():
-        print(f"{name:22s} {desc}")
+        t.add_row(name, desc)
+    _console().print(t)
     return exits.OK
+
+
+def _console():
+    """A rich console; logs and pipes are not 80 columns wide, so do not fold there."""
+    from rich.console import Console
+    return Console(width=None if sys.stdout.isatty() else 160)
 
 
 def _run_arguments(r) -> None:
@@ -317,6 +330,8 @@ def build_parser() -> argparse.ArgumentParser:
     cli_analysis.register(sub)
     cli_vm.register(sub)
     cli_worker.register(sub)
+    from ccarena.cli import tools as cli_tools
+    cli_tools.register(sub)
     return ap
 
 

@@ -1,12 +1,17 @@
-"""CPU busy and steal time during a run, from /proc/stat: of the whole machine, or of the
-CPUs this process may use when it was given a share of them (parallel runs,
-docs/scale-out.md), so one run is not judged by another's load.
+"""CPU busy and steal time during a run (psutil.cpu_times, the kernel's accounting in
+/proc/stat): of the whole machine, or of the CPUs this process may use when it was given a
+share of them (parallel runs, docs/scale-out.md), so one run is not judged by another's
+load.
 
 A run whose machine was starved (steal, or busy near 100 % of all cores) may have been
 limited by CPU rather than by the emulated network; the runner flags it."""
 from __future__ import annotations
 
 import os
+
+import psutil
+
+FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
 
 def _share() -> set[int] | None:
@@ -15,25 +20,26 @@ def _share() -> set[int] | None:
     return mine if len(mine) < (os.cpu_count() or len(mine)) else None
 
 
-def snapshot() -> list[int]:
+def _fields(t) -> list[float]:
+    return [float(getattr(t, f, 0.0)) for f in FIELDS]
+
+
+def snapshot() -> list[float]:
+    """CPU time so far, in seconds, per state (FIELDS order): the machine's, or summed
+    over this process's share of the CPUs."""
     share = _share()
-    total = [0] * 8
-    with open("/proc/stat") as f:
-        for line in f:
-            parts = line.split()
-            if not parts or not parts[0].startswith("cpu"):
-                break
-            if parts[0] == "cpu":
-                if share is None:
-                    # user nice system idle iowait irq softirq steal guest guest_nice
-                    return [int(x) for x in parts[1:9]]
-                continue
-            if int(parts[0][3:]) in share:
-                total = [a + int(x) for a, x in zip(total, parts[1:9])]
+    if share is None:
+        return _fields(psutil.cpu_times())
+    total = [0.0] * len(FIELDS)
+    for i, t in enumerate(psutil.cpu_times(percpu=True)):
+        if i in share:
+            total = [a + b for a, b in zip(total, _fields(t))]
     return total
 
 
-def usage(before: list[int], after: list[int]) -> dict:
+def usage(before: list[float], after: list[float]) -> dict:
+    """Fractions of the CPU time between two snapshots: busy (neither idle, waiting for
+    I/O nor stolen), steal (taken by the hypervisor), idle (idle + iowait)."""
     d = [b - a for a, b in zip(before, after)]
     total = sum(d) or 1
     idle = d[3] + d[4]

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ccarena.metrics import formulas as F
-from ccarena.metrics.series import (DEFAULT_INTERVAL_S, _jain_frame, cum_at, fairness_columns, flow_table, goodput_matrix, interval_edges, nonempty, run_timing, usable, with_t)
+from ccarena.metrics.series import (CONVERGENCE_ALLOWANCE_S, DEFAULT_INTERVAL_S, _jain_frame, convergence_fairness, cum_at, fairness_columns, flow_table, goodput_matrix, interval_edges, nonempty, run_timing, usable, with_t)
 
 FLOW_ID_COLUMNS = ["run_id", "flow", "name", "kind", "cc", "from", "to", "start_s", "stop_s",
                    "dir", "window_s", "conn", "n_conns"]
@@ -207,7 +207,9 @@ def _aggregate_goodput(rx, flows: pd.DataFrame, timing) -> tuple[float, float]:
 
 
 def run_metrics(tables: dict, meta: dict, *, interval_s: float = DEFAULT_INTERVAL_S,
-                jain_threshold: float = 0.9) -> tuple[pd.DataFrame, dict]:
+                jain_threshold: float = 0.9,
+                convergence_allowance_s: float = CONVERGENCE_ALLOWANCE_S
+                ) -> tuple[pd.DataFrame, dict]:
     """All metrics of one run; see the module contract and docs/metrics.md."""
     tables = {k: with_t(v, meta) for k, v in (tables or {}).items()}
     # a table without the columns that locate its rows cannot be used at all
@@ -290,6 +292,9 @@ def run_metrics(tables: dict, meta: dict, *, interval_s: float = DEFAULT_INTERVA
                jain_interval_min=float(steady["jain"].min()) if len(steady) else NAN,
                converged_at_s=conv_at, convergence_s=max(conv_at - last_join, 0.0)
                if not np.isnan(conv_at) else NAN, interval_s=interval_s)
+    # transperf's convergence fairness: the worst 1 s window once the flows had time
+    jmin, t_c, _ = convergence_fairness(rx, flows, timing, convergence_allowance_s)
+    run.update(jain_min_1s=jmin, jain_min_1s_from_s=t_c)
 
     run.update(_run_rtt(tcp, timing))
     run.update(_ping_metrics(tables.get("ping"), timing))

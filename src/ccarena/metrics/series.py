@@ -240,3 +240,68 @@ def _jain_frame(m: np.ndarray, flows: pd.DataFrame, edges: np.ndarray) -> pd.Dat
     act = active_matrix(flows, edges) & fairness_columns(flows)[None, :]
     return pd.DataFrame({"t": edges[:-1], "t_end": edges[1:],
                          "jain": jain_rows(m, act), "n_active": act.sum(axis=1)})
+
+
+# -- convergence fairness (transperf's score) ---------------------------------------------
+CONVERGENCE_WINDOW_S = 1.0       # transperf's CONVERGENCE_BUCKET
+CONVERGENCE_ALLOWANCE_S = 4.0    # transperf's default convergence_sec
+
+
+def convergence_start(flows: pd.DataFrame, timing: Timing,
+                      allowance_s: float = CONVERGENCE_ALLOWANCE_S) -> float:
+    """The convergence time t_c from which the flows must share fairly:
+    t_c = max(warmup, last start of a flow that counts for fairness + allowance).
+    transperf gives every flow `convergence_sec` (4 s) from the experiment's start; here
+    the allowance runs from the last flow's arrival, so a late joiner gets it too."""
+    if not len(flows):
+        return float("nan")
+    fair = fairness_columns(flows)
+    last = float(flows.loc[fair, "start_s"].max())
+    return max(float(timing.warmup_s), last + float(allowance_s))
+
+
+def window_jain(rx, flows: pd.DataFrame, start_s: float, end_s: float,
+                window_s: float = CONVERGENCE_WINDOW_S) -> pd.DataFrame:
+    """Jain's index per whole window [start_s + k·w, start_s + (k+1)·w) inside
+    [start_s, end_s] over the active flows that count for fairness: t, t_end, jain,
+    n_active (a last partial window is dropped)."""
+    if not (end_s > start_s) or window_s <= 0 or not len(flows):
+        return pd.DataFrame(columns=["t", "t_end", "jain", "n_active"])
+    edges = start_s + interval_edges(end_s - start_s, window_s)
+    if len(edges) < 2:
+        return pd.DataFrame(columns=["t", "t_end", "jain", "n_active"])
+    return _jain_frame(goodput_matrix(rx, flows, edges), flows, edges)
+
+
+def convergence_fairness(rx, flows: pd.DataFrame, timing: Timing,
+                         allowance_s: float = CONVERGENCE_ALLOWANCE_S,
+                         window_s: float = CONVERGENCE_WINDOW_S) -> tuple[float, float,
+                                                                         pd.DataFrame]:
+    """(jain_min_1s, t_c, the windows): the minimum of Jain's index over the 1 s windows
+    of [t_c, duration] that have >= 2 active flows counting for fairness; NaN if there
+    is no such window."""
+    t_c = convergence_start(flows, timing, allowance_s)
+    if np.isnan(t_c):
+        return float("nan"), t_c, window_jain(rx, flows, 0.0, 0.0, window_s)
+    w = window_jain(rx, flows, t_c, timing.duration_s, window_s)
+    multi = w[w["n_active"] >= 2] if len(w) else w
+    return (float(multi["jain"].min()) if len(multi) and multi["jain"].notna().any()
+            else float("nan")), t_c, w
+
+
+def convergence_series(rx, meta: dict, allowance_s: float = CONVERGENCE_ALLOWANCE_S,
+                       window_s: float = CONVERGENCE_WINDOW_S,
+                       tables: dict | None = None) -> tuple[pd.DataFrame, float]:
+    """Jain's index per 1 s window over the whole run, on the grid of the windows the
+    score uses (t, t_end, jain, n_active, scored: the window counts for jain_min_1s),
+    and the convergence time t_c: what the convergence figure draws."""
+    tables = dict(tables or {})
+    tables["rx"] = usable(with_t(rx, meta), "rx")
+    timing = run_timing(tables, meta)
+    flows = flow_table(tables, meta, timing)
+    t_c = convergence_start(flows, timing, allowance_s)
+    first = (t_c - np.floor(t_c / window_s + 1e-9) * window_s) if not np.isnan(t_c) else 0.0
+    w = window_jain(tables["rx"], flows, first, timing.duration_s, window_s)
+    w = w.assign(scored=(w["t"] >= t_c - 1e-9) & (w["n_active"] >= 2)) if len(w) else \
+        w.assign(scored=pd.Series(dtype=bool))
+    return w, t_c

@@ -1,99 +1,54 @@
-"""ccarena.plots: the figures of a study, drawn with matplotlib (Agg backend).
+"""ccarena.plots: the figures of a study, drawn with matplotlib.
 
-Contract: every function takes DataFrames (and a meta dict where a run is drawn) plus an
-output path, writes one figure (PNG or SVG, chosen by the path's suffix), closes it and
-returns the path. No function reads files or global state; empty inputs give a figure
-that says "no data" rather than an exception, so a report never breaks on a missing table.
-Units on axes are the readable ones (Mbit/s, ms); the data stay in SI units.
+Contract: every public figure function takes DataFrames (and a meta dict where a run is
+drawn), draws into the axes given as `ax=` (or the figure given as `fig=` for the
+multi-panel ones), or into a new Figure when none is given, and returns the matplotlib
+Figure. Saving is separate: `save(fig, path, fmt=None)` writes PNG, SVG or PDF. New
+figures are plain `matplotlib.figure.Figure` objects, not registered with pyplot, so
+nothing needs closing and no global backend is set (a notebook shows them as they are).
+No function reads files or global state; empty inputs give a figure that says "no data"
+rather than an exception, so a report never breaks on a missing table. Units on axes are
+the readable ones (Mbit/s, ms); the data stay in SI units.
 """
 from __future__ import annotations
 
-import re
-from pathlib import Path
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from ccarena import units  # noqa: E402
-from ccarena.analysis import summarize, valid_mask  # noqa: E402
+from ccarena.analysis import summarize, valid_mask
 from ccarena.metrics.series import (DEFAULT_INTERVAL_S, goodput_series, jain_series, nonempty, usable, with_t)
+from ccarena.report.figbase import (FORMATS, _axes, _legend, _no_data, _thin, label_of, natural_key, save, unit_of)
+from ccarena.report.field_figures import box_per_flow, convergence, throughput_delay
 
-__all__ = ["timeseries", "metric_vs_factor", "box", "cdf", "heatmap", "fairness_vs_flows",
+__all__ = ["timeseries", "metric_vs_factor", "box", "box_per_flow", "cdf", "heatmap",
+           "fairness_vs_flows", "throughput_delay", "convergence", "save", "FORMATS",
            "unit_of", "natural_key"]
-
-MAX_POINTS = 3000  # per line: enough for the eye, keeps SVGs small
-MAX_LEGEND = 10
-
-
-unit_of = units.display_unit
-label_of = units.metric_label
-
-
-def natural_key(v):
-    """Sort key for factor levels: "20p" < "100p", "1ms" < "10ms", numbers by value."""
-    if isinstance(v, (int, float, np.number)) and not isinstance(v, bool):
-        return (0, float(v), "")
-    m = re.match(r"\s*([-+]?\d*\.?\d+(?:[eE][-+]?\d+)?)", str(v))
-    return (0, float(m.group(1)), str(v)) if m else (1, 0.0, str(v))
-
-
-def _save(fig, path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fmt = path.suffix.lstrip(".").lower() or "png"
-    if fmt not in ("png", "svg"):
-        plt.close(fig)
-        raise ValueError(f"plot {path}: format {fmt!r} not supported (use .png or .svg)")
-    for ax in fig.axes:  # "+1.913e1" offsets hide the values a reader wants to see
-        for axis in (ax.xaxis, ax.yaxis):
-            fmtr = axis.get_major_formatter()
-            if hasattr(fmtr, "set_useOffset"):
-                fmtr.set_useOffset(False)
-    fig.savefig(path, format=fmt, dpi=100, bbox_inches="tight",
-                metadata={"Date": None} if fmt == "svg" else None)
-    plt.close(fig)
-    return path
-
-
-def _no_data(ax, what="no data"):
-    ax.text(0.5, 0.5, what, ha="center", va="center", transform=ax.transAxes, color="grey")
-
-
-def _thin(x, y):
-    """Keep at most MAX_POINTS points of a line (every k-th sample)."""
-    k = max(1, len(x) // MAX_POINTS)
-    return np.asarray(x)[::k], np.asarray(y)[::k]
-
-
-def _legend(ax, n):
-    if 0 < n <= MAX_LEGEND:
-        ax.legend(fontsize="x-small", ncol=2 if n > 4 else 1, loc="best")
-
 
 # -- one run over time ------------------------------------------------------------------
 
-def timeseries(tables: dict, meta: dict, path, interval_s: float = DEFAULT_INTERVAL_S,
-               title: str | None = None) -> Path:
+def timeseries(tables: dict, meta: dict, *, interval_s: float = DEFAULT_INTERVAL_S,
+               title: str | None = None, fig: Figure | None = None,
+               label: str | None = None) -> Figure:
     """Panels over time for one run: cwnd, goodput, RTT (srtt and ping), queue
     occupancy at the bottleneck, and Jain's index per interval. Missing tables leave a
-    panel with "no data"."""
+    panel with "no data".
+
+    fig: draw into this figure; a figure that already holds the five panels (from an
+    earlier call) gets this run drawn over them, each line named with `label` first,
+    so runs of several studies can be overlaid."""
     tables = {k: usable(with_t(v, meta), k) for k, v in (tables or {}).items()}
-    fig, axes = plt.subplots(5, 1, figsize=(8, 10.5), sharex=True, layout="constrained")
-    try:
-        _timeseries_panels(fig, axes, tables, meta, interval_s, title)
-    except BaseException:
-        plt.close(fig)  # never leak a figure, even on a bug
-        raise
-    return _save(fig, path)
+    if fig is None:
+        fig = Figure(figsize=(8, 10.5), layout="constrained")
+    axes = fig.axes if len(fig.axes) == 5 else fig.subplots(5, 1, sharex=True)
+    _timeseries_panels(fig, list(axes), tables, meta, interval_s, title, label)
+    return fig
 
 
-def _timeseries_panels(fig, axes, tables, meta, interval_s, title):
-    names = {int(f["flow"]): f.get("name", f"flow{f['flow']}") + (f" ({f['cc']})" if
-             f.get("cc") else "") for f in meta.get("flows") or []}
+def _timeseries_panels(fig, axes, tables, meta, interval_s, title, label=None):
+    pre = f"{label}: " if label else ""
+    names = {int(f["flow"]): pre + f.get("name", f"flow{f['flow']}") + (
+             f" ({f['cc']})" if f.get("cc") else "") for f in meta.get("flows") or []}
     tcp, rx = tables.get("tcpinfo"), tables.get("rx")
     warm = float(meta.get("warmup_s") or 0.0)
 
@@ -114,8 +69,8 @@ def _timeseries_panels(fig, axes, tables, meta, interval_s, title):
             ax.plot(g["t"] + interval_s / 2, g["goodput_bps"] / 1e6, lw=1,
                     drawstyle="default", label=names.get(int(f), f"flow{f}"))
         tot = gs.groupby("t")["goodput_bps"].sum()
-        ax.plot(tot.index + interval_s / 2, tot / 1e6, color="k", lw=1.2, ls="--",
-                label="sum")
+        ax.plot(tot.index + interval_s / 2, tot / 1e6, color=None if label else "k",
+                lw=1.2, ls="--", label=pre + "sum")
         rate = (meta.get("bottleneck") or {}).get("rate_bps")
         if rate:
             ax.axhline(rate / 1e6, color="grey", lw=0.8, ls=":")
@@ -133,7 +88,8 @@ def _timeseries_panels(fig, axes, tables, meta, interval_s, title):
         drew = True
     ping = tables.get("ping")
     if nonempty(ping) and "rtt_s" in ping:
-        ax.plot(ping["t"], ping["rtt_s"] * 1e3, ".", ms=2, color="k", label="ping")
+        ax.plot(ping["t"], ping["rtt_s"] * 1e3, ".", ms=2, color=None if label else "k",
+                label=pre + "ping")
         ax.legend(fontsize="x-small")
         drew = True
     if meta.get("base_rtt_s"):
@@ -146,7 +102,8 @@ def _timeseries_panels(fig, axes, tables, meta, interval_s, title):
     link = tables.get("link_stats")
     if nonempty(link) and "qlen_pkts" in link:
         d = link[link["dir"] == 0] if "dir" in link else link
-        ax.plot(*_thin(d["t"], d["qlen_pkts"]), lw=0.8, color="tab:red")
+        ax.plot(*_thin(d["t"], d["qlen_pkts"]), lw=0.8, color=None if label else "tab:red",
+                label=label)
         buf = (meta.get("bottleneck") or {}).get("buffer_packets")
         if buf:
             ax.axhline(buf, color="grey", lw=0.8, ls=":")
@@ -157,7 +114,7 @@ def _timeseries_panels(fig, axes, tables, meta, interval_s, title):
     ax = axes[4]
     if nonempty(rx):
         js = jain_series(rx, meta, interval_s)
-        ax.plot(js["t"] + interval_s / 2, js["jain"], marker=".", lw=1)
+        ax.plot(js["t"] + interval_s / 2, js["jain"], marker=".", lw=1, label=label)
         ax.set_ylim(0, 1.05)
         ax.axhline(0.9, color="grey", lw=0.8, ls=":")
     else:
@@ -174,18 +131,21 @@ def _timeseries_panels(fig, axes, tables, meta, interval_s, title):
 
 # -- across cells and runs ----------------------------------------------------------------
 
-def metric_vs_factor(stats: pd.DataFrame, factor: str, metric, path,
-                     hue: str | None = None, title: str | None = None) -> Path:
+def metric_vs_factor(stats: pd.DataFrame, factor: str, metric, *,
+                     hue: str | None = None, title: str | None = None,
+                     fig: Figure | None = None) -> Figure:
     """Mean of a metric against a swept factor with 95 % CI error bars; with a list of
     metrics, one small panel per metric (same x axis) in one figure.
 
-    stats: output of analysis.cell_stats (columns factor, [hue], metric, mean, ci_half)."""
+    stats: output of analysis.cell_stats (columns factor, [hue], metric, mean, ci_half).
+    fig: draw the panels into this (empty) figure instead of a new one."""
     metrics = [metric] if isinstance(metric, str) else list(metric)
     ncol = min(3, len(metrics))
     nrow = -(-len(metrics) // ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(6 if ncol == 1 else 4.2 * ncol,
-                                                  3.8 if nrow == 1 else 3.1 * nrow),
-                             squeeze=False, layout="constrained")
+    if fig is None:
+        fig = Figure(figsize=(6 if ncol == 1 else 4.2 * ncol, 3.8 if nrow == 1 else
+                              3.1 * nrow), layout="constrained")
+    axes = fig.subplots(nrow, ncol, squeeze=False)
     for ax, m in zip(axes.ravel(), metrics):
         _factor_panel(ax, stats, factor, m, hue, legend=(m == metrics[0]))
         if len(metrics) > 1:
@@ -194,7 +154,7 @@ def metric_vs_factor(stats: pd.DataFrame, factor: str, metric, path,
         ax.set_visible(False)
     fig.suptitle(title or (f"{metrics[0]} vs {factor} (mean, 95 % CI)" if len(metrics) == 1
                            else f"metrics vs {factor} (mean, 95 % CI)"), fontsize="medium")
-    return _save(fig, path)
+    return fig
 
 
 def _factor_panel(ax, stats, factor, metric, hue, legend=True):
@@ -223,11 +183,12 @@ def _factor_panel(ax, stats, factor, metric, hue, legend=True):
     ax.grid(alpha=0.3)
 
 
-def box(runs: pd.DataFrame, by: str, metric: str, path, title: str | None = None) -> Path:
+def box(runs: pd.DataFrame, by: str, metric: str, *, title: str | None = None,
+        ax=None) -> Figure:
     """Distribution of a metric over repetitions, one box per value of `by` (valid runs
     only; the invalid ones are counted in the title)."""
     scale, _ = unit_of(metric)
-    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    fig, ax = _axes(ax, (6.5, 3.8))
     if not nonempty(runs) or metric not in runs or by not in runs:
         _no_data(ax)
         n_inv = 0
@@ -251,14 +212,14 @@ def box(runs: pd.DataFrame, by: str, metric: str, path, title: str | None = None
     ax.grid(alpha=0.3, axis="y")
     extra = f"  ({n_inv} invalid runs excluded)" if n_inv else ""
     ax.set_title((title or f"{metric} per {by}") + extra, fontsize="medium")
-    return _save(fig, path)
+    return fig
 
 
-def cdf(df: pd.DataFrame, value: str, path, hue: str | None = None,
-        title: str | None = None, max_groups: int = 12) -> Path:
+def cdf(df: pd.DataFrame, value: str, *, hue: str | None = None,
+        title: str | None = None, max_groups: int = 12, ax=None) -> Figure:
     """Empirical CDF of a column (e.g. RTT samples, per-flow goodput), one line per hue."""
     scale, _ = unit_of(value)
-    fig, ax = plt.subplots(figsize=(6, 3.8))
+    fig, ax = _axes(ax, (6, 3.8))
     if not nonempty(df) or value not in df:
         _no_data(ax)
     else:
@@ -277,15 +238,16 @@ def cdf(df: pd.DataFrame, value: str, path, hue: str | None = None,
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)
     ax.set_title(title or f"CDF of {value}", fontsize="medium")
-    return _save(fig, path)
+    return fig
 
 
-def heatmap(df: pd.DataFrame, row: str, col: str, value: str, path,
-            title: str | None = None, vmin=None, vmax=None, cmap: str = "viridis") -> Path:
+def heatmap(df: pd.DataFrame, row: str, col: str, value: str, *,
+            title: str | None = None, vmin=None, vmax=None, cmap: str = "viridis",
+            ax=None) -> Figure:
     """Algorithm x algorithm (or any two factors) matrix of the mean of `value`,
     each cell annotated with its mean."""
     scale, _ = unit_of(value)
-    fig, ax = plt.subplots(figsize=(5.5, 4.5))
+    fig, ax = _axes(ax, (5.5, 4.5))
     if not nonempty(df) or not {row, col, value} <= set(df.columns):
         _no_data(ax)
     else:
@@ -304,14 +266,15 @@ def heatmap(df: pd.DataFrame, row: str, col: str, value: str, path,
     ax.set_xlabel(col)
     ax.set_ylabel(row)
     ax.set_title(title or f"{value}: {row} x {col}", fontsize="medium")
-    return _save(fig, path)
+    return fig
 
 
-def fairness_vs_flows(runs: pd.DataFrame, n_col: str, path, value: str = "jain",
-                      hue: str | None = None, title: str | None = None) -> Path:
+def fairness_vs_flows(runs: pd.DataFrame, n_col: str, *, value: str = "jain",
+                      hue: str | None = None, title: str | None = None,
+                      ax=None) -> Figure:
     """Jain's index (or another value) against the number of competing flows: mean and
     95 % CI over valid runs, with the 1/n line of one flow taking everything."""
-    fig, ax = plt.subplots(figsize=(6, 3.8))
+    fig, ax = _axes(ax, (6, 3.8))
     if not nonempty(runs) or n_col not in runs or value not in runs:
         _no_data(ax)
     else:
@@ -333,4 +296,4 @@ def fairness_vs_flows(runs: pd.DataFrame, n_col: str, path, value: str = "jain",
     ax.set_ylabel(value)
     ax.grid(alpha=0.3)
     ax.set_title(title or f"{value} vs {n_col} (mean, 95 % CI)", fontsize="medium")
-    return _save(fig, path)
+    return fig

@@ -3,11 +3,13 @@
 Contract: `write_report(study_dir, out=None, max_timeseries=12, figure_format="png")
 -> Path` reads the study
 directory through the store, computes cell statistics over the
-valid runs, draws the figures with ccarena.plots into a temporary directory and embeds
-them (base64 PNG, or inline SVG), and writes `<study_dir>/report.html` (or `out`). The page has no
-external resources and no scripts. Sections: summary, checks (invalid runs with their
-reasons, pass criteria if the study has any), results per cell with 95 % CIs, figures,
-flows, environment, the resolved study.
+valid runs, draws the figures with ccarena.plots, saves them into a temporary directory
+and embeds them (base64 PNG, or inline SVG), and renders the page from the Jinja2
+templates of report/templates (html.py) into `<study_dir>/report.html` (or `out`; for a
+read-only archive, beside the archive). The page has no external resources and no
+scripts. Sections: summary, checks (invalid runs with their reasons, pass criteria if
+the study has any), results per cell with 95 % CIs, figures, flows, environment, the
+resolved study.
 """
 from __future__ import annotations
 
@@ -21,9 +23,10 @@ import pandas as pd
 
 from ccarena.report import figures as plots
 from ccarena.analysis import KEY_METRICS, cell_stats, valid_mask
-from ccarena.report.html import esc, figure, fmt_metric, fmt_num, kv_table, page, table
+from ccarena.report.html import (Markup, figure_data, fmt_metric, fmt_num, kv_rows, render, table_data)
 from ccarena.report.summary import anomaly_lines, completeness
 from ccarena.store.results import ResultsDir as Results
+from ccarena.store.results import default_report_path
 
 __all__ = ["write_report"]
 
@@ -46,10 +49,10 @@ def _cell_key(res: Results) -> list[str]:
     return (["cell"] if "cell" in res.runs else []) + [f for f in res.factors if f in res.runs]
 
 
-def _results_table(stats: pd.DataFrame, key: list[str], metrics: list[str]) -> str:
+def _results_table(stats: pd.DataFrame, key: list[str], metrics: list[str]) -> dict:
     """Cells as rows, metrics as columns, each `mean ± CI half-width (n)`."""
     if stats.empty:
-        return table(stats)
+        return table_data(stats)
     rows = []
     for kv, g in stats.groupby(key, sort=False, dropna=False):
         kv = kv if isinstance(kv, tuple) else (kv,)
@@ -57,25 +60,28 @@ def _results_table(stats: pd.DataFrame, key: list[str], metrics: list[str]) -> s
         g = g.set_index("metric")
         row["runs"] = int(g["n"].max()) if len(g) else 0
         inv = int(g["n_invalid"].max()) if len(g) else 0
-        row["invalid"] = f'<span class="bad">{inv}</span>' if inv else "0"
+        row["invalid"] = Markup('<span class="bad">{}</span>').format(inv) if inv else "0"
         for m in metrics:
             if m not in g.index:
                 row[m] = "–"
                 continue
             s = g.loc[m]
             ci = (f" ± {fmt_metric(m, s['ci_half'], 2)}" if pd.notna(s["ci_half"]) else "")
-            row[m] = (f"{fmt_metric(m, s['mean'], 3)}{esc(ci)}"
-                      f' <span class="muted">({int(s["n"])})</span>')
+            row[m] = Markup('{}{} <span class="muted">({})</span>').format(
+                fmt_metric(m, s["mean"], 3), ci, int(s["n"]))
         rows.append(row)
     df = pd.DataFrame(rows)
     df.columns = [c if c not in metrics else plots.label_of(c) for c in df.columns]
-    return table(df, left=tuple(key),
-                 raw_html=tuple(plots.label_of(m) for m in metrics) + ("invalid",))
+    return table_data(df, left=tuple(key),
+                      raw_html=tuple(plots.label_of(m) for m in metrics) + ("invalid",))
 
 
-def _checks(res: Results) -> str:
+def _checks(res: Results) -> Markup:
+    """The checks section: invalid runs with their reasons, anomalies, what the study
+    lacks, re-runs, and the study's pass criteria (templates/checks.html.j2)."""
     runs = res.runs
-    out = []
+    ctx: dict = {"n_runs": len(runs), "invalid": None, "anomalies": None, "reruns": None,
+                 "criteria": None}
     bad = runs[~valid_mask(runs)] if len(runs) else runs
     if len(bad):
         rows = []
@@ -86,44 +92,30 @@ def _checks(res: Results) -> str:
             rows.append({"run_id": rid, "cell": getattr(r, "cell", ""),
                          "rep": getattr(r, "rep", ""),
                          "reasons": "; ".join(map(str, np.atleast_1d(reasons)))})
-        out.append(f'<p class="bad">{len(bad)} of {len(runs)} runs are invalid; they are '
-                   "excluded from every statistic below and counted in the "
-                   "<em>invalid</em> column.</p>")
-        out.append(table(pd.DataFrame(rows), left=("run_id", "cell", "reasons")))
+        ctx["invalid"] = {"n": len(bad), "table": table_data(
+            pd.DataFrame(rows), left=("run_id", "cell", "reasons"))}
     odd = anomaly_lines(res)
     if odd:
-        out.append(f'<p class="bad">{len(odd)} anomal{"y" if len(odd) == 1 else "ies"} in '
-                   "valid runs: the network may really have done this, so these runs count, "
-                   "but their numbers are not a normal result.</p>")
-        out.append(table(pd.DataFrame({"anomaly": odd}), left=("anomaly",)))
-    gaps = completeness(res)
-    if gaps:
-        out.append('<p class="bad">The study is not complete: '
-                   + "; ".join(esc(g) for g in gaps) + ".</p>")
-    elif not len(bad):
-        out.append(f'<p class="ok">All {len(runs)} planned runs are stored and valid.</p>')
+        ctx["anomalies"] = {"n": len(odd), "table": table_data(
+            pd.DataFrame({"anomaly": odd}), left=("anomaly",))}
+    ctx["gaps"] = completeness(res)
     rerun = runs[runs["reruns"].fillna(0) > 0] if "reruns" in runs else runs.iloc[0:0]
     if len(rerun):
-        n = len(rerun)
-        out.append(f"<p>{n} run{' was' if n == 1 else 's were'} run again because the "
-                   "machine's noise made an attempt invalid (the same seed each time); the "
-                   "attempts set aside are kept in <code>superseded/</code> and counted "
-                   "nowhere else.</p>")
-        out.append(table(rerun[["run_id", "cell", "rep", "reruns", "rerun_reasons"]],
-                         left=("run_id", "cell", "rerun_reasons")))
+        ctx["reruns"] = {"n": len(rerun), "table": table_data(
+            rerun[["run_id", "cell", "rep", "reruns", "rerun_reasons"]],
+            left=("run_id", "cell", "rerun_reasons"))}
     checks = _evaluate_expect(res) if res.study.get("expect") else pd.DataFrame()
     if len(checks):
         ok = checks["ok"].astype(bool) if "ok" in checks else pd.Series(True, index=checks.index)
-        out.append(f"<p>Pass criteria: {int(ok.sum())} of {len(checks)} met"
-                   + (f', <span class="bad">{int((~ok).sum())} failed</span>' if (~ok).any()
-                      else "") + ".</p>")
         shown = checks.copy()
         if "ok" in shown:
-            shown["ok"] = ['<span class="ok">pass</span>' if v else '<span class="bad">FAIL</span>'
-                           for v in ok]
-        out.append(table(shown, left=tuple(c for c in shown.columns if c != "ok"),
-                         raw_html=("ok",)))
-    return "".join(out)
+            shown["ok"] = [Markup('<span class="ok">pass</span>') if v else
+                           Markup('<span class="bad">FAIL</span>') for v in ok]
+        ctx["criteria"] = {"n": len(checks), "passed": int(ok.sum()),
+                           "failed": int((~ok).sum()), "table": table_data(
+                               shown, left=tuple(c for c in shown.columns if c != "ok"),
+                               raw_html=("ok",))}
+    return Markup(render("checks.html.j2", **ctx))
 
 
 def _evaluate_expect(res: Results) -> pd.DataFrame:
@@ -180,8 +172,8 @@ def _figures(res: Results, stats: pd.DataFrame, tmp: Path, key: list[str],
 
     def fig(fn, caption, *a, **kw):
         n[0] += 1
-        p = fn(*a, path=tmp / f"f{n[0]:03d}.{fmt}", **kw)
-        return figure(p, caption)
+        p = plots.save(fn(*a, **kw), tmp / f"f{n[0]:03d}.{fmt}")
+        return figure_data(p, caption)
 
     # metric against each swept factor; the other factor (if one) as colour
     figs = []
@@ -204,6 +196,13 @@ def _figures(res: Results, stats: pd.DataFrame, tmp: Path, key: list[str],
                 for m in _present(runs, BOX_METRICS)]
         if figs:
             sections.append(("Spread over repetitions", figs))
+    delay = next(iter(_present(runs, ["rtt_p95_s", "ping_rtt_p95_s"])), None)
+    if group and delay and _present(runs, ["goodput_bps"]):
+        sections.append(("Throughput against delay", [fig(
+            plots.throughput_delay, f"Goodput against the 95th-percentile RTT ({delay}), as "
+            "Pantheon draws it: small dots are runs, large ones the mean per "
+            f"{group}, shaded the 1-standard-deviation ellipse; better is up and right.",
+            runs, group, delay=delay)]))
 
     figs = []
     reps = [(labels.get(c, c), rid, ok) for c, rid, ok in _representative_runs(res, "cell")]
@@ -326,17 +325,17 @@ def _valid_flows(res: Results) -> pd.DataFrame:
     return fl
 
 
-def _flows_table(res: Results, key: list[str]) -> str:
+def _flows_table(res: Results, key: list[str]) -> dict:
     fl = _valid_flows(res)
     if not len(fl) or "goodput_bps" not in fl:
-        return table(pd.DataFrame())
+        return table_data(pd.DataFrame())
     by = [c for c in ("cell", "flow", "name", "cc") if c in fl]
     ms = _present(fl, ["goodput_bps", "share", "rtt_mean_s", "rtt_p99_s", "retrans_ratio",
                        "cwnd_limited_frac", "rwnd_limited_frac", "sndbuf_limited_frac",
                        "app_limited_frac",
                        "fct_mean_s", "mathis_bps"])
     if not by or not ms:
-        return table(pd.DataFrame())
+        return table_data(pd.DataFrame())
     st = cell_stats(fl.assign(valid=True), by, ms)
     return _results_table(st.drop(columns=["n_invalid"]).assign(n_invalid=0), by, ms)
 
@@ -363,7 +362,7 @@ def machines_line(metas: list[dict]) -> str | None:
             "and ccarena version and commit")
 
 
-def _environment(res: Results) -> str:
+def _environment(res: Results) -> list[tuple]:
     env = dict(res.environment)
     if res.preflight:
         env["preflight (backend and algorithm sources)"] = res.preflight
@@ -386,7 +385,7 @@ def _environment(res: Results) -> str:
         env["cpu busy (mean over runs)"] = f"{res.runs['cpu_busy_frac'].mean():.3g}"
     if "cpu_steal_frac" in res.runs:
         env["cpu steal (max over runs)"] = f"{res.runs['cpu_steal_frac'].max():.3g}"
-    return kv_table(env)
+    return kv_rows(env)
 
 
 def write_report(study_dir, out=None, max_timeseries: int = 12,
@@ -396,7 +395,7 @@ def write_report(study_dir, out=None, max_timeseries: int = 12,
     if figure_format not in ("png", "svg"):
         raise ValueError(f"report figures: format {figure_format!r} (use png or svg)")
     res = Results.open(study_dir)
-    out = Path(out) if out else res.path / "report.html"
+    out = Path(out) if out else default_report_path(res)
     runs = res.runs.copy()
     if {"goodput_bps", "n_flows"} <= set(runs.columns):  # mean per flow, beside the models
         runs["flow_goodput_bps"] = runs["goodput_bps"] / runs["n_flows"].where(
@@ -408,44 +407,22 @@ def write_report(study_dir, out=None, max_timeseries: int = 12,
     n_cells = runs["cell"].nunique() if "cell" in runs else len(stats.groupby(key)) if len(
         stats) else 0
     sweep = res.study.get("sweep") or {}
-    parts = [f"<h1>ccarena report: {esc(res.name)}</h1>",
-             f'<p class="muted">{esc(res.path)} — generated '
-             f"{esc(_dt.datetime.now(_dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC'))}</p>",
-             '<nav><a href="#checks">checks</a><a href="#results">results</a>'
-             '<a href="#figures">figures</a><a href="#flows">flows</a>'
-             '<a href="#environment">environment</a><a href="#study">study</a></nav>',
-             "<h2>Summary</h2>",
-             kv_table({"study": res.name, "cells": n_cells, "runs": len(runs),
-                       "valid runs": len(runs) - n_inv, "invalid runs": n_inv,
-                       "swept factors": ", ".join(f"{k} ∈ {v}" for k, v in sweep.items())
-                       or ", ".join(res.factors) or "(none)"}),
-             '<h2 id="checks">Checks</h2>', _checks(res),
-             '<h2 id="results">Results per cell</h2>',
-             "<p>Mean ± half-width of the 95 % confidence interval (Student t, over valid "
-             "repetitions), (n) = runs that gave a value. Rates in Mbit/s, RTTs in ms; "
-             "definitions in docs/metrics.md.</p>",
-             _results_table(stats, [k for k in key if k in runs], metrics)]
     models = _present(runs, MODEL_METRICS)
-    if models:
-        parts += ["<h3>Models beside measurements</h3>",
-                  "<p>Bandwidth-delay product, buffer in BDPs, the fair share rate/n, the "
-                  "Mathis et al. prediction per flow from the link's loss ratio "
-                  "(MSS/RTT·√(3/2)/√p), next to the measured mean flow goodput.</p>",
-                  _results_table(cell_stats(runs, [k for k in key if k in runs], models),
-                                 [k for k in key if k in runs], models)]
-    parts.append('<h2 id="figures">Figures</h2>')
+    known = [k for k in key if k in runs]
     with tempfile.TemporaryDirectory(prefix="ccarena-report-") as tmp:
-        for title, figs in _figures(res, stats, Path(tmp), key, max_timeseries,
-                                    figure_format):
-            parts.append(f"<h3>{esc(title)}</h3>" + "".join(figs))
-    parts += ['<h2 id="flows">Flows</h2>',
-              "<p>Per flow, over the valid repetitions of each cell (mean ± 95 % CI).</p>",
-              _flows_table(res, key),
-              '<h2 id="environment">Environment</h2>', _environment(res),
-              '<h2 id="study">Study</h2>',
-              f"<details><summary>resolved study (study.json)</summary><pre>"
-              f"{esc(json.dumps(res.study, indent=1, sort_keys=True, default=str))}</pre>"
-              "</details>"]
+        sections = _figures(res, stats, Path(tmp), key, max_timeseries, figure_format)
+    html = render(
+        "report.html.j2", name=res.name, path=str(res.source or res.path),
+        generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        summary=kv_rows({"study": res.name, "cells": n_cells, "runs": len(runs),
+                         "valid runs": len(runs) - n_inv, "invalid runs": n_inv,
+                         "swept factors": ", ".join(f"{k} ∈ {v}" for k, v in sweep.items())
+                         or ", ".join(res.factors) or "(none)"}),
+        checks=_checks(res), results=_results_table(stats, known, metrics),
+        models=_results_table(cell_stats(runs, known, models), known, models)
+        if models else None,
+        sections=sections, flows=_flows_table(res, key), environment=_environment(res),
+        study_json=json.dumps(res.study, indent=1, sort_keys=True, default=str))
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(page(f"ccarena: {res.name}", "\n".join(parts)), encoding="utf-8")
+    out.write_text(html, encoding="utf-8")
     return out

@@ -45,6 +45,7 @@ def machine() -> dict:
         tools["pyroute2"] = pyroute2.__version__
     except Exception:
         pass
+    tools["python_packages"] = python_packages()
     out = {"kernel": u.release, "kernel_version": u.version, "machine": u.machine,
            "hostname": u.node, "cpus": os.cpu_count(), "tools": tools}
     # in ccarena's VM (ccarena vm, run --vm): the accelerator, boot time, image, host kernel
@@ -87,6 +88,19 @@ def worker() -> dict:
     return {"host": m["hostname"], "kernel": m["kernel"], "cpu_model": cpu_model(),
             "cpus": m["cpus"], "ccarena": m["tools"]["ccarena"],
             "commit": m["tools"].get("ccarena_commit")}
+
+
+def python_packages() -> dict[str, str]:
+    """Every Python distribution installed beside ccarena, name -> version (what `pip
+    freeze` lists): with requirements.lock, what a re-run installs to use the same
+    libraries."""
+    from importlib import metadata
+    out = {}
+    for d in metadata.distributions():
+        name = d.metadata["Name"]
+        if name and name.lower() != "ccarena":
+            out[name.lower()] = d.version
+    return dict(sorted(out.items()))
 
 
 def _git_commit() -> str | None:

@@ -13,7 +13,15 @@
 Every file is written atomically (store.atomic). Reading never trusts a summary that is
 missing, unreadable or older than the runs: runs and flows are rebuilt from the run
 directories; a damaged run file is named in `problems` and skipped, never fatal. The store
-computes no statistics: cells.parquet is written by analysis.aggregates."""
+computes no statistics: cells.parquet is written by analysis.aggregates.
+
+`open_results` also opens a single-file archive (store.bundle, `ccarena archive`): its
+copy is extracted once into a cache and opened read-only (`readonly`, `source` = the
+archive); every writer then refuses with a StoreError.
+
+In runs and flows, every swept factor (a dotted study key) also has an alias with
+underscores (`bottleneck_buffer` beside `bottleneck.buffer`), so it can be used as an
+attribute (`runs.bottleneck_buffer`), in `DataFrame.query` and unquoted in SQL."""
 from __future__ import annotations
 
 import json
@@ -28,6 +36,7 @@ import pandas as pd
 
 from ccarena import __version__
 from ccarena.errors import ResultsError
+from ccarena.store import bundle as archive_mod
 from ccarena.store import atomic
 from ccarena.store.tables import RUN_METRICS, RUN_TABLES
 
@@ -49,12 +58,19 @@ class ResultsDir:
     supersede. Reading (pandas): runs, flows, cells, table(name), run_tables(run_id),
     metas, factors, study, plan, status()."""
 
-    def __init__(self, path):
+    def __init__(self, path, readonly: bool = False, source: Path | None = None):
         self.path = Path(path)
         self.problems: list[str] = []    # damaged files met while reading (skipped)
+        self.readonly = readonly         # an archive's copy: nothing may be written
+        self.source = Path(source) if source else None   # the archive it came from
 
     def __repr__(self) -> str:
-        return f"ResultsDir({str(self.path)!r})"
+        return f"ResultsDir({str(self.source or self.path)!r})"
+
+    def _writable(self) -> None:
+        if self.readonly:
+            raise atomic.StoreError(f"{self.source or self.path}: a results archive is "
+                                    "read-only (extract it with `tar -xJf` to change it)")
 
     # -- creation --------------------------------------------------------------------------
     @classmethod
@@ -78,26 +94,34 @@ class ResultsDir:
 
     @classmethod
     def open(cls, path) -> "ResultsDir":
-        r = cls(path)
+        """A results directory, or a single-file archive of one (opened read-only)."""
+        if archive_mod.is_archive(path):
+            r = cls(archive_mod.extract(path), readonly=True, source=Path(path).absolute())
+        else:
+            r = cls(path)
         r.check_version()
         return r
 
     def write_study(self, study, plan, source_path: str | None) -> None:
+        self._writable()
         if source_path and Path(source_path).is_file():
             atomic.copy_file(Path(source_path), self.path / "study.toml")
         atomic.write_json(self.path / "study.json", study.raw)
         atomic.write_json(self.path / "plan.json", plan.to_json())
 
     def write_json(self, name: str, obj) -> None:
+        self._writable()
         atomic.write_json(self.path / name, obj)
 
     def write_table(self, name: str, df: pd.DataFrame) -> None:
         """A study-level table (runs, flows, cells) as <name>.parquet."""
+        self._writable()
         atomic.write_parquet(self.path / f"{name}.parquet", df)
 
     def new_run(self, label: str) -> Path:
         """An empty directory for run `label` (what an interrupted attempt left is removed:
         a run without its meta.json was never complete)."""
+        self._writable()
         d = self.path / "runs" / label
         if d.exists() and not (d / "meta.json").exists():
             shutil.rmtree(d)
@@ -107,6 +131,7 @@ class ResultsDir:
     # attempt is written to staging_dir(label) and, once complete, supersede() moves the
     # old one to superseded/<label>.<attempt>/ and the new one to runs/<label>/.
     def staging_dir(self, label: str) -> Path:
+        self._writable()
         d = self.path / "superseded" / f".{label}.next"
         if d.exists():
             shutil.rmtree(d)
@@ -118,9 +143,11 @@ class ResultsDir:
                 "run_id": meta["run_id"], "invalid_reasons": meta.get("invalid_reasons", [])}
 
     def update_meta(self, label: str, meta: dict) -> None:
+        self._writable()
         atomic.write_json(self.path / "runs" / label / "meta.json", meta)
 
     def supersede(self, label: str, attempt: int, old_meta: dict) -> None:
+        self._writable()
         run, aside = self.path / "runs" / label, self.path / "superseded" / f"{label}.{attempt}"
         # Ctrl-C or SIGTERM between the two renames would leave the run in no table: they
         # wait until both are done
@@ -137,6 +164,7 @@ class ResultsDir:
                   run: dict | None, meta: dict) -> None:
         """Store one run: every table, its metrics, and meta.json last with the manifest
         of what was written ({file: bytes}), which is what makes the run complete."""
+        self._writable()
         files = {}
         for k, df in tables.items():
             atomic.write_parquet(rd / f"{k}.parquet", df)
@@ -269,7 +297,7 @@ class ResultsDir:
                 ("run_id" in flows and not set(flows["run_id"].astype(str)) <= ids):
             runs, flows = self.summary_tables()
             self.__dict__["_stale"] = True
-        return runs, flows
+        return factor_aliases(runs), factor_aliases(flows)
 
     @property
     def runs(self) -> pd.DataFrame:
@@ -313,6 +341,22 @@ class ResultsDir:
         except (OSError, ValueError) as e:
             self._problem(f"{p}: unreadable ({e}); ignored")
             return {}
+
+    @cached_property
+    def checks(self) -> list[dict] | None:
+        """The study's checks as last evaluated (checks.json, written by `ccarena run`,
+        `ccarena check` and the API's run_study): one dict per check with ok, measured
+        and the target; None when never evaluated."""
+        if not (self.path / "checks.json").exists():
+            return None
+        v = self._json("checks.json")
+        return v if isinstance(v, list) else None
+
+    @property
+    def passed(self) -> bool | None:
+        """True when every check passed, False when one failed, None when unevaluated."""
+        c = self.checks
+        return None if c is None else all(bool(r.get("ok")) for r in c)
 
     @property
     def name(self) -> str:
@@ -379,7 +423,7 @@ class ResultsDir:
                 if df[c].dtype == object:
                     df[c] = df[c].map(lambda v: v if v is None or isinstance(v, (str, bool))
                                       else str(v))
-        return rdf, fdf
+        return factor_aliases(rdf), factor_aliases(fdf)
 
     def _json_rel(self, p: Path) -> dict:
         if not p.exists():
@@ -392,6 +436,7 @@ class ResultsDir:
 
     def rebuild_summaries(self) -> None:
         """Write runs.parquet and flows.parquet anew from the run directories."""
+        self._writable()
         self.forget()
         runs, flows = self.summary_tables()
         self.write_table("runs", runs)
@@ -417,8 +462,33 @@ def rerun_columns(meta: dict) -> dict:
             "rerun_reasons": "; ".join(r for a in aside for r in a.get("invalid_reasons", []))}
 
 
+def factor_aliases(df: pd.DataFrame) -> pd.DataFrame:
+    """df with an underscore alias beside every dotted column (`bottleneck.buffer` ->
+    `bottleneck_buffer`, same values) that does not exist yet, placed right after it."""
+    dotted = [c for c in df.columns if isinstance(c, str) and "." in c]
+    missing = [(c, c.replace(".", "_").replace("-", "_")) for c in dotted]
+    missing = [(c, a) for c, a in missing if a not in df.columns]
+    if not missing:
+        return df
+    df = df.copy()
+    for c, a in missing:
+        df.insert(df.columns.get_loc(c) + 1, a, df[c])
+    return df
+
+
 def open_results(path) -> ResultsDir:
+    """Open a results directory, or a `.ccarena.tar.xz` archive of one (read-only), for
+    reading: `.runs` and `.flows` (pandas), `.run_tables(run_id)`, `.metas`, `.factors`,
+    `.study`, `.plan`, `.status()`."""
     return ResultsDir.open(path)
+
+
+def default_report_path(res: ResultsDir) -> Path:
+    """Where report.html goes by default: into the results directory, or for an archive
+    beside it (<name>.report.html), since the archive's copy is read-only."""
+    if res.source is not None:
+        return res.source.parent / f"{archive_mod.stem(res.source)}.report.html"
+    return res.path / "report.html"
 
 
 def list_results(base: Path | str = "results") -> list[ResultsDir]:

@@ -9,6 +9,8 @@ import re
 import subprocess
 from pathlib import Path
 
+import psutil
+
 from ccarena.testbed import netns
 from ccarena import units
 from ccarena.errors import TestbedError
@@ -98,17 +100,17 @@ def cpu_mask(cpus) -> str:
 def _pinned_links() -> dict[int, int]:
     """CPU -> number of live ccarena-link threads pinned to it (other runs' emulators)."""
     counts: dict[int, int] = {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+    for proc in psutil.process_iter(["name"]):
+        if proc.info["name"] != "ccarena-link":
+            continue
         try:
-            with open(f"/proc/{pid}/comm") as f:
-                if f.read().strip() != "ccarena-link":
-                    continue
-            for tid in os.listdir(f"/proc/{pid}/task"):
-                cpus = os.sched_getaffinity(int(tid))
+            tids = [t.id for t in proc.threads()]
+            for tid in tids:
+                cpus = os.sched_getaffinity(tid)
                 if len(cpus) == 1:
                     c = next(iter(cpus))
                     counts[c] = counts.get(c, 0) + 1
-        except OSError:      # the process or thread ended meanwhile
+        except (psutil.Error, OSError):      # the process or thread ended meanwhile
             continue
     return counts
 

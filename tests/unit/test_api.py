@@ -1,0 +1,88 @@
+"""The Python API at parity with the CLI, used only through `import ccarena` on a
+synthetic stored study: load, open, read as pandas, plot, report, archive."""
+import inspect
+import json
+
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+
+import ccarena
+from ccarena.analysis.synthetic import write_synthetic_study   # the data only
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory):
+    return write_synthetic_study(tmp_path_factory.mktemp("api") / "synthetic-20261122-000000",
+                                 reps=2, duration_s=5.0, invalid=("buf20-reno-r1",))
+
+
+def test_every_public_name_is_there_and_documented():
+    for name in ccarena.__all__:
+        obj = getattr(ccarena, name)
+        if callable(obj) and not isinstance(obj, type):
+            assert inspect.getdoc(obj), f"ccarena.{name} has no docstring"
+    for name in ("load_study", "loads_study", "parse_study", "run_study", "open_results",
+                 "write_report", "archive", "plot", "plot_names", "save", "timeseries",
+                 "metric_vs_factor", "box", "box_per_flow", "cdf", "heatmap",
+                 "fairness_vs_flows", "throughput_delay", "convergence"):
+        assert name in ccarena.__all__
+
+
+def test_studies_load_by_name_text_and_dict():
+    q = ccarena.load_study("quickstart")
+    assert q.name == "quickstart" and len(q.cells) == 3
+    s = ccarena.loads_study('[study]\nname = "t"\nduration = "3s"\n[bottleneck]\n'
+                            'rate = "10mbit"\n[[flow]]\nname = "a"\nfrom = "s1"\nto = "r1"\n')
+    assert s.name == "t" and s.duration_s == 3.0
+    assert ccarena.parse_study(q.raw).name == "quickstart"
+    with pytest.raises(ccarena.SpecError, match="not valid TOML"):
+        ccarena.loads_study("[study\n")
+
+
+def test_end_to_end_on_a_stored_study(stored, tmp_path, monkeypatch):
+    monkeypatch.setenv("CCARENA_CACHE", str(tmp_path / "cache"))   # where archives open
+    res = ccarena.open_results(stored)
+    runs, flows = res.runs, res.flows
+    assert len(runs) == 8 and isinstance(runs, pd.DataFrame)
+    # swept factors as attributes, beside their dotted names
+    assert runs.bottleneck_buffer.equals(runs["bottleneck.buffer"].rename("bottleneck_buffer"))
+    assert set(flows.flow_bulk_cc) == {"cubic", "reno"}
+    assert len(runs.query("bottleneck_buffer == '20p' and valid")) == 3
+    assert runs.groupby("bottleneck_buffer").goodput_bps.mean().notna().all()
+    assert res.checks is None and res.passed is None      # never evaluated
+
+    fig = ccarena.plot(res, "throughput_delay")
+    assert isinstance(fig, Figure)
+    assert ccarena.save(fig, tmp_path / "td.pdf").read_bytes()[:5] == b"%PDF-"
+    assert "convergence" in ccarena.plot_names()
+    fig = ccarena.box(runs, "bottleneck_buffer", "jain")
+    assert isinstance(fig, Figure)
+
+    report = ccarena.write_report(res, out=tmp_path / "r.html", max_timeseries=1)
+    assert report.read_text().startswith("<!DOCTYPE html>")
+
+    packed = ccarena.archive(res, tmp_path / "s.ccarena.tar.xz")
+    again = ccarena.open_results(packed)
+    pd.testing.assert_frame_equal(again.runs, runs)
+    assert again.readonly
+
+
+def test_run_study_evaluates_the_checks_and_writes_the_report(stored, tmp_path, monkeypatch):
+    """run_study's own work after the runs (the runs need root: tests/integration)."""
+    import shutil
+
+    from ccarena.run import executor
+    d = tmp_path / "copy"
+    shutil.copytree(stored, d)
+    monkeypatch.setattr(executor, "run_study", lambda study, **kw: ccarena.open_results(d))
+    st = json.loads((d / "study.json").read_text())
+    st["expect"] = [{"name": "utilisation is a fraction", "metric": "utilisation",
+                     "level": "run", "min": 0.0, "max": 1.0}]
+    res = ccarena.run_study(ccarena.parse_study(st), report=True)
+    assert res.passed is True and res.checks[0]["ok"]
+    assert res.report == d / "report.html" and res.report.exists()
+    assert ccarena.open_results(d).passed is True        # stored in checks.json
+    st["expect"][0]["max"] = 0.1
+    res = ccarena.run_study(ccarena.parse_study(st))
+    assert res.passed is False and res.report is None
