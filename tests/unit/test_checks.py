@@ -1,6 +1,8 @@
 """[[expect]] checks on hand-made results: bounds per cell relative to the cell's rate and
 base RTT, ratios to a reference cell, trends over a factor, invalid runs ignored."""
 import textwrap
+
+import pytest
 from types import SimpleNamespace
 
 import pandas as pd
@@ -133,3 +135,83 @@ def test_a_partial_study_does_not_pass(tmp_path):
     r = ccarena_cli("check", d, check=False)
     assert r.returncode == 3, r.stdout + r.stderr
     assert "NO valid run" in r.stdout and "2 missing" in r.stdout
+
+
+def _res(rows, plan_cells=None):
+    flows = pd.DataFrame([{**r, "conn": -1, "name": "bulk", "valid": True} for r in rows])
+    runs = pd.DataFrame([{k: v for k, v in r.items() if k not in ("name",)} | {"valid": True}
+                         for r in rows])
+    ns = SimpleNamespace(flows=flows, runs=runs, path=None)
+    if plan_cells:
+        ns.plan = {"cells": plan_cells}
+    return ns
+
+
+def test_a_trend_orders_levels_by_their_unit_and_keeps_to_where():
+    study = loads_study('''
+[study]
+name = "t"
+duration = "10s"
+[bottleneck]
+rate = "10mbit"
+[[flow]]
+name = "bulk"
+from = "s1"
+to = "r1"
+[sweep]
+"bottleneck.rate" = ["500kbit", "1mbit", "2mbit"]
+"flow.bulk.cc" = ["reno", "cubic"]
+[[expect]]
+metric = "goodput_bps"
+trend = "increasing"
+over = "bottleneck.rate"
+where = { "flow.bulk.cc" = "reno" }
+''')
+    rows, cells = [], {}
+    for i, (rate, g) in enumerate([("500kbit", 4e5), ("1mbit", 9e5), ("2mbit", 1.9e6)]):
+        for j, (cc, k) in enumerate([("reno", 1.0), ("cubic", -1.0)]):
+            c = f"c{2 * i + j:03d}"
+            cells[c] = {"bottleneck.rate": rate, "flow.bulk.cc": cc}
+            # cubic's numbers fall with the rate: averaged in, they would spoil reno's trend
+            rows.append({"run_id": c, "cell": c, "bottleneck.rate": rate, "flow.bulk.cc": cc,
+                         "goodput_bps": g if k > 0 else 5e6 - g, "rate_bps": 1e7,
+                         "base_rtt_s": 0.02})
+    out = evaluate(_res(rows, cells), study)
+    assert out[0]["ok"], out[0]
+    assert [x for x, _ in out[0]["measured"]] == [500_000, 1_000_000, 2_000_000]
+
+
+def test_missing_values_and_bounds_never_pass():
+    study = study_with('''
+        [[expect]]
+        metric = "goodput_bps"
+        flow = "bulk"
+        min = "90%rate"
+        stat = "each"
+        ''')
+    rows = [{"run_id": "a", "cell": "c0", "bottleneck.buffer": "20p", "goodput_bps": 9.5e6,
+             "rate_bps": 1e7, "base_rtt_s": 0.02},
+            {"run_id": "b", "cell": "c0", "bottleneck.buffer": "20p", "goodput_bps": float("nan"),
+             "rate_bps": 1e7, "base_rtt_s": 0.02}]
+    out = evaluate(_res(rows), study)
+    assert not out[0]["ok"] and "1 of 2 valid flows have no goodput_bps" in out[0]["why"]
+    rows = [{"run_id": "a", "cell": "c0", "bottleneck.buffer": "20p", "goodput_bps": 1.0}]
+    out = evaluate(_res(rows), study)          # no rate known: the bound is not computable
+    assert not out[0]["ok"] and "bound cannot be computed" in out[0]["why"]
+
+
+def test_a_ratio_relative_to_a_reference_cell():
+    study = study_with('''
+        [[expect]]
+        metric = "goodput_bps / rate_bps"
+        level = "run"
+        where = { "bottleneck.buffer" = "100p" }
+        relative_to = { "bottleneck.buffer" = "20p" }
+        min = 1.5
+        ''')
+    rows = [{"run_id": "a", "cell": "c0", "bottleneck.buffer": "20p", "goodput_bps": 4e6,
+             "rate_bps": 1e7, "base_rtt_s": 0.02},
+            {"run_id": "b", "cell": "c1", "bottleneck.buffer": "100p", "goodput_bps": 8e6,
+             "rate_bps": 1e7, "base_rtt_s": 0.02}]
+    out = evaluate(_res(rows), study)
+    assert len(out) == 1 and out[0]["ok"] and out[0]["measured"] == pytest.approx(2.0)

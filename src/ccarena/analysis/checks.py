@@ -58,6 +58,22 @@ def _num(v) -> float:
         return math.nan
 
 
+def _level(key: str, v) -> float:
+    """A swept value as a number in the unit its key parses to ("500kbit" < "1mbit"),
+    for ordering a trend; a value the key cannot parse falls back to its leading number."""
+    from ccarena.study.keys import key_for
+    k = key_for(key)
+    if k is not None:
+        try:
+            x = k(v)
+            x = x[1] if isinstance(x, tuple) else x       # a buffer: (unit, size)
+            if isinstance(x, (int, float)) and not isinstance(x, bool):
+                return float(x)
+        except (ValueError, TypeError):
+            pass
+    return _num(v)
+
+
 def _select(df: pd.DataFrame, e: dict, level: str) -> pd.DataFrame:
     if "valid" in df:
         df = df[df["valid"].astype(bool)]
@@ -145,21 +161,21 @@ def evaluate(results, study) -> list[dict]:
     for i, e in enumerate(study.expect):
         level = e.get("level", "flow")
         label = e.get("name") or f"{e.get('stat', 'mean')} {e['metric']}"
-        df = _select(flows if level == "flow" else runs, e, level)
         metric = e["metric"]
-        if "/" in metric:     # a ratio of two columns, e.g. "goodput_bps / rwnd_bound_bps"
-            a, b = (x.strip() for x in metric.split("/", 1))
-            if a in df and b in df:
-                df = df.assign(**{metric: df[a].astype(float) / df[b].astype(float)})
+        base = _with_metric(flows if level == "flow" else runs, metric)
+        df = _select(base, e, level)
         if ctx is not None and "rate_bps" not in df and "run_id" in df:
             df = df.join(ctx, on="run_id")
-        covered = {c: p for c, p in cells.items() if _matches(p, e.get("where"))}
+        covered = {c: p for c, p in cells.items() if _matches(p, e.get("where"))
+                   and _has_flow(study, c, e.get("flow"))}
         if not covered:
             out.append({"check": i, "what": label, "ok": False,
                         "why": f"no planned cell matches where = {e.get('where')}"})
             continue
         stat = e.get("stat", "mean")
         if "trend" in e:
+            if "cell" in df:     # the trend runs over the covered cells only
+                df = df[df["cell"].astype(str).isin(covered)]
             out.append(_trend(i, label, df, e, stat, covered, counts))
             continue
         for cell, p in covered.items():
@@ -170,13 +186,22 @@ def evaluate(results, study) -> list[dict]:
             if metric not in g or not len(g):
                 out.append({**r, "ok": False, "why": _no_values(counts.get(cell))})
                 continue
+            lacking = int(g[metric].astype(float).isna().sum())
+            if lacking:     # a value a valid run should have and does not (a download
+                #             that never completed has no fct_s): not judged on the rest
+                out.append({**r, "ok": False, "why": f"{lacking} of {len(g)} valid "
+                            f"{'flows' if level == 'flow' else 'runs'} have no {metric}"})
+                continue
             v = _stat(g[metric], stat)
             rate = float(g["rate_bps"].mean()) if "rate_bps" in g else math.nan
             rtt = float(g["base_rtt_s"].mean()) if "base_rtt_s" in g else math.nan
             r["min"], r["max"] = _bound(e.get("min"), rate, rtt), _bound(e.get("max"), rate, rtt)
+            if any(b is not None and math.isnan(b) for b in (r["min"], r["max"])):
+                out.append({**r, "ok": False, "why": "a bound cannot be computed (the cell's "
+                            "rate or base RTT is unknown)"})
+                continue
             if "relative_to" in e:
-                ref = _reference(flows if level == "flow" else runs, e, level, p, params,
-                                 metric, cells)
+                ref = _reference(base, e, level, p, params, metric, cells)
                 if ref in (None, 0) or v is None:
                     out.append({**r, "ok": False, "why": "no valid reference values "
                                 "(reference runs missing or invalid)"})
@@ -191,6 +216,26 @@ def evaluate(results, study) -> list[dict]:
             bad = [x for x in xs if (lo is not None and x < lo) or (hi is not None and x > hi)]
             out.append({**r, "ok": not bad, "measured": v})
     return out
+
+
+def _with_metric(df: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """The frame with the metric as a column: a ratio of two columns "a / b" computed."""
+    if "/" in metric and metric not in df:
+        a, b = (x.strip() for x in metric.split("/", 1))
+        if a in df and b in df:
+            return df.assign(**{metric: df[a].astype(float) / df[b].astype(float)})
+    return df
+
+
+def _has_flow(study, cell: str, flow: str | None) -> bool:
+    """Does the cell have the check's flow? (A sweep may switch it off: enabled = false.)"""
+    if flow is None or not getattr(study, "cells", None) or not cell[1:].isdigit():
+        return True
+    idx = int(cell[1:])
+    c = next((x for x in study.cells if x.index == idx), None)
+    if c is None:
+        return True
+    return any(f.name == flow or f.name.startswith(flow + ".") for f in c.study.flows)
 
 
 def _no_values(c: dict | None) -> str:
@@ -223,7 +268,7 @@ def _trend(i, label, df, e, stat, covered, counts) -> dict:
         missing = ", ".join(f"{c} ({_no_values(counts.get(c))})" for c in empty) or \
             "every cell"
         return {**r, "ok": False, "why": f"no valid values in {missing}"}
-    pts = sorted(((_num(k), _stat(g[e["metric"]], stat if stat != "each" else "mean"))
+    pts = sorted(((_level(over, k), _stat(g[e["metric"]], stat if stat != "each" else "mean"))
                   for k, g in df.groupby(over)), key=lambda p: p[0])
     ys = [y for _, y in pts]
     ok = True

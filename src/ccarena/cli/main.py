@@ -150,8 +150,10 @@ def cmd_show(args) -> int:
     if args.rebuild:
         from ccarena.analysis import aggregates
         from ccarena.store.atomic import StoreError
+        from ccarena.store.atomic import exclusive
         try:
-            aggregates.refresh(res)
+            with exclusive(res.path, "rebuilding the summaries of"):
+                aggregates.refresh(res)
         except StoreError as e:     # a read-only copy: show what it holds, in memory
             print(f"ccarena: not rebuilt on disk: {e}", file=sys.stderr)
     if args.json:

@@ -40,7 +40,7 @@ def execute_run(r: PlannedRun, results, backend: str, kernel_names: dict, pf: di
     them; the caller has set this process's affinity to them). worker: where it runs
     (environment.worker(), recorded in meta)."""
     study = r.study
-    run_id = secrets.token_hex(3)
+    run_id = _fresh_run_id(results)
     rd = results.staging_dir(r.label) if staged else results.new_run(r.label)
     topo = plan_dumbbell(run_id, study.pairs, backend)
     meta = _initial_meta(r, run_id, backend, topo, kernel_names, pf)
@@ -99,6 +99,16 @@ def execute_run(r: PlannedRun, results, backend: str, kernel_names: dict, pf: di
     flows, run = _metrics(ctx.tables, meta)
     results.write_run(rd, ctx.tables, flows, run, meta)
     return meta
+
+
+def _fresh_run_id(results) -> str:
+    """6 hex digits (they name the run's namespaces), none a stored run of this study
+    has, nor a live run's namespaces."""
+    taken = set(results.metas)
+    while True:
+        rid = secrets.token_hex(3)
+        if rid not in taken and not netns.list_names(f"cca{rid}-"):
+            return rid
 
 
 def _run_parts(ctx: RunContext, order, finish_order) -> None:

@@ -19,6 +19,7 @@ from ccarena.run import resume as resume_mod
 from ccarena.run.execute import execute_run
 from ccarena.run.preflight import preflight
 from ccarena.run.progress import Progress
+from ccarena.store import atomic
 from ccarena.store.results import ResultsDir
 from ccarena.study.model import Study
 from ccarena.testbed import leftovers
@@ -74,8 +75,21 @@ def run_study(study: Study, *, results_base="results", seed=None, shuffle=None,
     executor = None if jobs == 1 and not cluster else \
         {"kind": "cluster", "scheduler": cluster} if cluster else \
         {"kind": "local", "jobs": jobs, "cpu_shares": cpu_shares}
+    results = ResultsDir.open(resume) if resume is not None else \
+        ResultsDir.create(study.name, results_base)
+    # one writer per results directory: a second `run --resume` or a rebuild while this
+    # study runs would discard its run in flight or interleave with its files
+    with atomic.exclusive(results.path, "resuming" if resume is not None else "running"):
+        return _run_in(results, study, resume, pf, executor, cpu_shares, seed=seed,
+                       shuffle=shuffle, repetitions=repetitions, reruns=reruns,
+                       progress=progress, force_cc=force_cc, event_log=event_log,
+                       on_run=on_run, on_testbed=on_testbed, cluster=cluster)
+
+
+def _run_in(results, study, resume, pf, executor, cpu_shares, *, seed, shuffle,
+            repetitions, reruns, progress, force_cc, event_log, on_run, on_testbed,
+            cluster) -> ResultsDir:
     if resume is not None:
-        results = ResultsDir.open(resume)
         plan = resume_mod.resume_plan(results, study, seed=seed, shuffle=shuffle,
                                       repetitions=repetitions, reruns=reruns)
         done_before = len(results.metas)
@@ -89,7 +103,6 @@ def run_study(study: Study, *, results_base="results", seed=None, shuffle=None,
     else:
         plan = make_plan(study, seed=seed, shuffle=shuffle, repetitions=repetitions,
                          reruns=reruns)
-        results = ResultsDir.create(study.name, results_base)
         results.write_study(study, plan, study.path)
         if pf is not None:
             results.write_json("preflight.json", pf)

@@ -13,6 +13,7 @@ import shutil
 import time
 
 from ccarena.errors import ResultsError
+from ccarena.store.results import missing_files
 from ccarena.study.plan import Plan, PlannedRun, make_plan
 
 
@@ -78,17 +79,53 @@ def _plain(x):
 
 
 def discard_in_flight(results) -> list[str]:
-    """Remove half-written runs and staged re-runs; -> their labels."""
-    gone = []
+    """Clear what an interruption left; -> what was done, one entry per directory.
+
+    - a run directory without meta.json was in flight: removed (it is run again);
+    - one whose meta.json is unreadable or whose files do not match its manifest was
+      complete once and damaged since: moved whole to superseded/<label>.damaged, never
+      deleted, and run again;
+    - a staged re-run (superseded/.<label>.next): adopted as the run when the swap was
+      cut between its two renames (runs/<label> gone, the staged attempt complete),
+      removed otherwise."""
+    done = []
+    staged_dir = results.path / "superseded"
     for d in results.incomplete_runs():
-        shutil.rmtree(d)
-        gone.append(d.name)
-    staged = results.path / "superseded"
-    for d in sorted(staged.glob(".*.next")) if staged.is_dir() else []:
-        shutil.rmtree(d)
-        gone.append(d.name[1:-len(".next")] + " (re-run)")
+        if (d / "meta.json").exists():
+            aside = _free(staged_dir / f"{d.name}.damaged")
+            staged_dir.mkdir(exist_ok=True)
+            d.rename(aside)
+            done.append(f"{d.name} (damaged: moved to superseded/{aside.name})")
+        else:
+            shutil.rmtree(d)
+            done.append(d.name)
+    for d in sorted(staged_dir.glob(".*.next")) if staged_dir.is_dir() else []:
+        label = d.name[1:-len(".next")]
+        run = results.path / "runs" / label
+        if not run.exists() and _complete(d):
+            d.rename(run)
+            done.append(f"{label} (its completed re-run adopted)")
+        else:
+            shutil.rmtree(d)
+            done.append(f"{label} (re-run)")
     results.forget()
-    return gone
+    return done
+
+
+def _complete(d) -> bool:
+    try:
+        meta = json.loads((d / "meta.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return not missing_files(d, meta)
+
+
+def _free(p):
+    k, q = 1, p
+    while q.exists():
+        k += 1
+        q = p.with_name(f"{p.name}-{k}")
+    return q
 
 
 def todo(results, plan: Plan) -> list[PlannedRun]:

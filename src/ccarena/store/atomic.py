@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
+import secrets
 import json
 import os
 from pathlib import Path
@@ -54,7 +56,8 @@ def fsync_dir(d: Path) -> None:
 def _write(path: Path, writer) -> None:
     """writer(tmp_path) writes the content; then fsync and rename over `path`."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
+    # a name of this writer's own: two writers of one file never share a temporary
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(3)}.tmp")
     try:
         writer(tmp)
         fd = os.open(tmp, os.O_RDONLY)
@@ -103,6 +106,31 @@ def write_parquet(path: Path, df: pd.DataFrame) -> None:
 def copy_file(src: Path, dst: Path) -> None:
     data = Path(src).read_bytes()
     _write(dst, lambda tmp: Path(tmp).write_bytes(data))
+
+
+class Busy(StoreError):
+    """Another ccarena process is writing this results directory."""
+
+
+@contextlib.contextmanager
+def exclusive(directory: Path, what: str):
+    """Hold the directory's writer lock (an flock on <directory>/.lock) for a study run,
+    a resume or a rebuild of its summaries; a second writer is refused at once, naming
+    what it wanted to do, rather than interleaving with the first."""
+    lock = Path(directory) / ".lock"
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise storage_error(lock, e, "locking") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise Busy(f"{what} {directory}: another ccarena process is writing it (a "
+                       "study running or resuming); wait for it, or stop it first") from None
+        yield
+    finally:
+        os.close(fd)
 
 
 def mkdir(path: Path) -> Path:

@@ -81,11 +81,16 @@ class ResultsDir:
                                     "directory; give another --results")
         atomic.mkdir(base)
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        p = base / f"{study_name}-{stamp}"
         n = 1
-        while p.exists():
-            n += 1
-            p = base / f"{study_name}-{stamp}-{n}"
+        while True:     # mkdir is the test: two studies started in one second get two
+            p = base / (f"{study_name}-{stamp}" + (f"-{n}" if n > 1 else ""))
+            try:
+                p.mkdir()
+                break
+            except FileExistsError:
+                n += 1
+            except OSError as e:
+                raise atomic.storage_error(p, e, "creating") from None
         atomic.mkdir(p / "runs")
         atomic.write_json(p / MARKER, {"format_version": FORMAT_VERSION, "ccarena": __version__,
                                        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -148,7 +153,12 @@ class ResultsDir:
 
     def supersede(self, label: str, attempt: int, old_meta: dict) -> None:
         self._writable()
-        run, aside = self.path / "runs" / label, self.path / "superseded" / f"{label}.{attempt}"
+        run = self.path / "runs" / label
+        aside = self.path / "superseded" / f"{label}.{attempt}"
+        k = 1
+        while aside.exists():       # left by an interrupted earlier swap: keep both
+            k += 1
+            aside = self.path / "superseded" / f"{label}.{attempt}-{k}"
         # Ctrl-C or SIGTERM between the two renames would leave the run in no table: they
         # wait until both are done
         old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
@@ -208,8 +218,7 @@ class ResultsDir:
             meta = self._meta(p)
             if meta is None:
                 continue
-            bad = [f for f, n in (meta.get("files") or {}).items()
-                   if not (p.parent / f).exists() or (p.parent / f).stat().st_size != n]
+            bad = missing_files(p.parent, meta)
             if bad:
                 self._problem(f"{p.parent}: incomplete run (missing or truncated: "
                               f"{', '.join(bad)}); skipped")
@@ -289,7 +298,7 @@ class ResultsDir:
     @cached_property
     def _summaries(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         runs, flows = self._fresh("runs"), self._fresh("flows")
-        ids = set(self.metas)
+        ids = {str(m.get("run_id") or d.name) for d, m in self._complete.items()}
         # a summary is trusted only when it covers exactly the complete runs (a run
         # removed or added since leaves the mtimes unchanged or misleading)
         if runs is None or flows is None or "run_id" not in runs or \
@@ -377,7 +386,8 @@ class ResultsDir:
         """One row per planned run: label, cell, rep, state (valid | invalid | missing) and
         the reasons of an invalid run. A run that was in flight when the study stopped is
         missing. Without plan.json: the stored runs only."""
-        by_label = {m.get("label"): m for m in self.metas.values()}
+        # by directory: a run is its label's directory, whatever its run id
+        by_label = {m.get("label") or d.name: m for d, m in self._complete.items()}
         planned = self.plan.get("runs") or [{"label": m.get("label"), "cell": m.get("cell"),
                                              "rep": m.get("rep")} for m in by_label.values()]
         rows = []
@@ -394,8 +404,7 @@ class ResultsDir:
         """runs (one row per complete run) and flows (one row per flow per run), from the
         run directories."""
         runs, flows = [], []
-        for rid, meta in self.metas.items():
-            d = self.dirs[rid]
+        for d, meta in self._complete.items():
             params = meta.get("cell_params", {})
             m = self._json_rel(d / "metrics.json")
             runs.append({"run_id": meta["run_id"], "label": meta["label"], "cell": meta["cell"],
@@ -447,6 +456,12 @@ class ResultsDir:
         """Drop what was read (after runs were added or changed)."""
         for k in ("_summaries", "_complete", "factors", "_stale"):
             self.__dict__.pop(k, None)
+
+
+def missing_files(run_dir: Path, meta: dict) -> list[str]:
+    """Files a run's manifest (meta["files"]) lists that are absent or of another size."""
+    return [f for f, n in (meta.get("files") or {}).items()
+            if not (run_dir / f).exists() or (run_dir / f).stat().st_size != n]
 
 
 def anomaly_columns(meta: dict) -> dict:

@@ -344,3 +344,17 @@ TABLES = {"study": STUDY_KEYS, "topology": TOPOLOGY_KEYS, "bottleneck": LINK_KEY
           "[flow]": FLOW_KEYS, "[probe]": PROBE_KEYS, "[expect]": EXPECT_KEYS}
 TOP_KEYS = ("study", "topology", "bottleneck", "tcp", "testbed", "hosts", "flow", "probe",
             "sweep", "expect", "scale")
+
+
+def key_for(dotted: str) -> Key | None:
+    """The Key a sweep path sets: "bottleneck.rate", "flow.<name>.conns",
+    "hosts.<host>.delay", "study.duration" ...; None for anything else."""
+    parts = dotted.split(".")
+    tables = {"study": STUDY_KEYS, "topology": TOPOLOGY_KEYS, "bottleneck": LINK_KEYS,
+              "tcp": TCP_KEYS, "testbed": TESTBED_KEYS}
+    if len(parts) == 2 and parts[0] in tables:
+        return tables[parts[0]].get(parts[1])
+    if len(parts) >= 3 and parts[0] in ("flow", "hosts", "probe"):
+        t = {"flow": FLOW_KEYS, "hosts": HOST_KEYS, "probe": PROBE_KEYS}[parts[0]]
+        return t.get(parts[-1])
+    return None
