@@ -108,3 +108,30 @@ def test_a_flow_that_never_connected_has_goodput_zero_not_nan():
     del m["engines"]                        # no engine record at all: unknown, not zero
     flows, _ = run_metrics(tables, m)
     assert flows[flows["conn"] == -1]["goodput_bps"].isna().all()
+
+
+def test_a_download_still_receiving_at_the_end_is_not_incomplete():
+    dl = {"flow": 0, "name": "web", "kind": "download", "from": "r1", "to": "s1",
+          "start_s": 0.0, "stop_s": 30.0, "size": 10 * 2**20}
+    conns = pd.DataFrame([{"flow": 0, "conn": 0, "side": "recv", "connect_start_ns": T0 + 1e9,
+                           "last_byte_ns": T0 + 29.9e9, "end_ns": T0 + 30e9,
+                           "bytes": 9 * 2**20}])
+    assert anomalies({"rx": rx(np.arange(1, 30, 0.01)), "conns": conns}, meta([dl])) == []
+
+
+def test_one_locked_out_connection_of_a_parallel_flow_is_found():
+    par = bulk(kind="parallel")
+    par["kind"] = "parallel"
+    busy = rx(np.arange(0.05, 30, 0.01))
+    locked = rx(np.arange(0.05, 4.0, 0.01)).assign(conn=1)
+    found = anomalies({"rx": pd.concat([busy, locked])}, meta([par]))
+    assert kinds(found) == ["stalled"] and "connection 1" in found[0]["what"]
+
+
+def test_recovery_that_keeps_delivering_is_not_stuck():
+    t = np.arange(0.0, 30.0, 0.01)
+    tcp = pd.DataFrame({"t_ns": (T0 + t * 1e9).astype("int64"), "t": t, "flow": 0,
+                        "conn": 0, "host": "s1", "ca_state": 3,
+                        "delivered": np.arange(t.size) * 10})
+    assert anomalies({"rx": rx(np.arange(0.05, 30, 0.01)), "tcpinfo": tcp},
+                     meta([bulk()])) == []

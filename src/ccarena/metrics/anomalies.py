@@ -109,7 +109,7 @@ def anomalies(tables: dict, meta: dict) -> list[dict]:
         start, end = float(f.get("start_s") or 0.0), _flow_end(f, meta)
         out += _connect_failures(conns, fid, name, meta)
         got = _deliveries(rx, fid)
-        receiver = f["to"] if kind in ("bulk", "parallel", "paced") else f["from"]
+        receiver = f["to"]          # "to" receives the data, whatever the kind
         if (got is None or not len(got)) and (receiver in engines or not engines):
             out.append({"kind": "no_delivery", "flow": name, "value": 0,
                         "what": f"flow {name}: its receiver got no data in the whole run"})
@@ -121,37 +121,57 @@ def anomalies(tables: dict, meta: dict) -> list[dict]:
                 last = conns[(conns["flow"] == fid)]["last_byte_ns"].max()
                 if pd.notna(last) and meta.get("t0_ns"):
                     stop = min(stop, (int(last) - int(meta["t0_ns"])) / 1e9)
-            gap, at = longest_gap(_t(got, meta).to_numpy(), start, stop)
-            if gap > thr:
-                out.append({"kind": "stalled", "flow": name, "value": round(gap, 3),
-                            "what": f"flow {name}: received nothing for {gap:.1f} s "
-                                    f"(from {at:.1f} s; limit {thr:.1f} s)"})
+            # per connection: one locked-out connection of a parallel transfer is hidden
+            # when the others' deliveries are pooled
+            for conn, gc in got.groupby("conn"):
+                gap, at = longest_gap(_t(gc, meta).to_numpy(), start, stop)
+                if gap > thr:
+                    which = f" connection {int(conn)}" if kind == "parallel" else ""
+                    out.append({"kind": "stalled", "flow": name, "value": round(gap, 3),
+                                "what": f"flow {name}{which}: received nothing for "
+                                        f"{gap:.1f} s (from {at:.1f} s; limit {thr:.1f} s)"})
+                    break
         if tcp is not None and len(tcp) and "ca_state" in tcp:
             s = tcp[tcp["flow"] == fid]
             if "host" in s:
                 s = s[s["host"] == f["from"]]     # the data sender's view
             for conn, sc in s.groupby("conn") if len(s) else []:
                 sc = sc.sort_values("t_ns")
+                # stuck: in Recovery or Loss AND nothing newly delivered (a sender that
+                # recovers loss after loss at line rate, BBR at 1 % loss, makes progress)
+                col = "delivered" if "delivered" in sc else "bytes_acked" \
+                    if "bytes_acked" in sc else None
+                idle = sc[col].diff().fillna(1).le(0).to_numpy() if col else True
                 dur, at = longest_stretch(_t(sc, meta).to_numpy(),
-                                          sc["ca_state"].isin(RECOVERY_STATES).to_numpy())
+                                          sc["ca_state"].isin(RECOVERY_STATES).to_numpy() & idle)
                 if dur > thr:
                     out.append({"kind": "stuck_in_recovery", "flow": name,
                                 "value": round(dur, 3),
                                 "what": f"flow {name}: connection {int(conn)} stayed in loss "
-                                        f"recovery for {dur:.1f} s (from {at:.1f} s)"})
+                                        f"recovery delivering nothing for {dur:.1f} s (from "
+                                        f"{at:.1f} s)"})
                     break
         if kind == "download" and conns is not None and len(conns) and f.get("size"):
             c = conns[(conns["flow"] == fid) & (conns.get("side") == "recv")]
-            if len(c) and "connect_start_ns" in c and meta.get("t0_ns"):
-                # one still running at the flow's end was cut by the run, not failed
-                began = (c["connect_start_ns"].astype(float) - int(meta["t0_ns"])) / 1e9
-                c = c[began < end - thr]
-            if len(c):
-                late = int((c["bytes"].fillna(0) < f["size"]).sum())
-                if late:
-                    out.append({"kind": "download_incomplete", "flow": name, "value": late,
-                                "what": f"flow {name}: {late} of {len(c)} downloads did not "
-                                        f"complete within {thr:.1f} s of the run's end"})
+            short = c[c["bytes"].fillna(0) < f["size"]] if len(c) else c
+            failed = 0
+            if len(short) and meta.get("t0_ns"):
+                t0 = int(meta["t0_ns"])
+                # a download the run's end cut while it still made progress is no failure;
+                # one that ended short before the end, or had stalled, is
+                ended = (short["end_ns"].astype(float) - t0) / 1e9 if "end_ns" in short \
+                    else pd.Series(float("nan"), index=short.index)
+                last = short["last_byte_ns"] if "last_byte_ns" in short else None
+                last = ((last.astype(float) - t0) / 1e9) if last is not None else \
+                    pd.Series(float("nan"), index=short.index)
+                began = (short["connect_start_ns"].astype(float) - t0) / 1e9 \
+                    if "connect_start_ns" in short else last
+                progress = last.fillna(began)
+                failed = int(((ended < end - 0.1) | (progress < end - thr)).sum())
+            if failed:
+                out.append({"kind": "download_incomplete", "flow": name, "value": failed,
+                            "what": f"flow {name}: {failed} of {len(c)} downloads ended "
+                                    "short of their size or stopped receiving"})
     out += _emulator_drops(meta)
     return out
 

@@ -358,9 +358,7 @@ def _main_direction(df, col: str):
 
 def _receiver_ran(fl: dict, meta: dict) -> bool:
     """Did the flow's receiving host run an engine that wrote its records?"""
-    receiver = fl.get("to") if fl.get("kind") in ("bulk", "parallel", "paced") else \
-        fl.get("from")
-    return receiver in (meta.get("engines") or {})
+    return fl.get("to") in (meta.get("engines") or {})   # "to" receives, whatever the kind
 
 
 def _tcp_row(t: pd.DataFrame, key) -> dict:

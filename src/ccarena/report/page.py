@@ -24,6 +24,7 @@ import pandas as pd
 from ccarena.report import figures as plots
 from ccarena.analysis import KEY_METRICS, cell_stats, valid_mask
 from ccarena.report.html import (Markup, figure_data, fmt_metric, fmt_num, kv_rows, render, table_data)
+from ccarena.store import atomic
 from ccarena.report.summary import anomaly_lines, completeness
 from ccarena.store.results import ResultsDir as Results
 from ccarena.store.results import default_report_path
@@ -424,5 +425,5 @@ def write_report(study_dir, out=None, max_timeseries: int = 12,
         sections=sections, flows=_flows_table(res, key), environment=_environment(res),
         study_json=json.dumps(res.study, indent=1, sort_keys=True, default=str))
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(html, encoding="utf-8")
+    atomic.write_text(out, html)
     return out

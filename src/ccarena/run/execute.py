@@ -91,7 +91,11 @@ def execute_run(r: PlannedRun, results, backend: str, kernel_names: dict, pf: di
     meta["wall_s"] = time.time() - started
     collect(ctx)
     judge_guards(ctx, guards0, inodes)
-    meta["anomalies"] = anomalies(ctx.tables, meta)
+    try:
+        meta["anomalies"] = anomalies(ctx.tables, meta)
+    except Exception as e:  # noqa: BLE001 — a detector that fails must not lose the run
+        meta["anomalies"] = [{"kind": "unchecked", "flow": None, "value": str(e),
+                              "what": f"anomalies could not be checked: {e}"}]
     reasons = ctx.reasons + ctx.noise
     meta["valid"] = not reasons
     meta["invalid_reasons"] = reasons

@@ -148,6 +148,11 @@ def red_params(aqm: dict, buffer, mtu: int) -> RedParams:
         lo_unit = hi_unit = "bytes"
     limit = limit_pk if lo_unit == "packets" else buffer.bytes(mtu)
     if not lo < hi:
+        if "min" not in aqm and "max" not in aqm:
+            raise AqmError("min", f"the buffer ({limit_pk} packets) is too small for RED's "
+                           "default thresholds (min = buffer/10 but at least 5 packets, "
+                           "max = 3*min below the buffer): give a buffer of 7 packets or "
+                           "more, or min and max")
         raise AqmError("max", f"RED thresholds out of order: min {lo} must be below max "
                        f"{hi} ({lo_unit})")
     if hi > limit:

@@ -38,7 +38,7 @@ def bottleneck_lines(dev: str, link: LinkSpec, rate_bps: int | None, mtu: int) -
     buf = link.buffer
     leaf = (f"pfifo limit {buf.size}" if buf.kind == "packets" else f"bfifo limit {buf.size}")
     if link.queue in ("red", "codel", "fq_codel"):
-        leaf = _aqm_leaf(link, mtu)
+        leaf = _aqm_leaf(link, mtu, rate_bps)
     if rate_bps is None:
         return [f"qdisc replace dev {dev} root handle 1: {leaf}"]
     # burst of two MTU frames keeps htb's token bucket from releasing bursts at line rate.
@@ -51,7 +51,7 @@ def bottleneck_lines(dev: str, link: LinkSpec, rate_bps: int | None, mtu: int) -
     ]
 
 
-def _aqm_leaf(link: LinkSpec, mtu: int) -> str:
+def _aqm_leaf(link: LinkSpec, mtu: int, rate_bps: int | None = None) -> str:
     """The kernel qdisc for the resolved queue (LinkSpec.queue_params): the same
     parameters the user-space link gets, in tc's units."""
     qp = link.queue_params
@@ -69,7 +69,8 @@ def _aqm_leaf(link: LinkSpec, mtu: int) -> str:
                   else (qp.min_th, qp.max_th))
         burst = red_burst(lo, frame, red_wlog(qp.weight))
         return (f"red limit {link.buffer.bytes(mtu)} min {lo} max {hi} avpkt {frame} "
-                f"burst {burst} probability {qp.max_p} bandwidth {link.rate_bps}bit{ecn}")
+                f"burst {burst} probability {qp.max_p} "
+                f"bandwidth {rate_bps or link.rate_bps}bit{ecn}")
     raise ValueError(f"queue {link.queue!r} has no kernel qdisc")
 
 
