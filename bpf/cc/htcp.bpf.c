@@ -6,9 +6,11 @@
  *   Bandwidth-Delay Product Paths", IETF draft-leith-tcp-htcp-06, 2008
  *   (§3 increase function, §4 adaptive backoff).
  *
- * Delta = time since the end of the last congestion event (the return to the Open
- * state: draft §3, "the time elapsed since the last congestion event" counts from
- * when the window stops being reduced), Delta_L = 1 s:
+ * Delta = time since the last congestion event, Delta_L = 1 s. An event restarts the
+ * clock when it begins (the window grows from its new, reduced value: during a long
+ * recovery, e.g. after a time-out in slow start, alpha stays at its minimum) and again
+ * when it ends (the return to the Open state: draft §3, "the time elapsed since the
+ * last congestion event" counts from when the window stops being reduced):
  *   alpha(Delta) = 1                                              Delta <= Delta_L
  *                = 1 + 10 (Delta - Delta_L) + ((Delta - Delta_L) / 2)^2   otherwise
  *   alpha <- 2 (1 - beta) alpha(Delta)   (keeps the average rate when beta != 0.5)
@@ -34,7 +36,7 @@
 
 struct htcp {
 	u64 acc;
-	u64 last_cong_us;     /* end of the last congestion event: Delta's origin */
+	u64 last_cong_us;     /* start, then end, of the last congestion event: Delta's origin */
 	u64 undo_last_cong_us;
 	u64 rate_start_us;    /* throughput sampling */
 	u32 rate_delivered;   /* tp->delivered at rate_start_us */
@@ -149,6 +151,7 @@ static __always_inline u32 htcp_ssthresh_for(struct sock *sk, u32 cwnd)
 		ca->undo_last_cong_us = ca->last_cong_us;
 		ca->undo_beta = ca->beta;
 		ca->undo_rate_prev = ca->rate_prev_event;
+		ca->last_cong_us = cca_now_us();    /* the event begins: Delta restarts */
 	}
 	ca->in_event = 1;
 	ca->beta = beta;

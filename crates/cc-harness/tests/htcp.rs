@@ -125,3 +125,26 @@ fn an_undone_event_restores_the_epoch() {
     let g = growth_per_rtt_at(&c, t_end, 3.0);
     assert!((g - 22.0).abs() <= 0.04 * 22.0 + 0.1, "{g:.2} per RTT after undo, want 22");
 }
+
+#[test]
+fn alpha_restarts_when_an_event_begins() {
+    // 10 s without a loss (alpha(10 s) = 111), then a time-out: the window climbs back
+    // from 1 in the Loss state. Its increase beyond ssthresh must be alpha's minimum
+    // (Delta counts from the event's start), not 111 segments per RTT.
+    let c = Conn::new("htcp");
+    c.start_in_ca(100);
+    for _ in 0..(10_000_000 / RTT) {
+        c.round(RTT);
+    }
+    c.enter_loss();
+    let ss = c.ssthresh();
+    while c.cwnd() < ss {
+        c.round(RTT);
+    }
+    let w0 = c.cwnd();
+    for _ in 0..5 {
+        c.round(RTT);
+    }
+    let per_rtt = (c.cwnd() - w0) as f64 / 5.0;
+    assert!(per_rtt <= 2.0, "grew {per_rtt} segments per RTT right after a time-out");
+}
