@@ -29,7 +29,7 @@ $(BPF_VMLINUX):
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp
 	mv $@.tmp $@
 
-$(BPF_BUILD)/bpf/cc/%.bpf.o: bpf/cc/%.bpf.c bpf/cc/cca_common.h $(BPF_VMLINUX)
+$(BPF_BUILD)/bpf/cc/%.bpf.o: bpf/cc/%.bpf.c bpf/cc/cca_common.h bpf/cc/cca_cong_control.h $(BPF_VMLINUX)
 	@mkdir -p $(dir $@)
 	$(BPF_CLANG) $(BPF_CFLAGS) -I$(BPF_BUILD) -Ibpf/cc -c $< -o $@
 

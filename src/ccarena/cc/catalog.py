@@ -151,9 +151,9 @@ def compile_user(src: Path) -> Path:
     """Compile a user ``*.bpf.c`` (cached by content of source, shared header and kernel)."""
     name = src.name[: -len(".bpf.c")]
     vmlinux = _vmlinux_h()
-    common = paths.source_dir() / "cca_common.h"
+    common = [paths.source_dir() / n for n in ("cca_common.h", "cca_cong_control.h")]
     h = hashlib.sha256()
-    for p in (src, common):
+    for p in (src, *common):
         h.update(p.read_bytes() if p.is_file() else b"")
     h.update(platform.release().encode())
     h.update(str(vmlinux.stat().st_mtime_ns).encode())
