@@ -14,6 +14,12 @@ REPO = Path(__file__).resolve().parents[1]
 STUDIES = REPO / "studies"
 IS_ROOT = os.geteuid() == 0
 
+# tests/vm shares the user-space link tests' helpers (tests/integration/linkhelpers.py…).
+# This is the suite's only conftest.py: pytest imports every conftest as the module
+# `conftest`, so a second one would replace this one in sys.modules and the tests'
+# `from conftest import …` would find the wrong file.
+sys.path.insert(0, str(REPO / "tests" / "integration"))
+
 
 def pytest_collection_modifyitems(config, items):
     if IS_ROOT:

@@ -161,3 +161,11 @@ def test_the_architecture_page_maps_every_module():
         have.setdefault(stage_of(mod), set()).add(p.stem)
     for st, mods in have.items():
         assert mods == listed.get(st, set()), (st or "root", mods ^ listed.get(st, set()))
+
+
+def test_the_suite_has_one_conftest():
+    """Tests import helpers with `from conftest import …`; pytest registers every
+    conftest.py as the module `conftest`, so a second one shadows the first for imports
+    made after it was collected (inside a test or a fixture)."""
+    found = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("conftest.py"))
+    assert found == ["tests/conftest.py"], found
