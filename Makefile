@@ -80,7 +80,7 @@ demo: install
 test: install test-deps vm
 	cargo test --release -q -p ccarena-sys -p ccarena-flow -p ccarena-link -p ccarena-trace -p ccarena-cc-harness
 	cargo build --release -q -p ccarena-cc --features testing --bin ccarena-cc-testaid
-	CCARENA_REQUIRE_CHROMIUM=1 $(VENV)/bin/pytest -q -ra tests
+	CCARENA_REQUIRE_CHROMIUM=1 $(VENV)/bin/pytest -q -ra --durations=25 tests
 
 # no root needed: Python unit tests and the BPF congestion controls in user space
 # (crates/cc-harness, docs/dev/cc-harness.md)
