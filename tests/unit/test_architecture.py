@@ -161,3 +161,41 @@ def test_the_architecture_page_maps_every_module():
         have.setdefault(stage_of(mod), set()).add(p.stem)
     for st, mods in have.items():
         assert mods == listed.get(st, set()), (st or "root", mods ^ listed.get(st, set()))
+
+
+# -- the Rust crates ---------------------------------------------------------------------------
+CRATES = ROOT / "crates"
+
+
+def rust_files(crate: Path) -> set[str]:
+    """A crate's source files as the page names them: `src/a/b.rs` -> `a/b`, and the
+    build script as `build.rs`."""
+    out = {str(p.relative_to(crate / "src").with_suffix(""))
+           for p in (crate / "src").rglob("*.rs")}
+    return out | ({"build.rs"} if (crate / "build.rs").exists() else set())
+
+
+def test_the_architecture_page_maps_every_rust_file():
+    """docs/dev/architecture.md lists each Rust source file under its crate's heading
+    (`### <package> (`crates/<dir>`)`), one line each, and every workspace crate is a row
+    of its crate table; a file added, moved or removed without the page changing fails."""
+    import re
+    page = (ROOT / "docs" / "dev" / "architecture.md").read_text()
+    rust = page[page.index("## The Rust crates"):]
+    listed: dict[str, set] = {}
+    crate = None
+    for line in rust.splitlines():
+        m = re.match(r"^### \S+ \(`crates/([\w-]+)`\)", line)
+        if m:
+            crate = m.group(1)
+            listed.setdefault(crate, set())
+            continue
+        m = re.match(r"^- `([\w/.]+)` —", line)
+        if crate is not None and m:
+            listed[crate].add(m.group(1))
+    table = set(re.findall(r"^\| `crates/([\w-]+)` \|", rust, re.M))
+    have = {c.name: rust_files(c) for c in sorted(CRATES.iterdir()) if (c / "Cargo.toml").exists()}
+    assert table == set(have), ("crate table", table ^ set(have))
+    assert set(listed) == set(have), ("crate sections", set(listed) ^ set(have))
+    for c, files in have.items():
+        assert files == listed[c], (c, files ^ listed[c])

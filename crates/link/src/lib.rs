@@ -4,7 +4,8 @@
 //! `link::Link` is the sans-IO core (queues, AQMs, the transmitter, delays, loss; time is
 //! passed in); `shell` is the packet-I/O loop around it (AF_PACKET or AF_XDP ports,
 //! forwarding threads); `config` turns the JSON config of contracts §3 into validated
-//! parameters. See docs/link.md and docs/dev/architecture-rust.md.
+//! parameters. See docs/link.md, docs/dev/link-design.md and the crate's module map in
+//! docs/dev/architecture.md.
 
 pub mod config;
 pub mod impair;
