@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ccarena import units
-from ccarena.study.model import FLOW_KINDS
+from ccarena.study.model import DEFAULT_CC, FLOW_KINDS
 
 QUEUES = ("droptail", "red", "codel", "fq_codel", "step", "classes")
 BACKENDS = ("auto", "kernel", "user")
@@ -274,7 +274,7 @@ TESTBED_KEYS = {
 HOST_KEYS = {
     "delay": time("extra one-way delay on this host's access link", "0s"),
     "loss": percent("extra random loss on this host's access link"),
-    "cc": text("default algorithm of the flows this host sends", "cubic"),
+    "cc": text("default algorithm of the flows this host sends", DEFAULT_CC),
     "sysctl": table("net.* sysctls of this host", _sysctl_table),
     "cpus": Key("number", "CPU quota in cores (cgroup), e.g. 0.5", _cpus),
     "cpuset": Key("string", "CPUs this host may run on, e.g. \"0\" or \"0-1\"", _cpuset),
@@ -285,8 +285,8 @@ FLOW_KEYS = {
     "from": text("the host that sends the data (with each_pair: \"s\" or \"r\")"),
     "to": text("the host that receives it"),
     "kind": choice(FLOW_KINDS, "what the flow does (docs/workloads.md)", "bulk"),
-    "cc": text("algorithm of the data sender", "its host's cc, else cubic"),
-    "receiver_cc": text("algorithm of the other end", "its host's cc, else cubic"),
+    "cc": text("algorithm of the data sender", f"its host's cc, else {DEFAULT_CC}"),
+    "receiver_cc": text("algorithm of the other end", f"its host's cc, else {DEFAULT_CC}"),
     "start": time("start, from the run's t0", "0s"),
     "stop": time("stop (none: the end of the run)", positive=True),
     "bytes": size("bulk/parallel/paced: stop after this many bytes"),

@@ -14,8 +14,9 @@ from ccarena.errors import SpecError
 from ccarena.study.keys import (EXPECT_KEYS, FLOW_KEYS, HOST_KEYS, LINK_KEYS, PROBE_KEYS,
                                PROBE_SHAPES, STUDY_KEYS, TCP_KEYS, TESTBED_KEYS, TOP_KEYS,
                                TOPOLOGY_KEYS)
-from ccarena.study.model import Buffer, FlowSpec, HostSpec, LinkSpec, ProbeSpec, Study, TcpSettings
-from ccarena.study.resolve import DEFAULT_CC, AqmError, resolve
+from ccarena.study.model import (DEFAULT_CC, Buffer, FlowSpec, HostSpec, LinkSpec, ProbeSpec, Study,
+                                 TcpSettings)
+from ccarena.study.resolve import AqmError, resolve
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
