@@ -84,8 +84,6 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
     if study.warmup_s >= study.duration_s:
         raise ctx.err("study.warmup", f"must be shorter than study.duration "
                       f"({study.duration_s:g} s)")
-    if study.sample_interval_s < 0.001:
-        raise ctx.err("study.sample_interval", "must be at least 1ms")
 
     bn = _take(ctx, raw.get("bottleneck", {}), "bottleneck", LINK_KEYS)
     if "rtt" in bn:
