@@ -59,6 +59,8 @@ def start_engine(ns: str, cfg: dict, workdir: Path) -> subprocess.Popen:
     p = subprocess.Popen(netns.exec_argv(ns, [str(BIN), "--config", str(path)]),
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = p.stdout.readline()
+    while line.startswith("LISTEN "):      # one per listener before READY (contracts §2)
+        line = p.stdout.readline()
     if line.strip() != "READY":
         p.kill()
         raise RuntimeError(f"{ns}: expected READY, got {line!r}; stderr: {p.stderr.read()}")

@@ -168,9 +168,9 @@ if __name__ == "__main__":
         one_khz()
         ten_ms_delay_via_ccarena_link()
     finally:
-        import subprocess
+        from ccarena.testbed import netns
         for ns in ("ccaudptestA", "ccaudptestB"):
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+            netns.remove(ns)           # kills what still runs inside
     bad = [r for r in results if not r[1]]
     print(f"{len(results) - len(bad)}/{len(results)} checks passed")
     sys.exit(1 if bad else 0)

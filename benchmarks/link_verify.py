@@ -19,6 +19,8 @@ import time
 sys.path.insert(0, __import__("os").path.dirname(__file__))
 from link_testbed import B_IP, Testbed, direction, median, pct, iperf_result  # noqa: E402
 
+from ccarena.measure.records import read_bin  # noqa: E402
+
 results = []
 
 
@@ -206,31 +208,13 @@ def overload_check(tb):
           "drops counted, memory bounded")
 
 
-def read_records(out_dir, name):
-    """Read a binary record file through its sidecar schema (as the Python side does)."""
-    import json as _json
-    import numpy as np
-    sch = _json.loads((out_dir / f"{name}.schema.json").read_text())
-    types = {"u8": "<u1", "u16": "<u2", "u32": "<u4", "u64": "<u8", "i32": "<i4", "i64": "<i8", "f64": "<f8"}
-    fields = []
-    for fname, t in sch["fields"]:
-        if "[" in t:
-            base, n = t.rstrip("]").split("[")
-            fields.append((fname, types[base], (int(n),)))
-        else:
-            fields.append((fname, types[t]))
-    dt = np.dtype(fields)
-    raw = (out_dir / name).read_bytes()
-    return np.frombuffer(raw[: len(raw) // dt.itemsize * dt.itemsize], dtype=dt)
-
-
 def records_check(tb):
     """link_stats.bin and link_events.bin agree with link.json's totals."""
     tb.start_link(direction(10_000_000, 5_000_000, {"packets": 30}), event_log=True)
     tb.iperf(4)
     j = tb.stop_link()
-    st = read_records(tb.out_dir, "link_stats.bin")
-    ev = read_records(tb.out_dir, "link_events.bin")
+    st = read_bin(tb.out_dir / "link_stats.bin")      # as a run's collect step reads them
+    ev = read_bin(tb.out_dir / "link_events.bin")
     problems = []
     for d, name in ((0, "w2e"), (1, "e2w")):
         s, t = st[st["dir"] == d], j[name]

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -30,6 +29,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from flow_harness import go, read_records, rx_goodput_bps, start_engine, wait_done  # noqa: E402
 from trace_verify import PREFIX, TRACE, ns_exec, start_trace, stop_trace, testbed, wait_detached  # noqa: E402
+
+from ccarena.testbed import netns  # noqa: E402
 
 W = Path("/tmp/ccatrace-rate")
 DUR = 5_000_000_000
@@ -172,7 +173,7 @@ if __name__ == "__main__":
                         show(r)
     finally:
         for ns in ("A", "B", "R"):
-            subprocess.run(["ip", "netns", "del", PREFIX + ns], capture_output=True)
+            netns.remove(PREFIX + ns)
         # Stress: trace the receiver's namespace: one event per data segment it processes.
         print("--- stress: no rate limit, tracing the receiver B (one event per data segment)")
         with testbed("plain", rate=None, bfifo=None) as (a, b, dst):

@@ -35,6 +35,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from flow_harness import find_binary, go, read_records, sh, start_engine, wait_done  # noqa: E402
 
+from ccarena.testbed import netns  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = Path(find_binary("ccarena-trace") or ROOT / "target" / "release" / "ccarena-trace")
 W = Path("/tmp/ccatrace-check")
@@ -48,11 +50,7 @@ def check(name: str, ok: bool, detail: str) -> None:
 
 
 def ns_exec(ns: str, *cmd: str, check: bool = True) -> subprocess.CompletedProcess:
-    return sh("ip", "netns", "exec", ns, *cmd, check=check)
-
-
-def offloads_off(ns: str, dev: str) -> None:
-    ns_exec(ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off", check=False)
+    return sh(*netns.exec_argv(ns, list(cmd)), check=check)
 
 
 @contextmanager
@@ -63,9 +61,8 @@ def testbed(kind: str, rate: str | None = "20mbit", bfifo: int | None = 30000):
     made = []
     try:
         for ns in (a, b) + ((r,) if kind == "router" else ()):
-            sh("ip", "netns", "add", ns)
+            netns.create(ns)           # as a run's hosts: lo up, IPv6 off
             made.append(ns)
-            ns_exec(ns, "ip", "link", "set", "lo", "up")
         if kind == "router":
             sh("ip", "-n", a, "link", "add", "eth0", "type", "veth", "peer", "name", "ra", "netns", r)
             sh("ip", "-n", b, "link", "add", "eth0", "type", "veth", "peer", "name", "rb", "netns", r)
@@ -73,17 +70,17 @@ def testbed(kind: str, rate: str | None = "20mbit", bfifo: int | None = 30000):
                                 (r, "rb", "10.78.2.1/24"), (b, "eth0", "10.78.2.2/24")):
                 sh("ip", "-n", ns, "addr", "add", ip, "dev", dev)
                 sh("ip", "-n", ns, "link", "set", dev, "up")
-                offloads_off(ns, dev)
+                netns.set_offloads(ns, dev, False)
             sh("ip", "-n", a, "route", "add", "default", "via", "10.78.1.1")
             sh("ip", "-n", b, "route", "add", "default", "via", "10.78.2.1")
-            ns_exec(r, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+            netns.sysctl_set(r, {"net.ipv4.ip_forward": "1"})
             qns, qdev, dst = r, "rb", "10.78.2.2"
         else:
             sh("ip", "-n", a, "link", "add", "eth0", "type", "veth", "peer", "name", "eth0", "netns", b)
             for ns, ip in ((a, "10.78.0.1/24"), (b, "10.78.0.2/24")):
                 sh("ip", "-n", ns, "addr", "add", ip, "dev", "eth0")
                 sh("ip", "-n", ns, "link", "set", "eth0", "up")
-                offloads_off(ns, "eth0")
+                netns.set_offloads(ns, "eth0", False)
             qns, qdev, dst = a, "eth0", "10.78.0.2"
         if rate:
             ns_exec(qns, "tc", "qdisc", "add", "dev", qdev, "root", "handle", "1:", "htb", "default", "1")
@@ -94,7 +91,7 @@ def testbed(kind: str, rate: str | None = "20mbit", bfifo: int | None = 30000):
         yield a, b, dst
     finally:
         for ns in made:
-            sh("ip", "netns", "del", ns, check=False)
+            netns.remove(ns)           # kills what still runs inside
 
 
 def start_trace(out: Path, netns: list[str], ports: str | None = "5000-5999", *extra: str) -> subprocess.Popen:
@@ -154,10 +151,6 @@ def backlog_coalesce(ns: str) -> int:
     tcp_probe — once for both."""
     lines = [l.split() for l in ns_exec(ns, "cat", "/proc/net/netstat").stdout.splitlines() if l.startswith("TcpExt:")]
     return int(lines[1][lines[0].index("TCPBacklogCoalesce")])
-
-
-def netns_inode(ns: str) -> int:
-    return Path(f"/run/netns/{ns}").stat().st_ino
 
 
 def reductions(conn: np.ndarray) -> list[tuple[int, int, int, int]]:
@@ -309,7 +302,7 @@ if __name__ == "__main__":
                 halving(k)
     finally:
         for ns in ("A", "B", "R"):
-            sh("ip", "netns", "del", PREFIX + ns, check=False)
+            netns.remove(PREFIX + ns)
     bad = [r for r in results if not r[1]]
     print(f"{len(results) - len(bad)}/{len(results)} checks passed")
     sys.exit(1 if bad else 0)

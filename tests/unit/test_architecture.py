@@ -163,6 +163,120 @@ def test_the_architecture_page_maps_every_module():
         assert mods == listed.get(st, set()), (st or "root", mods ^ listed.get(st, set()))
 
 
+# -- the Rust crates ---------------------------------------------------------------------------
+CRATES = ROOT / "crates"
+
+
+def rust_files(crate: Path) -> set[str]:
+    """A crate's source files as the page names them: `src/a/b.rs` -> `a/b`, and the
+    build script as `build.rs`."""
+    out = {str(p.relative_to(crate / "src").with_suffix(""))
+           for p in (crate / "src").rglob("*.rs")}
+    return out | ({"build.rs"} if (crate / "build.rs").exists() else set())
+
+
+def test_the_architecture_page_maps_every_rust_file():
+    """docs/dev/architecture.md lists each Rust source file under its crate's heading
+    (`### <package> (`crates/<dir>`)`), one line each, and every workspace crate is a row
+    of its crate table; a file added, moved or removed without the page changing fails."""
+    import re
+    page = (ROOT / "docs" / "dev" / "architecture.md").read_text()
+    rust = page[page.index("## The Rust crates"):]
+    listed: dict[str, set] = {}
+    crate = None
+    for line in rust.splitlines():
+        m = re.match(r"^### \S+ \(`crates/([\w-]+)`\)", line)
+        if m:
+            crate = m.group(1)
+            listed.setdefault(crate, set())
+            continue
+        m = re.match(r"^- `([\w/.]+)` —", line)
+        if crate is not None and m:
+            listed[crate].add(m.group(1))
+    table = set(re.findall(r"^\| `crates/([\w-]+)` \|", rust, re.M))
+    have = {c.name: rust_files(c) for c in sorted(CRATES.iterdir()) if (c / "Cargo.toml").exists()}
+    assert table == set(have), ("crate table", table ^ set(have))
+    assert set(listed) == set(have), ("crate sections", set(listed) ^ set(have))
+    for c, files in have.items():
+        assert files == listed[c], (c, files ^ listed[c])
+
+
+def rust_module_graph(crate: Path) -> dict[tuple, set[tuple]]:
+    """Module -> the modules of the same crate it names through `crate::`, `super::` or
+    `self::` paths (in `use` lines and in code; comments and `#[cfg(test)]` blocks left
+    out). A module is its path under src/ (`flows/mod.rs` is ("flows",), lib.rs and
+    main.rs the root ()); a path names the longest module prefix it starts with."""
+    import re
+    src = crate / "src"
+
+    def name(p: Path) -> tuple:
+        parts = p.relative_to(src).with_suffix("").parts
+        parts = parts[:-1] if parts[-1] == "mod" else parts
+        return () if parts in (("lib",), ("main",)) else parts
+
+    files = {name(p): p for p in src.rglob("*.rs")}
+    path = re.compile(r"\b(crate|super|self)::(\{(?:[^{}]|\{[^{}]*\})*\}|[\w:]+)")
+    graph = {}
+    for mod, p in files.items():
+        text = re.sub(r"//.*", "", p.read_text())
+        text = text.split("#[cfg(test)]")[0]
+        out = set()
+        for m in path.finditer(text):
+            base = {"crate": (), "self": mod, "super": mod[:-1]}[m.group(1)]
+            rest = m.group(2)
+            items = [rest]
+            if rest.startswith("{"):          # use crate::{a::X, b::{Y, Z}}
+                items, depth, cur = [], 0, ""
+                for ch in rest[1:-1] + ",":
+                    depth += ch == "{"
+                    depth -= ch == "}"
+                    if ch == "," and depth == 0:
+                        items.append(cur.split("::{")[0].strip())
+                        cur = ""
+                    else:
+                        cur += ch
+            for it in filter(None, items):
+                segs = tuple(s for s in it.split("::") if s)
+                for n in range(len(segs), -1, -1):
+                    if base + segs[:n] in files:
+                        out.add(base + segs[:n])
+                        break
+        graph[mod] = out - {mod}
+    return graph
+
+
+@pytest.mark.parametrize("crate", sorted(c.name for c in CRATES.iterdir() if (c / "src").is_dir()))
+def test_no_rust_module_cycle(crate):
+    """No two modules of a crate use each other, directly or around a ring. A module and
+    its own submodules are one module split over files (a child uses its parent's shared
+    types, the parent dispatches to its children), so edges between them do not count,
+    nor edges to the crate root (lib.rs/main.rs only declares and starts)."""
+    graph = rust_module_graph(CRATES / crate)
+
+    def related(a, b):
+        return a[:len(b)] == b or b[:len(a)] == a
+
+    g = {m: {t for t in ts if t and not related(m, t)} for m, ts in graph.items() if m}
+    seen, stack, cycles = set(), [], []
+
+    def visit(m):
+        if m in stack:
+            cycles.append(stack[stack.index(m):] + [m])
+            return
+        if m in seen:
+            return
+        seen.add(m)
+        stack.append(m)
+        for t in sorted(g.get(m, ())):
+            visit(t)
+        stack.pop()
+
+    for m in sorted(g):
+        visit(m)
+    assert not cycles, "module cycles: " + "; ".join(
+        " -> ".join("::".join(x) for x in c) for c in cycles)
+
+
 def test_the_suite_has_one_conftest():
     """Tests import helpers with `from conftest import …`; pytest registers every
     conftest.py as the module `conftest`, so a second one shadows the first for imports

@@ -245,3 +245,19 @@ def test_guard_counts_are_per_network_namespace_and_a_run_sums_its_own(tmp_path,
     monkeypatch.setattr(hold, "guard_counts", lambda k: g)
     assert g[11] == hold.GuardCounts(2, 0, late_ssthresh=0, late_cwnd=2, late_states=16)
     assert hold.run_guard_counts("cca_x", [11, 12]) == hold.GuardCounts(3, 3, 1, 2, 24)
+
+
+def test_holder_processes_finds_live_holders_by_their_command_line(tmp_path):
+    """A process whose command line is `…/ccarena-cc hold … --name N …` is a holder of N
+    while it runs; once it has ended (a zombie not yet reaped included) it is not."""
+    (tmp_path / "hold").write_text("import time\ntime.sleep(60)\n")   # what python runs
+    p = subprocess.Popen([str(tmp_path / "ccarena-cc"), "hold", "--name", "cca_fake", "x"],
+                         executable=sys.executable, cwd=tmp_path)
+    try:
+        assert (p.pid, "cca_fake") in loader.holder_processes()
+        p.kill()
+        os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOWAIT)           # dead, not reaped
+        assert p.pid not in {pid for pid, _ in loader.holder_processes()}
+    finally:
+        p.kill()
+        p.wait()

@@ -64,3 +64,54 @@ def test_a_misspelt_algorithm_gets_a_suggestion():
     with pytest.raises(SpecError, match=r"unknown congestion control 'cubik' \(did you mean "
                        r"'cubic'\?\)"):
         loads_study(BASE.replace('to = "r1"', 'to = "r1"\ncc = "cubik"'))
+
+
+# What each range the reference shows means to its parser: values it must accept and
+# values it must refuse. A key with a range of another form fails until it is added here.
+RANGE_PROBES = {
+    ("time", "> 0"): (["1ms"], ["0s"]),
+    ("time", "≥ 0"): (["0s"], ["-1ms"]),
+    ("time", "≥ 1ms"): (["1ms"], ["999us"]),
+    ("rate", "> 0"): (["1bit"], ["0bit"]),
+    ("size", "> 0"): (["1b"], ["0b"]),
+    ("size", "≥ 16MiB"): (["16MiB"], ["15MiB"]),
+    ("probability", "0..100"): (["0%", "100%"], ["101%"]),
+    ("buffer", "≥ 1"): (["1p", "1b"], ["0p"]),
+    ("number", "≥ 0.01"): ([0.01], [0.009]),
+    ("list", 'times increasing; rate or "unlimited"'):
+        ([[["0s", "1mbit"], ["1s", "unlimited"]]], [[["1s", "1mbit"], ["0s", "2mbit"]]]),
+}
+
+
+def _probes(key):
+    import re
+    if key.type == "integer":
+        m = re.fullmatch(r"(-?\d+)\.\.(-?\d+)", key.range)
+        if m:
+            lo, hi = int(m.group(1)), int(m.group(2))
+            return [lo, hi], [lo - 1, hi + 1]
+        m = re.fullmatch(r"≥ (-?\d+)", key.range)
+        if m:
+            return [int(m.group(1))], [int(m.group(1)) - 1]
+    return RANGE_PROBES.get((key.type, key.range))
+
+
+@pytest.mark.parametrize("name,key", [(f"{t}.{k}", key) for t, ks in keys.TABLES.items()
+                                      for k, key in ks.items() if key.range],
+                         ids=lambda x: x if isinstance(x, str) else "")
+def test_each_range_in_the_reference_is_what_the_parser_accepts(name, key):
+    probes = _probes(key)
+    assert probes is not None, f"{name}: no probes for range {key.range!r} of a {key.type}"
+    accepted, refused = probes
+    for v in accepted:
+        key(v)
+    for v in refused:
+        with pytest.raises(ValueError):
+            key(v)
+
+
+def test_the_reference_shows_units_and_ranges():
+    page = reference.markdown()
+    assert f"| `pairs` | integer | – | 1..{keys.MAX_PAIRS} | 1 |" in page
+    assert "| `rate` | rate | bit/s | > 0 |" in page
+    assert "| `loss` | probability | % | 0..100 | 0% |" in page

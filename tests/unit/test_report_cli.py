@@ -137,3 +137,13 @@ max = 1.0
     study.write_text(body.replace("max = 1.0", "max = 0.5"))
     assert run(["check", str(a), "--study", str(study)]) == 3
     assert "FAIL  utilisation is a fraction" in capsys.readouterr().out
+
+
+def test_query_prints_plain_cells_and_says_what_it_left_out(studies, capsys):
+    _, a, _ = studies
+    assert run(["query", str(a), "SELECT '[red]x' AS s, 1.23456789::DOUBLE AS f, NULL AS e"]) == 0
+    head, row = capsys.readouterr().out.splitlines()
+    assert head.split() == ["s", "f", "e"] and row.split() == ["[red]x", "1.23457"]
+    assert run(["query", str(a), "--max-rows", "2", "SELECT range AS i FROM range(5)"]) == 0
+    assert capsys.readouterr().out.split() == ["i", "0", "1", "(3", "more", "rows:", "--max-rows",
+                                               "N,", "or", "--csv", "for", "all)"]

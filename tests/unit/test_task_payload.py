@@ -282,3 +282,23 @@ def test_cpu_time_is_read_over_the_cpus_the_run_may_use():
     import os
     if (os.cpu_count() or 1) > 1:
         assert out == ["1", "cpu0", "True"]
+
+
+def test_a_parent_that_ended_is_not_alive():
+    """A task's process removes its directory when its submitter has gone: an ended
+    process, a zombie not yet reaped included, is not alive."""
+    import os
+    import subprocess
+
+    from ccarena.run.task import _alive
+    assert _alive(os.getpid())
+    p = subprocess.Popen(["sleep", "60"])
+    try:
+        assert _alive(p.pid)
+        p.kill()
+        os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOWAIT)
+        assert not _alive(p.pid)
+    finally:
+        p.kill()
+        p.wait()
+    assert not _alive(p.pid)

@@ -7,7 +7,7 @@
 use std::io::{self, Write};
 use std::path::PathBuf;
 
-use crate::load::AVAILABLE;
+use crate::available::AVAILABLE;
 
 #[derive(Debug)]
 pub enum CcError {

@@ -22,8 +22,9 @@ use std::time::Duration;
 
 use libbpf_rs::{MapCore, MapFlags};
 
+use crate::available::registered;
 use crate::error::CcError;
-use crate::load::{attach_all, load, registered};
+use crate::load::{attach_all, load};
 use crate::stop::{install_stop_handlers, stop_requested};
 
 /// Field 3 (state) and field 22 (starttime) of /proc/<pid>/stat.

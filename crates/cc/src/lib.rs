@@ -8,9 +8,11 @@
 //!   captured for errors;
 //! - `hold`: the holder process: keep the links while a live holder file names the
 //!   algorithm, report the guard's repairs;
+//! - `available`: the kernel's list of registered algorithms (`registered(name)`);
 //! - `stop`: SIGTERM/SIGINT/SIGHUP set a flag the loops poll;
 //! - `error`: `CcError`, one variant per failing operation, printed as one line.
 
+pub mod available;
 pub mod error;
 pub mod hold;
 pub mod load;

@@ -1,9 +1,8 @@
 //! Contract: open and load a BPF object (the verifier runs here), attach every
-//! struct_ops map of it as a BPF link, and tell whether an algorithm name is registered.
+//! struct_ops map of it as a BPF link (whether a name is then registered: `available`).
 //! libbpf's messages are captured (`capture_log`, installed by the binaries with
 //! `libbpf_rs::set_print`) so a failure carries the tail of the log and the errno.
 
-use std::fs;
 use std::io;
 use std::path::Path;
 use std::sync::Mutex;
@@ -12,7 +11,6 @@ use libbpf_rs::{Link, MapCore, MapType, ObjectBuilder, PrintLevel};
 
 use crate::error::CcError;
 
-pub const AVAILABLE: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
 const LOG_TAIL_LINES: usize = 40;
 
 static LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -108,11 +106,5 @@ pub fn attach_all(file: &Path, obj: &mut libbpf_rs::Object) -> Result<Vec<(Strin
         });
     }
     Ok(links)
-}
-
-pub fn registered(name: &str) -> bool {
-    fs::read_to_string(AVAILABLE)
-        .map(|s| s.split_whitespace().any(|n| n == name))
-        .unwrap_or(false)
 }
 

@@ -2,9 +2,11 @@
 //! ccarena-link: a user-space link emulator for TCP congestion-control experiments.
 //!
 //! `link::Link` is the sans-IO core (queues, AQMs, the transmitter, delays, loss; time is
-//! passed in); `shell` is the packet-I/O loop around it (AF_PACKET or AF_XDP ports,
+//! passed in; the crate is named after the program, its module `link` after what it
+//! emulates); `shell` is the packet-I/O loop around it (AF_PACKET or AF_XDP ports,
 //! forwarding threads); `config` turns the JSON config of contracts §3 into validated
-//! parameters. See docs/link.md and docs/dev/architecture-rust.md.
+//! parameters. See docs/link.md, docs/dev/link-design.md and the crate's module map in
+//! docs/dev/architecture.md.
 
 pub mod config;
 pub mod impair;

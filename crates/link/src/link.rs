@@ -25,8 +25,8 @@ use crate::queue::red::{Red, RedParams};
 use crate::queue::step::Step;
 use crate::queue::{QCtx, Qdisc};
 use crate::rng::Rng;
-use crate::transmitter::{Transmitter as Clock, TRACE_OPPORTUNITY_BYTES};
 use crate::stats::{EventRecord, Sink, StatsRecord, Totals, EV_DROP_LOSS};
+use crate::transmitter::{Transmitter, TRACE_OPPORTUNITY_BYTES};
 use delay_line::DelayLine;
 
 pub const W2E: usize = 0;
@@ -51,7 +51,7 @@ struct HostState {
 /// One direction of the link.
 pub struct Direction {
     qdisc: Box<dyn Qdisc>,
-    clock: Clock,
+    transmitter: Transmitter,
     qrng: Rng,
     sink: Sink,
     loss: Option<Loss>,
@@ -115,15 +115,15 @@ fn peak_rate(rate: &RateSpec) -> Option<u64> {
     }
 }
 
-/// The rate segment of `clock` in force at `t`: its rate (None = unlimited) and the time
+/// The rate segment of `transmitter` in force at `t`: its rate (None = unlimited) and the time
 /// it ends (None = never).
-fn segment_at(clock: &Clock, t: u64) -> (Option<u64>, Option<u64>) {
-    match &clock.spec {
+fn segment_at(transmitter: &Transmitter, t: u64) -> (Option<u64>, Option<u64>) {
+    match &transmitter.spec {
         RateSpec::Constant(r) => (Some(*r), None),
         RateSpec::Schedule { initial, steps } => {
-            let n = steps.partition_point(|(ts, _)| clock.t0 + *ts <= t);
+            let n = steps.partition_point(|(ts, _)| transmitter.t0 + *ts <= t);
             let rate = if n == 0 { *initial } else { steps[n - 1].1 };
-            (rate, steps.get(n).map(|(ts, _)| clock.t0 + ts))
+            (rate, steps.get(n).map(|(ts, _)| transmitter.t0 + ts))
         }
         RateSpec::Unlimited | RateSpec::Trace { .. } => (None, None),
     }
@@ -136,11 +136,11 @@ fn segment_at(clock: &Clock, t: u64) -> (Option<u64>, Option<u64>) {
 /// segment finishes it at once). The work is counted in bit·10⁹ so that at r bit/s one
 /// ns sends r units exactly; `carry` keeps what rounding down to a whole ns left over,
 /// so long runs at a rate do not drift.
-fn tx_finish(clock: &Clock, start: u64, bytes: usize, carry: &mut u128) -> u64 {
+fn tx_finish(transmitter: &Transmitter, start: u64, bytes: usize, carry: &mut u128) -> u64 {
     let mut need = bytes as u128 * 8 * 1_000_000_000 + *carry;
     let mut t = start;
     loop {
-        let (rate, end) = segment_at(clock, t);
+        let (rate, end) = segment_at(transmitter, t);
         let Some(r) = rate else {
             *carry = 0;
             return t;
@@ -235,7 +235,7 @@ impl Direction {
             });
         Direction {
             qdisc,
-            clock: Clock::new(p.rate.clone(), lp.t0_ns.unwrap_or(t0)),
+            transmitter: Transmitter::new(p.rate.clone(), lp.t0_ns.unwrap_or(t0)),
             qrng: Rng::stream(seed, 10 + dir as u64),
             sink: Sink::new(dir as u8, lp.event_log),
             loss: p
@@ -290,12 +290,12 @@ impl Direction {
             }
         }
         if self.qdisc.len_pkts() == 0 {
-            if self.clock.is_trace() {
+            if self.transmitter.is_trace() {
                 // Opportunities that passed while the queue was empty are wasted; the
                 // first one this packet may use is the first at or after its arrival
                 // (which can precede the last poll: arrivals carry kernel timestamps).
                 if self.partial.is_none() {
-                    self.clock.skip_before(now);
+                    self.transmitter.skip_before(now);
                 }
             } else if self.in_service.is_none() {
                 self.free_at = self.free_at.max(now);
@@ -341,7 +341,7 @@ impl Direction {
 
     /// Run the transmitter up to `now`.
     fn advance(&mut self, now: u64) {
-        if self.clock.is_trace() {
+        if self.transmitter.is_trace() {
             return self.advance_trace(now);
         }
         loop {
@@ -358,14 +358,14 @@ impl Direction {
             }
             let t = self.free_at;
             let Some(p) = self.dequeue_at(t) else { break };
-            let f = tx_finish(&self.clock, t, p.len(), &mut self.carry);
+            let f = tx_finish(&self.transmitter, t, p.len(), &mut self.carry);
             self.in_service = Some((p, f));
         }
     }
 
     fn advance_trace(&mut self, now: u64) {
         loop {
-            let t = self.clock.opportunity_ns();
+            let t = self.transmitter.opportunity_ns();
             if t > now {
                 break;
             }
@@ -392,14 +392,14 @@ impl Direction {
                     self.transmitted(t, p);
                 }
             }
-            self.clock.next_opportunity();
+            self.transmitter.next_opportunity();
         }
     }
 
     fn next_deadline(&self) -> Option<u64> {
-        let tx = if self.clock.is_trace() {
+        let tx = if self.transmitter.is_trace() {
             (self.partial.is_some() || self.qdisc.len_pkts() > 0)
-                .then(|| self.clock.opportunity_ns())
+                .then(|| self.transmitter.opportunity_ns())
         } else {
             self.in_service.as_ref().map(|(_, f)| *f)
         };
@@ -418,7 +418,7 @@ pub struct Link {
 }
 
 impl Link {
-    /// A link whose clock starts at `start_ns` (first stats interval ends at
+    /// A link whose time starts at `start_ns` (first stats interval ends at
     /// `start_ns + stats_interval_ns`).
     pub fn new(p: &LinkParams, start_ns: u64) -> Link {
         Link {

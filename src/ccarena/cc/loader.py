@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ccarena.cc import paths
 from ccarena.cc.errors import CCError, LoadError
-from ccarena.cc.refcount import pid_alive, proc_start
+from ccarena.cc.refcount import pid_alive
 from ccarena.cc.catalog import kernel_available
 
 READY_TIMEOUT_S = 30.0
@@ -175,19 +175,14 @@ def unregister_struct_ops(map_id: int) -> bool:
 
 def holder_processes(exe: Path | None = None) -> list[tuple[int, str]]:
     """(pid, kernel_name) of every live ``ccarena-cc hold`` process."""
+    import psutil
     out = []
-    for p in Path("/proc").iterdir():
-        if not p.name.isdigit():
-            continue
-        try:
-            argv = (p / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if len(argv) > 4 and argv[0].endswith(b"ccarena-cc") and argv[1] == b"hold":
+    for p in psutil.process_iter(["cmdline", "status"]):
+        argv = p.info["cmdline"] or []          # None: gone meanwhile, or not ours to read
+        if len(argv) > 4 and argv[0].endswith("ccarena-cc") and argv[1] == "hold" \
+                and p.info["status"] not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
             try:
-                name = argv[argv.index(b"--name") + 1].decode()
+                out.append((p.pid, argv[argv.index("--name") + 1]))
             except (ValueError, IndexError):
                 continue
-            if proc_start(int(p.name)) is not None:
-                out.append((int(p.name), name))
     return out

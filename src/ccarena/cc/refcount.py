@@ -39,7 +39,13 @@ def run_dir() -> Path:
 
 
 def proc_start(pid: int) -> int | None:
-    """starttime (clock ticks since boot) of a live, non-zombie process, else None."""
+    """starttime (clock ticks since boot) of a live, non-zombie process, else None.
+
+    Read from /proc/<pid>/stat, not through psutil: the run files share this number with
+    the Rust holder (crates/cc/src/hold.rs compares field 22 as an integer), and psutil
+    offers it only as create_time(), seconds since the epoch through the boot time, which
+    moves when the system clock is stepped; a recomputed tick count could then differ
+    from the holder's and a live run would count as gone."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except (FileNotFoundError, ProcessLookupError, PermissionError, OSError):

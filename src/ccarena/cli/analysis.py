@@ -119,7 +119,6 @@ def cmd_export(args) -> int:
 
 def cmd_query(args) -> int:
     import duckdb
-    import pandas as pd
     d = resolve_results(args.results_dir, args.results)
     con = connect(d)
     try:
@@ -129,12 +128,39 @@ def cmd_query(args) -> int:
         raise CcarenaError(f"query on {d}: {msg} (views: {', '.join(views(con))})") from e
     if args.csv:
         df.to_csv(sys.stdout, index=False)
+    elif not len(df):
+        print(f"(no rows; columns: {', '.join(map(str, df.columns))})")
     else:
-        with pd.option_context("display.max_rows", args.max_rows, "display.max_columns", 50,
-                               "display.width", 200):
-            print(df.to_string(index=False, max_rows=args.max_rows) if len(df) else
-                  f"(no rows; columns: {', '.join(map(str, df.columns))})")
+        from rich.console import Console
+        Console(width=None if sys.stdout.isatty() else 200).print(frame_table(df, args.max_rows))
+        if len(df) > args.max_rows:
+            print(f"({len(df) - args.max_rows} more rows: --max-rows N, or --csv for all)")
     return 0
+
+
+def frame_table(df, max_rows: int | None = None):
+    """A DataFrame as a rich Table: no rules (the text stays easy to cut and grep), numbers
+    right-aligned with six significant digits, missing values empty, cells taken as plain
+    text (a value like "[red]" is not markup)."""
+    import numpy as np
+    import pandas as pd
+    from rich.table import Table
+    from rich.text import Text
+    t = Table(box=None, header_style="bold", pad_edge=False)
+    for c in df.columns:
+        t.add_column(str(c), justify="right" if pd.api.types.is_numeric_dtype(df[c]) else "left")
+
+    def cell(v) -> Text:
+        if v is None or (pd.api.types.is_scalar(v) and pd.isna(v)):
+            return Text("")
+        if isinstance(v, (float, np.floating)):
+            return Text(f"{v:.6g}")
+        return Text(str(v))
+
+    rows = df if max_rows is None else df.head(max_rows)
+    for r in rows.itertuples(index=False):
+        t.add_row(*(cell(v) for v in r))
+    return t
 
 
 def cmd_compare(args) -> int:

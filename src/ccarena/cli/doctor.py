@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 import os
 import platform
+import sys
 
 from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
 
 
 def _cgroup() -> str:
@@ -101,42 +104,55 @@ def doctor(study_path: str | None = None, as_json: bool = False) -> int:
     if as_json:
         print(json.dumps({**f, "study": study_info, "essential_missing": essential}, indent=1))
         return 1 if essential else 0
-    con = Console()
+    # logs and pipes are not 80 columns wide: do not fold there (as the other commands)
+    Console(width=None if sys.stdout.isatty() else 160).print(
+        facts_table(f, study_info, essential))
+    return 1 if essential else 0
+
+
+def facts_table(f: dict, study_info: dict | None = None, essential=()) -> Table:
+    """What doctor prints (facts() -> a two-column rich Table, one row per fact)."""
     ok = lambda b: "[green]yes[/green]" if b else "[red]no[/red]"  # noqa: E731
-    con.print(f"kernel            {f['kernel']}")
-    con.print(f"root              {ok(f['root'])}")
-    con.print(f"network namespaces {ok(f['netns'])}   veth {ok(f['veth'])}")
-    con.print("qdiscs            " + "  ".join(f"{q} {ok(v)}" for q, v in f["qdiscs"].items()))
-    con.print(f"netem             {ok(f['netem'])}")
-    con.print(f"cgroup            {f['cgroup']}")
-    con.print(f"tracefs           {f['tracefs']}")
+    t = Table(box=None, show_header=False, pad_edge=False)
+    t.add_column(style="bold", no_wrap=True)
+    t.add_column()
+    t.add_row("kernel", escape(f["kernel"]))
+    t.add_row("root", ok(f["root"]))
+    t.add_row("network namespaces", ok(f["netns"]))
+    t.add_row("veth", ok(f["veth"]))
+    t.add_row("qdiscs", "  ".join(f"{q} {ok(v)}" for q, v in f["qdiscs"].items()))
+    t.add_row("netem", ok(f["netem"]))
+    if f.get("probe_error"):
+        t.add_row("probe", f"[red]{escape(f['probe_error'])}[/red]")
+    t.add_row("cgroup", escape(f["cgroup"]))
+    t.add_row("tracefs", escape(f["tracefs"]))
     for b, p in f["binaries"].items():
-        con.print(f"{b:17s} {p or '[red]not found[/red]'}")
+        t.add_row(b, escape(p) if p else "[red]not found[/red]")
     link = "user-space ccarena-link" if f["binaries"]["ccarena-link"] else "none built"
-    con.print(f"link backends     kernel (htb{'+netem' if f['netem'] else ', no delay/loss'}), "
+    t.add_row("link backends", f"kernel (htb{'+netem' if f['netem'] else ', no delay/loss'}), "
               f"user: {link}; studies with delay/loss/AQM use "
               f"{'the kernel' if f['netem'] else 'the user-space link'}")
     x = f["af_xdp"]
-    con.print(f"user link I/O     {x['selected']} (CCARENA_LINK_IO); AF_XDP sockets {ok(x['sockets'])}, "
-              f"TX checksum metadata (kernel >= 6.8) {ok(x['tx_metadata'])}"
+    t.add_row("user link I/O", f"{escape(str(x['selected']))} (CCARENA_LINK_IO); AF_XDP sockets "
+              f"{ok(x['sockets'])}, TX checksum metadata (kernel >= 6.8) {ok(x['tx_metadata'])}"
               + ("" if x["sockets"] and x["tx_metadata"] else "; 'auto' will use AF_PACKET")
               + ("" if f["root"] else " (sockets probed without root: run as root to know)"))
     if "error" in f["algorithms"]:
-        con.print(f"algorithms        [red]{f['algorithms']['error']}[/red]")
+        t.add_row("algorithms", f"[red]{escape(f['algorithms']['error'])}[/red]")
     else:
         for src in ("kernel", "bpf", "unavailable"):
             names = [n for n, a in sorted(f["algorithms"].items()) if a["source"] == src]
             if names:
-                con.print(f"algorithms ({src}) {' '.join(names)}")
+                t.add_row(f"algorithms ({src})", " ".join(names))
     if study_info:
         if "error" in study_info:
-            con.print(f"[red]study: {study_info['error']}[/red]")
+            t.add_row("study", f"[red]{escape(study_info['error'])}[/red]")
         else:
             for i, b in study_info["backends"].items():
                 io = f", packet I/O {b['io']}" if b.get("io") else ""
-                con.print(f"study cell {i}: link backend {b['backend']} ({b['why']}){io}")
+                t.add_row(f"study cell {i}", escape(f"link backend {b['backend']} ({b['why']}){io}"))
             for n, a in study_info["algorithms"].items():
-                con.print(f"study algorithm {n}: {a['source']} as {a['kernel_name']}")
+                t.add_row(f"study algorithm {n}", escape(f"{a['source']} as {a['kernel_name']}"))
     for e in essential:
-        con.print(f"[red]missing:[/red] {e}")
-    return 1 if essential else 0
+        t.add_row("[red]missing[/red]", escape(e))
+    return t

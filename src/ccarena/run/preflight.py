@@ -62,15 +62,13 @@ DIRECTIONS = 2             # the bottleneck's buffer is there in each direction
 
 
 def available_memory() -> int | None:
-    """Bytes the machine can give without swapping (MemAvailable of /proc/meminfo)."""
+    """Bytes the machine can give without swapping (psutil: MemAvailable of /proc/meminfo,
+    the kernel's own estimate)."""
+    import psutil
     try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+        return int(psutil.virtual_memory().available)
+    except (OSError, RuntimeError, ValueError):
+        return None
 
 
 def require_buffer_memory(study: Study, available: int | None = None) -> None:

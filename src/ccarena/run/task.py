@@ -156,10 +156,11 @@ def main(argv=None) -> int:
 
 
 def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie has ended: nobody will collect from it)."""
+    import psutil
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except (OSError, IndexError):
+        return psutil.Process(pid).status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+    except psutil.Error:
         return False
 
 

@@ -401,8 +401,9 @@ class ResultsDir:
 
     # -- summaries (concatenations, no statistics) -----------------------------------------
     def summary_tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """runs (one row per complete run) and flows (one row per flow per run), from the
-        run directories."""
+        """runs (one row per complete run) and flows (per run, one row per flow with
+        conn = -1, and one per connection of a flow with several, conn >= 0), from the run
+        directories."""
         runs, flows = [], []
         for d, meta in self._complete.items():
             params = meta.get("cell_params", {})

@@ -19,6 +19,7 @@ RUN_TABLES = {
 RUN_METRICS = "flow_metrics"     # runs/<label>/flow_metrics.parquet: metrics per flow
 STUDY_TABLES = {
     "runs": "one row per run: run metrics, validity, swept factors",
-    "flows": "one row per flow (and per connection of a parallel flow) per run",
+    "flows": "per run, one row per flow (conn = -1) and one per connection of a flow "
+             "with several (conn >= 0)",
     "cells": "statistics per cell, flow and algorithm over the valid repetitions",
 }

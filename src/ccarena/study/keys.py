@@ -1,4 +1,5 @@
-"""Every key of a study file, declared once: its parser, type, unit, default and meaning.
+"""Every key of a study file, declared once: its parser, type, unit, range, default and
+meaning.
 
 The same declarations give the parsing (study.schema), the JSON Schema editors use to
 complete and check study files (`ccarena schema`), and the reference table of
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ccarena import units
-from ccarena.study.model import FLOW_KINDS
+from ccarena.study.model import DEFAULT_CC, FLOW_KINDS
 
 QUEUES = ("droptail", "red", "codel", "fq_codel", "step", "classes")
 BACKENDS = ("auto", "kernel", "user")
@@ -29,6 +30,8 @@ class Key:
     parse: Callable[[Any], Any]
     default: str = ""             # as the reference shows it ("" = none / required)
     json: tuple = ()              # extra JSON Schema items, as (name, value) pairs
+    unit: str = ""                # what the parsed value counts ("" = a plain number or text)
+    range: str = ""               # the values the parser accepts, as the reference shows them
 
     def __call__(self, v):
         return self.parse(v)
@@ -82,6 +85,15 @@ def _time_pos(v):
     if t <= 0:
         raise ValueError(f"must be positive, got {v!r}")
     return t
+
+
+def _time_at_least(lo_s: float, shown: str):
+    def p(v):
+        t = units.parse_time(v)
+        if t < lo_s:
+            raise ValueError(f"must be at least {shown}, got {v!r}")
+        return t
+    return p
 
 
 def _rate(v):
@@ -183,10 +195,17 @@ def text(doc, default=""):
     return Key("string", doc, lambda v: _str(v), default)
 
 
-def integer(doc, lo=None, hi=None, default=""):
+def integer(doc, lo=None, hi=None, default="", unit=""):
     rng = tuple(x for x in (("minimum", lo) if lo is not None else None,
                             ("maximum", hi) if hi is not None else None) if x)
-    return Key("integer", doc, _int(lo, hi), default, rng)
+    return Key("integer", doc, _int(lo, hi), default, rng, unit, bounds(lo, hi))
+
+
+def bounds(lo=None, hi=None) -> str:
+    """The reference's range of an integer key: "1..256", "≥ 0", "≤ 9"."""
+    if lo is not None and hi is not None:
+        return f"{lo}..{hi}"
+    return f"≥ {lo}" if lo is not None else f"≤ {hi}" if hi is not None else ""
 
 
 def boolean(doc, default=""):
@@ -199,19 +218,20 @@ def choice(options, doc, default=""):
 
 
 def rate(doc, default=""):
-    return Key("rate", doc, _rate, default)
+    return Key("rate", doc, _rate, default, unit="bit/s", range="> 0")
 
 
 def time(doc, default="", positive=False):
-    return Key("time", doc, _time_pos if positive else _time_nonneg, default)
+    return Key("time", doc, _time_pos if positive else _time_nonneg, default, unit="s",
+               range="> 0" if positive else "≥ 0")
 
 
 def size(doc, default=""):
-    return Key("size", doc, _size_pos, default)
+    return Key("size", doc, _size_pos, default, unit="bytes", range="> 0")
 
 
 def percent(doc, default="0%"):
-    return Key("probability", doc, units.parse_fraction, default)
+    return Key("probability", doc, units.parse_fraction, default, unit="%", range="0..100")
 
 
 def table(doc, parse=_table, default=""):
@@ -231,8 +251,8 @@ STUDY_KEYS = {
                       0, MAX_RERUNS, "1"),
     "seed": integer("seed of the run order and the per-run seeds (random if absent)", 0),
     "shuffle": boolean("run the cells in a shuffled order", "true"),
-    "sample_interval": time("TCP_INFO and queue sampling period (at least 1 ms)", "10ms",
-                            positive=True),
+    "sample_interval": Key("time", "TCP_INFO and queue sampling period",
+                           _time_at_least(0.001, "1ms"), "10ms", unit="s", range="≥ 1ms"),
     "default_scale": text("the [scale.<name>] applied when `--scale` is not given"),
 }
 TOPOLOGY_KEYS = {
@@ -248,7 +268,7 @@ LINK_KEYS = {
                    "order)", "0s"),
     "loss": percent("random loss of the s->r direction"),
     "buffer": Key("buffer", "bottleneck buffer, packets ('100p') or bytes ('150KB')",
-                  units.parse_buffer, "1000p"),
+                  units.parse_buffer, "1000p", unit="packets or bytes", range="≥ 1"),
     "queue": choice(QUEUES, "queue discipline at the bottleneck", "droptail"),
     "aqm": table("the queue's parameters (see 'Queue parameters')", default="{}"),
     "ecn": boolean("AQMs mark ECN-capable packets instead of dropping", "false"),
@@ -256,37 +276,41 @@ LINK_KEYS = {
                       "auto"),
     "trace": text("mahimahi delivery trace (user backend), path relative to the study"),
     "rate_schedule": Key("list", "[[time, rate], ...]: the rate changes at these times "
-                         "(user backend)", _schedule),
+                         "(user backend)", _schedule, unit="s, bit/s",
+                         range="times increasing; rate or \"unlimited\""),
 }
 TCP_KEYS = {
     "ecn": Key("integer", "net.ipv4.tcp_ecn of every host (0, 1, 2; true = 1)",
-               lambda v: int(v) if isinstance(v, bool) else _int(0, 2)(v), "0"),
+               lambda v: int(v) if isinstance(v, bool) else _int(0, 2)(v), "0",
+               range=bounds(0, 2)),
     "sack": boolean("SACK (net.ipv4.tcp_sack)", "true"),
     "metrics_save": boolean("keep the kernel's TCP metrics cache between runs", "false"),
-    "rmem": Key("sizes", "net.ipv4.tcp_rmem [min, default, max]", _mem_triple),
-    "wmem": Key("sizes", "net.ipv4.tcp_wmem [min, default, max]", _mem_triple),
+    "rmem": Key("sizes", "net.ipv4.tcp_rmem [min, default, max]", _mem_triple, unit="bytes"),
+    "wmem": Key("sizes", "net.ipv4.tcp_wmem [min, default, max]", _mem_triple, unit="bytes"),
     "sysctl": table("any other net.* sysctls of every host", _sysctl_table),
 }
 TESTBED_KEYS = {
     "offloads": boolean("TSO/GSO/GRO on the emulated path", "false"),
-    "mtu": integer("MTU of every interface", 576, 9000, "1500"),
+    "mtu": integer("MTU of every interface", 576, 9000, "1500", unit="bytes"),
 }
 HOST_KEYS = {
     "delay": time("extra one-way delay on this host's access link", "0s"),
     "loss": percent("extra random loss on this host's access link"),
-    "cc": text("default algorithm of the flows this host sends", "cubic"),
+    "cc": text("default algorithm of the flows this host sends", DEFAULT_CC),
     "sysctl": table("net.* sysctls of this host", _sysctl_table),
-    "cpus": Key("number", "CPU quota in cores (cgroup), e.g. 0.5", _cpus),
+    "cpus": Key("number", "CPU quota in cores (cgroup), e.g. 0.5", _cpus, unit="cores",
+                range="≥ 0.01"),
     "cpuset": Key("string", "CPUs this host may run on, e.g. \"0\" or \"0-1\"", _cpuset),
-    "memory": Key("size", "memory limit (cgroup), at least 16MiB", _memory),
+    "memory": Key("size", "memory limit (cgroup), at least 16MiB", _memory, unit="bytes",
+                  range="≥ 16MiB"),
 }
 FLOW_KEYS = {
     "name": text("names the flow in tables and sweeps", "flow<i>"),
     "from": text("the host that sends the data (with each_pair: \"s\" or \"r\")"),
     "to": text("the host that receives it"),
     "kind": choice(FLOW_KINDS, "what the flow does (docs/workloads.md)", "bulk"),
-    "cc": text("algorithm of the data sender", "its host's cc, else cubic"),
-    "receiver_cc": text("algorithm of the other end", "its host's cc, else cubic"),
+    "cc": text("algorithm of the data sender", f"its host's cc, else {DEFAULT_CC}"),
+    "receiver_cc": text("algorithm of the other end", f"its host's cc, else {DEFAULT_CC}"),
     "start": time("start, from the run's t0", "0s"),
     "stop": time("stop (none: the end of the run)", positive=True),
     "bytes": size("bulk/parallel/paced: stop after this many bytes"),
@@ -313,9 +337,9 @@ PROBE_KEYS = {
     "from": text("ping, udp: the sending host"),
     "to": text("ping, udp: the echoing host"),
     "interval": time("ping, udp: time between probes", "100ms (udp: 10ms)", positive=True),
-    "size": integer("udp: datagram bytes", 16, 1472, "64"),
+    "size": integer("udp: datagram bytes", 16, 1472, "64", unit="bytes"),
     "hosts": Key("list", "tcp_probe, pcap: the hosts to trace", _str_list, "s1..sN"),
-    "snaplen": integer("pcap: bytes kept per packet", 64, 65535, "128"),
+    "snaplen": integer("pcap: bytes kept per packet", 64, 65535, "128", unit="bytes"),
 }
 # which keys each probe kind takes, and which it needs
 PROBE_SHAPES = {"ping": ({"from", "to", "interval"}, {"from", "to"}),

@@ -72,6 +72,9 @@ class TcpSettings:
 
 
 FLOW_KINDS = ("bulk", "parallel", "download", "paced", "rr", "command")
+# The algorithm of a flow whose study names none, here or on its host: Linux's default
+# (net.ipv4.tcp_congestion_control), so an unconfigured flow behaves as the kernel would.
+DEFAULT_CC = "cubic"
 
 
 @dataclass
@@ -80,7 +83,7 @@ class FlowSpec:
     src: str            # the host that sends the data ("from")
     dst: str            # the host that receives it ("to")
     kind: str = "bulk"
-    cc: str = "cubic"   # algorithm of the data sender
+    cc: str = DEFAULT_CC  # algorithm of the data sender
     receiver_cc: str | None = None  # algorithm of the other end (resolved: its host's cc)
     start_s: float = 0.0
     stop_s: float | None = None     # None: the study's duration

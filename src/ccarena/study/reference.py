@@ -3,8 +3,8 @@
     json_schema() -> dict     a JSON Schema (draft 2020-12) of a study file; editors that
                               read TOML through JSON Schema (Taplo, "Even Better TOML")
                               complete and check keys with it (`ccarena schema`)
-    markdown() -> str         docs/study-keys.md: every key with type, unit, default and
-                              meaning (a unit test keeps the page equal to this)"""
+    markdown() -> str         docs/study-keys.md: every key with type, unit, range, default
+                              and meaning (a unit test keeps the page equal to this)"""
 from __future__ import annotations
 
 from ccarena.study.keys import (EXPECT_KEYS, FLOW_KEYS, HOST_KEYS, LINK_KEYS, PROBE_KEYS,
@@ -25,7 +25,8 @@ _NUMBER_WITH_UNIT = {"type": "string", "pattern": r"^\s*-?[0-9]*\.?[0-9]+(e[-+]?
 
 
 def _key_schema(k: Key) -> dict:
-    doc = k.doc + (f" (default: {k.default})" if k.default else "")
+    doc = k.doc + (f" (default: {k.default})" if k.default else "") \
+        + (f"; unit: {k.unit}" if k.unit else "") + (f"; range: {k.range}" if k.range else "")
     t = k.type
     if t in UNITS:
         s = {"anyOf": [_NUMBER_WITH_UNIT, {"const": 0}]} if t in ("time", "probability") \
@@ -93,7 +94,8 @@ def json_schema() -> dict:
 def markdown() -> str:
     lines = ["# Study keys",
              "",
-             "Every key a study file accepts, with its type, default and meaning (generated "
+             "Every key a study file accepts, with its type, unit, range, default and meaning "
+             "(generated "
              "from the declarations in `src/ccarena/study/keys.py`; `ccarena schema` prints "
              "the same as a JSON Schema for editors). How the tables fit together, sweeps, "
              "scales and checks: [study-format.md](study-format.md).",
@@ -102,16 +104,19 @@ def markdown() -> str:
              "",
              "Written as tc(8) writes them, case-insensitive. A rate, time, buffer or loss "
              "needs its unit: a bare number is refused (tc reads `10` as 10 bit/s or 10 µs, "
-             "netem reads loss `1` as 1 %), except 0.",
+             "netem reads loss `1` as 1 %), except 0. The unit column says what a key's "
+             "value counts, whatever unit it is written in; the range column what the parser "
+             "accepts (a..b inclusive).",
              "",
              "| type | units |", "| --- | --- |"]
     lines += [f"| {t} | {u} |" for t, u in UNITS.items()]
     for name, keys in TABLES.items():
         title = f"[[{name[1:-1]}]]" if name.startswith("[") else f"[{name}]"
-        lines += ["", f"## {title}", "", "| key | type | default | meaning |",
-                  "| --- | --- | --- | --- |"]
+        lines += ["", f"## {title}", "", "| key | type | unit | range | default | meaning |",
+                  "| --- | --- | --- | --- | --- | --- |"]
         for k, key in keys.items():
-            lines.append(f"| `{k}` | {key.type} | {key.default or '–'} | {key.doc} |")
+            lines.append(f"| `{k}` | {key.type} | {key.unit or '–'} | {key.range or '–'} | "
+                         f"{key.default or '–'} | {key.doc} |")
     lines += ["", "## bottleneck.aqm", "", "| queue | keys |", "| --- | --- |"]
     lines += [f"| {q} | {', '.join(f'`{k}`' for k in sorted(ks)) or '–'} |"
               for q, ks in AQM_KEYS.items()]

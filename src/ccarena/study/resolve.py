@@ -10,7 +10,7 @@ record needs the same answer, so it is decided here, once per cell, into typed f
   FqCodelParams, StepParams, ClassesParams; None for droptail), thresholds in the unit
   the user wrote them in (packets or bytes);
 - `FlowSpec.receiver_cc`: the other end's algorithm (the receiving host's `cc`, else
-  DEFAULT_CC); `FlowSpec.cc` is resolved by the schema the same way;
+  DEFAULT_CC, declared in study.model); `FlowSpec.cc` is resolved by the schema the same way;
 - `FlowSpec.port`: the flow's listener port (BASE_PORT + the flow's index; the port plan
   of docs/dev/contracts.md).
 
@@ -26,8 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ccarena import units
+from ccarena.study.model import DEFAULT_CC
 
-DEFAULT_CC = "cubic"
 BASE_PORT = 5000          # flow i listens on BASE_PORT + i (port plan, contracts §2)
 PROBE_FLOW_ID = 10000     # + probe index: flow ids of UDP probes (not study flows)
 UDP_PROBE_PORT = 7000     # + probe index: UDP echo listeners

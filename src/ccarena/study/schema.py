@@ -14,8 +14,9 @@ from ccarena.errors import SpecError
 from ccarena.study.keys import (EXPECT_KEYS, FLOW_KEYS, HOST_KEYS, LINK_KEYS, PROBE_KEYS,
                                PROBE_SHAPES, STUDY_KEYS, TCP_KEYS, TESTBED_KEYS, TOP_KEYS,
                                TOPOLOGY_KEYS)
-from ccarena.study.model import Buffer, FlowSpec, HostSpec, LinkSpec, ProbeSpec, Study, TcpSettings
-from ccarena.study.resolve import DEFAULT_CC, AqmError, resolve
+from ccarena.study.model import (DEFAULT_CC, Buffer, FlowSpec, HostSpec, LinkSpec, ProbeSpec, Study,
+                                 TcpSettings)
+from ccarena.study.resolve import AqmError, resolve
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -83,8 +84,6 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
     if study.warmup_s >= study.duration_s:
         raise ctx.err("study.warmup", f"must be shorter than study.duration "
                       f"({study.duration_s:g} s)")
-    if study.sample_interval_s < 0.001:
-        raise ctx.err("study.sample_interval", "must be at least 1ms")
 
     bn = _take(ctx, raw.get("bottleneck", {}), "bottleneck", LINK_KEYS)
     if "rtt" in bn:

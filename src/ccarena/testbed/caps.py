@@ -1,12 +1,18 @@
 """What this kernel's networking can do, probed in a throw-away namespace (never guessed).
 
-Probing is ~50 ms and cached per process."""
+Each probe asks through the tool the testbed itself uses for that part: the veth pair
+through netlink (pyroute2, as testbed.build makes them), the qdiscs through tc(8), as the
+kernel backend (testbed.kernel_link, `tc -batch`) sets them up, so "available" means
+"the backend can set it up", encoder included. Probing is ~50 ms and cached per process."""
 from __future__ import annotations
 
 import functools
 import os
 import secrets
 import subprocess
+
+from pyroute2 import IPRoute
+from pyroute2.netlink.exceptions import NetlinkError
 
 from ccarena.testbed import netns
 
@@ -30,12 +36,16 @@ def probe() -> dict:
     try:
         netns.create(name)
         out["netns"] = True
-        r = subprocess.run(["ip", "-n", name, "link", "add", "name", "pa", "type", "veth",
-                            "peer", "name", "pb"], capture_output=True, text=True)
-        out["veth"] = r.returncode == 0
-        if not out["veth"]:
-            out["error"] = f"veth: {r.stderr.strip()}"
-            return out
+        with netns.enter(name):              # the socket lives and dies in the namespace
+            ipr = IPRoute()
+            try:
+                ipr.link("add", ifname="pa", kind="veth", peer={"ifname": "pb"})
+                out["veth"] = True
+            except NetlinkError as e:
+                out["error"] = f"veth: {e}"
+                return out
+            finally:
+                ipr.close()
         for q in QDISCS:
             args = {"htb": "htb default 1", "tbf": "tbf rate 1mbit burst 10kb latency 10ms",
                     "netem": "netem delay 1ms", "red": "red limit 100000 avpkt 1000 "

@@ -1,15 +1,18 @@
 """User-space link backend: ccarena-link in the link namespace (contract §3)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import platform
 import re
-import subprocess
 from pathlib import Path
 
 import psutil
+from pyroute2 import IPRoute
+from pyroute2.netlink.exceptions import NetlinkError
+from pyroute2.netlink.rtnl import TC_H_ROOT
 
 from ccarena.testbed import netns
 from ccarena import units
@@ -256,27 +259,49 @@ def handoff_qdiscs(topo: Topology) -> bool:
 
 def add_handoff_fifo(ns: str, dev: str) -> None:
     """The hand-off fifo on one port (also used by the benchmarks' test bed)."""
-    argv = ["tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", "pfifo",
-            "limit", str(HANDOFF_QDISC_LIMIT)]
-    r = subprocess.run(argv, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise TestbedError(f"add a fifo to {dev} in {ns}: {r.stderr.strip() or 'failed'}")
+    try:
+        with _netlink(ns) as ipr:
+            ipr.tc("replace", "pfifo", _index(ipr, dev), limit=HANDOFF_QDISC_LIMIT)
+    except (NetlinkError, OSError, LookupError) as e:
+        raise TestbedError(f"add a fifo to {dev} in {ns}: {e}") from None
 
 
 def port_counters(ns: str, dev: str) -> dict[str, int]:
     """One port's losses on transmit: `dropped` = its veth TX drops + its hand-off
     fifo's drops; `requeues` = times the fifo held a packet back (0 without one)."""
     try:
-        r = subprocess.run(["ip", "-n", ns, "-s", "-j", "link", "show", "dev", dev],
-                           capture_output=True, text=True, check=True)
-        dropped = int(json.loads(r.stdout)[0]["stats64"]["tx"]["dropped"])
-        q = subprocess.run(["tc", "-n", ns, "-s", "-j", "qdisc", "show", "dev", dev],
-                           capture_output=True, text=True, check=True)
-        root = [x for x in json.loads(q.stdout) if x.get("root")]
-        fifo = root[0] if root and root[0].get("kind") == "pfifo" else {}
-    except (subprocess.CalledProcessError, ValueError, KeyError, IndexError) as e:
-        raise TestbedError(f"read the counters of {dev} in {ns}: {e}") from None
-    return {"dropped": dropped + int(fifo.get("drops", 0)), "requeues": int(fifo.get("requeues", 0))}
+        with _netlink(ns) as ipr:
+            idx = _index(ipr, dev)
+            link = next(iter(ipr.get_links(idx)))
+            dropped = int(link.get_attr("IFLA_STATS64")["tx_dropped"])
+            fifo = {}
+            for q in ipr.get_qdiscs(index=idx):
+                if q["parent"] == TC_H_ROOT and q.get_attr("TCA_KIND") == "pfifo":
+                    fifo = q.get_attr("TCA_STATS2").get_attr("TCA_STATS_QUEUE")
+    except (NetlinkError, OSError, LookupError, StopIteration, TypeError, AttributeError) as e:
+        raise TestbedError(f"read the counters of {dev} in {ns}: {e!r}") from None
+    return {"dropped": dropped + int(fifo.get("drops", 0)),
+            "requeues": int(fifo.get("requeues", 0))}
+
+
+@contextlib.contextmanager
+def _netlink(ns: str):
+    """A netlink socket inside namespace `ns`, used and closed in this thread: pyroute2
+    (0.9) opens its socket in the namespace the thread is in at the first request, so
+    every request stays inside the `enter`."""
+    with netns.enter(ns):
+        ipr = IPRoute()
+        try:
+            yield ipr
+        finally:
+            ipr.close()
+
+
+def _index(ipr, dev: str) -> int:
+    idx = ipr.link_lookup(ifname=dev)
+    if not idx:
+        raise LookupError(f"no device {dev}")
+    return idx[0]
 
 
 def ingress_counters(topo: Topology) -> dict[str, dict[str, int]]:
