@@ -189,14 +189,14 @@ class Dispatcher(cluster.Dispatcher):
         return Completed()
 
 
-def _dispatch(study, tmp_path, outcome, reruns=1):
+def _dispatch(study, tmp_path, outcome, reruns=1, bar=None):
     plan = make_plan(study, seed=3, repetitions=1, reruns=reruns)
     results = ResultsDir.create(study.name, tmp_path / "res")
     results.write_study(study, plan, None)
     client = FakeClient(tmp_path, outcome)
     seen = []
     d = Dispatcher(client, study, plan, results, on_run=lambda r, m: seen.append(r.label),
-                   merge_preflight=True)
+                   merge_preflight=True, bar=bar)
     d.run(plan.runs)
     return plan, open_results(results.path), client, seen
 
@@ -230,6 +230,50 @@ def test_a_run_spoiled_by_noise_is_run_again_and_the_attempt_set_aside(study, tm
     assert aside["run_id"] == f"{victim}-a1" and aside["superseded_by_rerun"]
     assert seen.count(victim) == 1 and len(seen) == len(plan.runs)
     assert int(res.runs.set_index("label").loc[victim, "reruns"]) == 1
+
+
+def test_the_progress_of_runs_that_run_at_once(study, tmp_path, capsys):
+    """--jobs and --cluster with the progress bar on: each completed run advances the
+    study's bar and prints its outcome; a re-run is announced (there is no bar of one
+    current run to reset)."""
+    from ccarena.run.progress import Progress
+    noisy = "CPU steal 40% of the run (limit 25%)"
+    victim = "c000-r1"
+    bar = Progress(len(study.cells), study.name)
+    try:
+        plan, _, _, seen = _dispatch(study, tmp_path, lambda p: (
+            not (p["label"] == victim and not p["superseded"]),
+            noisy if p["label"] == victim and not p["superseded"] else None), bar=bar)
+        task_ = bar.p.tasks[bar.study]
+        assert task_.completed == task_.total == len(plan.runs) == len(seen)
+    finally:
+        bar.close()
+    out = capsys.readouterr().out
+    for r in plan.runs:
+        assert f"{r.label} " in out
+    assert out.count(": valid") == len(plan.runs)
+    assert f"{victim} buffer=20p, cc=reno: again (re-run 1" in out
+
+
+def test_the_progress_of_a_serial_study(study, capsys):
+    """One run at a time: the current run's bar with its duration, a re-run resets it,
+    and each finished run's outcome is printed."""
+    from ccarena.run.progress import Progress
+    plan = make_plan(study, seed=3, repetitions=1, shuffle=False)
+    bar = Progress(len(plan.runs), study.name)
+    try:
+        for i, r in enumerate(plan.runs):
+            bar.update(r)
+            assert bar.p.tasks[bar.run].total == r.study.duration_s
+            if i == 0:
+                bar.rerun(r, 1)
+            bar.finished(r, {"valid": i != 1, "invalid_reasons": ["CPU steal 40%"]})
+        assert bar.p.tasks[bar.study].completed == len(plan.runs)
+    finally:
+        bar.close()
+    out = capsys.readouterr().out
+    assert f"{plan.runs[1].label} buffer=20p, cc=cubic: INVALID: CPU steal 40%" in out
+    assert out.count(": valid") == len(plan.runs) - 1
 
 
 def test_noise_that_stays_ends_the_re_runs(study, tmp_path):

@@ -176,7 +176,7 @@ class Dispatcher:
         self.results.forget()
         aggregates.refresh(self.results)
         if self.bar:
-            self.bar.done(r)
+            self.bar.done(r, meta)
         if self.on_run:
             self.on_run(r, meta)
 
