@@ -265,10 +265,11 @@ def fake_run(stored, tmp_path, monkeypatch):
     return p
 
 
-def test_run_prints_checks_in_display_units(fake_run, capsys):
+def test_run_prints_checks_in_display_units(fake_run, capsys, monkeypatch):
     import re
 
     from ccarena.cli.main import main
+    monkeypatch.setenv("COLUMNS", "200")     # one line per check
     code = main(["run", str(fake_run), "--no-report"])
     out = capsys.readouterr().out
     checks = [ln for ln in out.splitlines() if ln.startswith(("pass", "FAIL"))]
@@ -343,3 +344,102 @@ def test_dry_run_warns_of_rates_beyond_what_this_machine_carries(tmp_path):
     # without a record nothing is claimed
     assert not _warnings(tmp_path, 'duration = "5s"\n[bottleneck]\nrate = "10gbit"\n',
                          {"XDG_CACHE_HOME": str(tmp_path / "empty")})
+
+
+# -- tables fit the terminal: 80 columns when the output is no terminal -------------------
+
+TUTORIAL_HEAD = ["buffer", "flow", "cc", "goodput Mbit/s", "RTT ms", "RTT p95 ms", "loss %",
+                 "limit", "n"]
+TUTORIAL_ROWS = [
+    ["20p", "bulk", "reno", "18.33 ± 0.38", "26.33 ± 0.51", "32.64 ± 0.21", "0.167 ± 0.006",
+     "cwnd 100%", "3"],
+    ["20p", "bulk", "cubic", "19.10 ± 0.14", "28.27 ± 1.71", "32.67 ± 0.53",
+     "0.116 ± 0.192", "cwnd 100%", "2 +1 invalid"],
+    ["100p", "bulk", "reno", "19.12 ± 0.00", "63.36 ± 1.85", "79.20 ± 3.89", "0.020 ± 0.000",
+     "cwnd 100%", "3"],
+    ["100p", "bulk", "cubic", "19.12 ± 0.00", "69.62 ± 0.07", "79.45 ± 1.27",
+     "0.010 ± 0.000", "cwnd 100%", "2 +1 missing (1 anomalous)"],
+]
+
+
+# bufferbloat's: three factors besides the algorithm, two flows, five metric columns
+BLOAT_HEAD = ["buffer", "enabled", "queue", "flow", "cc", "goodput Mbit/s", "RTT ms",
+              "RTT p95 ms", "download s", "loss %", "limit", "n"]
+BLOAT_ROWS = [[buf, en, q, f, "reno", "8.91 ± 0.12", "131.40 ± 2.05", "162.70 ± 3.31",
+               "1.203 ± 0.118" if f == "web" else "-", "0.812 ± 0.041",
+               "app 91%" if f == "web" else "cwnd 100%", "3"]
+              for buf in ("20p", "100p") for en in ("True", "False")
+              for q in ("droptail", "classes") for f in ("long", "web")]
+
+
+def _rendered(head, rows, width: int) -> list[str]:
+    import io
+
+    from rich.console import Console
+
+    from ccarena.report.summary import summary_tables
+    con = Console(width=width, file=io.StringIO())
+    for t in summary_tables("buffers-20261125-045836  (12 runs)", head, rows, con):
+        con.print(t)
+    return con.file.getvalue().splitlines()
+
+
+@pytest.mark.parametrize("head,rows", [(TUTORIAL_HEAD, TUTORIAL_ROWS),
+                                       (BLOAT_HEAD, BLOAT_ROWS)], ids=["tutorial", "bloat"])
+def test_the_summary_fits_80_columns(head, rows):
+    """The tutorial's table (two factors, four metrics, limit, n) and bufferbloat's (three
+    factors, two flows, five metrics): no line beyond 80 columns, no mean or CI cut
+    apart, and each row's factors beside each of its numbers."""
+    lines = _rendered(head, rows, 80)
+    assert max(map(len, lines)) <= 80, "\n".join(lines)
+    text = "\n".join(lines)
+    for r in rows:
+        for v in r[head.index("cc") + 1:]:
+            for part in v.split(" ± "):
+                assert part.split()[0] in text, (v, text)
+            if " ± " in v:
+                assert "± " + v.split(" ± ")[1] in text, (v, text)
+    for h in head[:head.index("cc") + 1]:
+        assert h in text
+    # every part repeats the rows' keys: as many key lines as rows, per part
+    parts = sum(set(ln.strip()) == {"─"} for ln in lines)
+    assert sum(ln.startswith(("20p ", "100p ")) for ln in lines) == parts * len(rows)
+
+
+def test_the_tutorials_table_is_one_compact_table_at_80_columns():
+    lines = _rendered(TUTORIAL_HEAD, TUTORIAL_ROWS, 80)
+    assert sum(set(ln.strip()) == {"─"} for ln in lines) == 1
+    assert any(ln.split() == ["buffer", "flow", "cc", "Mbit/s", "ms", "ms", "%", "limit", "n"]
+               for ln in lines), lines
+
+
+def test_a_wide_terminal_keeps_one_line_per_row():
+    lines = _rendered(TUTORIAL_HEAD, TUTORIAL_ROWS, 160)
+    assert any("18.33 ± 0.38" in ln and "cwnd 100%" in ln for ln in lines)
+    assert len([ln for ln in lines if "bulk" in ln]) == len(TUTORIAL_ROWS)
+
+
+def test_commands_fit_80_columns_unless_the_terminal_is_wider(stored):
+    """Output that is no terminal (a pipe, a file, CI's log) is 80 columns wide, or
+    COLUMNS wide when that is set."""
+    import os
+    base, d = stored
+
+    def cli(*args, columns=None):
+        env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+        if columns:
+            env["COLUMNS"] = columns
+        # no terminal anywhere: rich would take the width of any standard stream
+        r = subprocess.run([sys.executable, "-m", "ccarena.cli", *map(str, args)],
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           env=env, timeout=120)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    for args in (("show", d), ("ls", "--results", base), ("studies",), ("cc", "list"),
+                 ("plot", "--list")):
+        out = cli(*args)
+        assert max(map(len, out.splitlines())) <= 80, (args, out)
+    wide = cli("show", d, columns="200")
+    assert max(map(len, wide.splitlines())) > 80
+    assert any(" ± " in ln and "bulk" in ln for ln in wide.splitlines())
