@@ -266,7 +266,8 @@ def print_checks(results, study, console: Console | None = None) -> bool:
         tag = "[green]pass[/green]" if r["ok"] else "[red]FAIL[/red]"
         console.print(f"{tag}  " + escape(format_result(r)))
     try:
-        results.write_json("checks.json", res)
+        from ccarena.store.results import Writer
+        Writer(results).write_json("checks.json", res)
     except CcarenaError as e:     # a read-only copy: the checks are printed all the same
         console.print(f"[yellow]checks.json not written: {escape(str(e))}[/yellow]")
     return all(r["ok"] for r in res)
