@@ -63,7 +63,8 @@ def run_study(study, *, report: bool = False, **kw):
     from ccarena.run.executor import run_study as _run
     res = _run(study, **kw)
     checks = evaluate(res, study) if study.expect else []
-    res.write_json("checks.json", checks)
+    from ccarena.store.results import Writer
+    Writer(res).write_json("checks.json", checks)
     res.checks = checks
     res.report = None
     if report:

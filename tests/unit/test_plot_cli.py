@@ -77,3 +77,13 @@ def test_mistakes_are_one_clear_line(two, capsys):
     assert "no run 'zzz'" in capsys.readouterr().err
     assert main(["plot", str(a), "box", "-o", "x.jpg"]) == 1
     assert "use .png, .svg or .pdf" in capsys.readouterr().err
+
+
+def test_figures_name_settings_by_factor_values_not_cell_ids(two):
+    _, a, _ = two
+    fig = plotting.plot(a, "box", metric="goodput_bps")
+    ticks = {t.get_text() for t in fig.axes[0].get_xticklabels()}
+    assert ticks == {f"buffer={b}, cc={c}" for b in ("20p", "100p") for c in ("cubic", "reno")}
+    fig = plotting.plot(a, "goodput_cdf")
+    legend = {t.get_text().split(" (")[0] for t in fig.axes[0].get_legend().get_texts()}
+    assert legend == ticks      # not the store's cell ids (buf20-reno, ...)

@@ -193,3 +193,14 @@ def test_packaging_ships_the_templates():
     assert "report/templates/*" in pp["tool"]["setuptools"]["package-data"]["ccarena"]
     deps = " ".join(pp["project"]["dependencies"])
     assert "jinja2" in deps
+
+
+def test_report_names_cells_by_their_factor_values(report, study):
+    """Cells appear as "buffer=20p, cc=reno", never by their store id alone: each cell's
+    time series says its setting, and the re-run and invalid-run lists stay by run."""
+    html = report.read_text()
+    cells = json.loads((study / "plan.json").read_text())["cells"]
+    for cell, params in cells.items():
+        setting = f"buffer={params['bottleneck.buffer']}, cc={params['flow.bulk.cc']}"
+        assert re.search(rf"Run {re.escape(cell)}-r\d \({re.escape(setting)}\)", html), setting
+        assert f"({cell})" not in html

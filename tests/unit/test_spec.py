@@ -331,3 +331,10 @@ def test_a_bad_key_in_a_scale_check_is_named_where_it_is_written(tmp_path):
         load_study(p, scale="quick")
     assert e.value.key == "scale.quick.expect[0].replace"
     assert "accepted here" in e.value.reason and "replaces" in e.value.reason
+
+
+def test_the_quickstart_repeats_its_runs_enough_for_an_interval():
+    """With 2 runs a 95 % CI is ±12.7 standard deviations wide (t at 1 degree of freedom);
+    the demo study needs at least 3 repetitions for its intervals to mean something."""
+    from ccarena.study.catalog import resolve_study_path
+    assert load_study(resolve_study_path("quickstart")).repetitions >= 3

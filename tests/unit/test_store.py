@@ -11,7 +11,7 @@ from conftest import ccarena_cli
 
 from ccarena.analysis.synthetic import write_synthetic_study
 from ccarena.store import atomic
-from ccarena.store.results import ResultsDir, open_results
+from ccarena.store.results import Writer, open_results
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +93,7 @@ def test_storage_errors_name_the_path_and_the_remedy(tmp_path):
     f = tmp_path / "file"
     f.write_text("x")
     with pytest.raises(atomic.StoreError, match="not a directory"):
-        ResultsDir.create("s", f)
+        Writer.create("s", f)
     with pytest.raises(atomic.StoreError, match=r"x/y.*give another --results"):
         atomic.mkdir(f / "x" / "y")
 
@@ -113,3 +113,20 @@ def test_a_run_table_listed_once(stored):
     with pytest.raises(Exception, match="no per-run table"):
         res.table("nonsense")
     assert isinstance(res.table("tcpinfo"), pd.DataFrame) and len(res.table("tcpinfo"))
+
+
+def test_a_results_directory_offers_reading_and_its_writer_the_writing(tmp_path):
+    """What a user gets from open_results reads; what stores runs is a Writer (run/,
+    analysis), so no write is one tab-completion away in a notebook."""
+    from ccarena.store.results import ResultsDir
+    public = {n for n in dir(ResultsDir) if not n.startswith("_")}
+    writes = {"create", "write_study", "write_json", "write_table", "new_run", "staging_dir",
+              "aside_record", "update_meta", "supersede", "write_run", "rebuild_summaries"}
+    assert not public & writes
+    assert {"open", "runs", "flows", "cells", "table", "run_tables", "metas", "factors",
+            "study", "plan", "environment", "checks", "passed", "status"} <= public
+    assert writes <= {n for n in dir(Writer) if not n.startswith("_")}
+    w = Writer.create("s", tmp_path)
+    assert isinstance(w.results, ResultsDir) and w.results.path.parent == tmp_path
+    w.write_json("x.json", {"a": 1})
+    assert open_results(w.results.path).path == w.results.path

@@ -12,7 +12,7 @@ import pytest
 from ccarena.analysis.synthetic import write_synthetic_study
 from ccarena.run import cluster, task
 from ccarena.store import archive
-from ccarena.store.results import ResultsDir, open_results
+from ccarena.store.results import Writer, open_results
 from ccarena.study.load import loads_study
 from ccarena.study.plan import make_plan
 
@@ -87,7 +87,7 @@ def _files(d):
 def test_a_run_archive_commits_as_the_same_run(stored, tmp_path):
     src = stored.run_dirs()[0]
     label = src.name
-    dest = ResultsDir.create("copy", tmp_path)
+    dest = Writer.create("copy", tmp_path).results
     d, meta = archive.unpack(dest, label, archive.pack(src), origin="w1")
     assert meta["label"] == label
     assert not (dest.path / "runs" / label).exists()      # staged: not a run yet
@@ -119,7 +119,7 @@ def _tar(entries: dict) -> bytes:
     ({"a.parquet": b"x"}, "unreadable"),
 ])
 def test_a_bad_archive_is_refused_and_leaves_nothing(tmp_path, entries, why):
-    dest = ResultsDir.create("bad", tmp_path)
+    dest = Writer.create("bad", tmp_path).results
     with pytest.raises(archive.ArchiveError, match=why):
         archive.unpack(dest, "c000-r1", _tar(entries), origin="w1")
     assert not (dest.path / "superseded" / ".c000-r1.next").exists()
@@ -173,7 +173,7 @@ class FakeClient:
                 "noise_reasons": [noise] if noise else [], "worker": {"host": "w1"}}
         if payload["superseded"]:
             meta["superseded"] = payload["superseded"]
-        work = ResultsDir.create("w", self.tmp / f"w{len(self.payloads)}")
+        work = Writer.create("w", self.tmp / f"w{len(self.payloads)}")
         rd = work.new_run(r.label)
         work.write_run(rd, {}, None, {"run_id": meta["run_id"]}, meta)
         return FakeFuture({"meta": meta, "archive": archive.pack(rd),
@@ -189,14 +189,15 @@ class Dispatcher(cluster.Dispatcher):
         return Completed()
 
 
-def _dispatch(study, tmp_path, outcome, reruns=1):
+def _dispatch(study, tmp_path, outcome, reruns=1, bar=None):
     plan = make_plan(study, seed=3, repetitions=1, reruns=reruns)
-    results = ResultsDir.create(study.name, tmp_path / "res")
-    results.write_study(study, plan, None)
+    w = Writer.create(study.name, tmp_path / "res")
+    w.write_study(study, plan, None)
+    results = w.results
     client = FakeClient(tmp_path, outcome)
     seen = []
     d = Dispatcher(client, study, plan, results, on_run=lambda r, m: seen.append(r.label),
-                   merge_preflight=True)
+                   merge_preflight=True, bar=bar)
     d.run(plan.runs)
     return plan, open_results(results.path), client, seen
 
@@ -232,6 +233,50 @@ def test_a_run_spoiled_by_noise_is_run_again_and_the_attempt_set_aside(study, tm
     assert int(res.runs.set_index("label").loc[victim, "reruns"]) == 1
 
 
+def test_the_progress_of_runs_that_run_at_once(study, tmp_path, capsys):
+    """--jobs and --cluster with the progress bar on: each completed run advances the
+    study's bar and prints its outcome; a re-run is announced (there is no bar of one
+    current run to reset)."""
+    from ccarena.run.progress import Progress
+    noisy = "CPU steal 40% of the run (limit 25%)"
+    victim = "c000-r1"
+    bar = Progress(len(study.cells), study.name)
+    try:
+        plan, _, _, seen = _dispatch(study, tmp_path, lambda p: (
+            not (p["label"] == victim and not p["superseded"]),
+            noisy if p["label"] == victim and not p["superseded"] else None), bar=bar)
+        task_ = bar.p.tasks[bar.study]
+        assert task_.completed == task_.total == len(plan.runs) == len(seen)
+    finally:
+        bar.close()
+    out = capsys.readouterr().out
+    for r in plan.runs:
+        assert f"{r.label} " in out
+    assert out.count(": valid") == len(plan.runs)
+    assert f"{victim} buffer=20p, cc=reno: again (re-run 1" in out
+
+
+def test_the_progress_of_a_serial_study(study, capsys):
+    """One run at a time: the current run's bar with its duration, a re-run resets it,
+    and each finished run's outcome is printed."""
+    from ccarena.run.progress import Progress
+    plan = make_plan(study, seed=3, repetitions=1, shuffle=False)
+    bar = Progress(len(plan.runs), study.name)
+    try:
+        for i, r in enumerate(plan.runs):
+            bar.update(r)
+            assert bar.p.tasks[bar.run].total == r.study.duration_s
+            if i == 0:
+                bar.rerun(r, 1)
+            bar.finished(r, {"valid": i != 1, "invalid_reasons": ["CPU steal 40%"]})
+        assert bar.p.tasks[bar.study].completed == len(plan.runs)
+    finally:
+        bar.close()
+    out = capsys.readouterr().out
+    assert f"{plan.runs[1].label} buffer=20p, cc=cubic: INVALID: CPU steal 40%" in out
+    assert out.count(": valid") == len(plan.runs) - 1
+
+
 def test_noise_that_stays_ends_the_re_runs(study, tmp_path):
     noisy = "flow engine on s1 missed 30 of 100 sampling ticks"
     plan, res, client, seen = _dispatch(study, tmp_path, lambda p: (False, noisy), reruns=2)
@@ -246,7 +291,7 @@ def test_noise_that_stays_ends_the_re_runs(study, tmp_path):
 
 def test_a_task_that_fails_stops_the_study_with_its_reason(study, tmp_path):
     plan = make_plan(study, seed=3, repetitions=1)
-    results = ResultsDir.create(study.name, tmp_path / "res")
+    results = Writer.create(study.name, tmp_path / "res").results
     client = FakeClient(tmp_path, lambda p: (True, None))
     boom = cluster.remote.RemoteRunError("run c000-r1 on w2: preflight: no ccarena-link")
     real = client.submit

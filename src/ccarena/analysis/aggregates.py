@@ -26,5 +26,7 @@ def flow_cells(results) -> pd.DataFrame:
 
 def refresh(results) -> None:
     """runs.parquet, flows.parquet and cells.parquet anew from the complete runs."""
-    results.rebuild_summaries()
-    results.write_table("cells", flow_cells(results))
+    from ccarena.store.results import Writer
+    w = Writer(results)
+    w.rebuild_summaries()
+    w.write_table("cells", flow_cells(results))

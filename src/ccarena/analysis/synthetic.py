@@ -120,11 +120,12 @@ def write_synthetic_study(study_dir, *, buffers=(20, 100), ccs=(("cubic",), ("re
     invalid: run ids to mark invalid (to check they are counted, not averaged)."""
     from ccarena.analysis import aggregates
     from ccarena.metrics.run import run_metrics
-    from ccarena.store.results import MARKER, ResultsDir
+    from ccarena.store.results import MARKER, ResultsDir, Writer
     d = Path(study_dir)
     (d / "runs").mkdir(parents=True, exist_ok=True)
     (d / MARKER).write_text(json.dumps({"format_version": 1, "study": "synthetic"}))
     res = ResultsDir(d)
+    w = Writer(res)
     cells, order = {}, []
     seed = 0
     for buf in buffers:
@@ -145,19 +146,19 @@ def write_synthetic_study(study_dir, *, buffers=(20, 100), ccs=(("cubic",), ("re
                     meta.update(valid=False, invalid_reasons=["cpu steal 12% > 5%"])
                 fdf, run = run_metrics(tables, meta)
                 run["valid"] = meta["valid"]
-                res.write_run(res.new_run(label), tables, fdf, run, meta)
+                w.write_run(w.new_run(label), tables, fdf, run, meta)
                 order.append({"index": len(order), "cell": cell, "rep": rep, "seed": seed,
                               "label": label})
-    res.write_json("study.json", {
+    w.write_json("study.json", {
         "study": {"name": "synthetic", "duration": f"{duration_s}s", "warmup": "2s",
                   "repetitions": reps},
         "bottleneck": {"rate": "10mbit", "delay": "10ms", "queue": "droptail"},
         "flow": [{"name": "bulk", "from": "s1", "to": "r1"}],
         "sweep": {"bottleneck.buffer": [f"{b}p" for b in buffers],
                   "flow.bulk.cc": ["+".join(c) for c in ccs]}})
-    res.write_json("plan.json", {"version": 1, "study": "synthetic", "seed": 1,
+    w.write_json("plan.json", {"version": 1, "study": "synthetic", "seed": 1,
                                  "shuffled": False, "cells": cells, "runs": order})
-    res.write_json("environment.json", {"kernel": "0.0.0-synthetic", "machine": "x86_64",
+    w.write_json("environment.json", {"kernel": "0.0.0-synthetic", "machine": "x86_64",
                                         "cpus": 1})
     aggregates.refresh(res)
     return d

@@ -198,9 +198,10 @@ def cmd_compare(args) -> int:
                      "welch p": f"{r['welch_p']:.3g}", "MWU p": f"{r['mw_p']:.3g}",
                      "d": f"{r['cohen_d']:.2f}", "r_rb": f"{r['rank_biserial']:.2f}",
                      "": "*" if r["significant"] else ""})
-    from rich.console import Console
     from rich.table import Table
-    console = Console(width=None if sys.stdout.isatty() else 200)
+
+    from ccarena.report.summary import terminal
+    console = terminal()
     console.print(f"A = {a.source or a.path}\nB = {b.source or b.path}\nmeans ± 95 % CI "
                   f"(n valid runs); * = Welch p < {args.alpha}; d = Cohen's d (A-B), "
                   "r_rb = rank-biserial (A vs B)", markup=False, highlight=False)

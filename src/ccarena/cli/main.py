@@ -98,7 +98,6 @@ def _jobs(v: str) -> int:
 
 
 def cmd_ls(args) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from ccarena.store.results import list_results
@@ -121,19 +120,26 @@ def cmd_ls(args) -> int:
     if not rows:
         print(f"no results under {args.results}/")
         return exits.OK
+    from rich import box
     from rich.table import Column
-    t = Table(Column("results", no_wrap=True), "planned", "valid", "invalid", "missing",
-              "created",
-              title=f"results under {args.results}/", title_justify="left")
+    # a listing, as ls -l: no rules but the header's; the directory name carries the time
+    # it was created (JSON has it as "created")
+    t = Table(Column("results", no_wrap=True), *[Column(h, justify="right") for h in
+                                                 ("planned", "valid", "invalid", "missing")],
+              title=f"results under {args.results}/", title_justify="left",
+              box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    bad = []
     for row in rows:
         if "error" in row:
-            t.add_row(row["results"], "", "", "", "", f"unreadable: {row['error']}")
+            bad.append(f"{row['results']}: unreadable: {row['error']}")
             continue
         t.add_row(row["results"], str(row["planned"]), str(row["valid"]),
                   f"[yellow]{row['invalid']}[/yellow]" if row["invalid"] else "0",
-                  f"[red]{row['missing']}[/red]" if row["missing"] else "0",
-                  row["created"][:16].replace("T", " "))
-    Console(width=None if sys.stdout.isatty() else 160).print(t)
+                  f"[red]{row['missing']}[/red]" if row["missing"] else "0")
+    con = _console()
+    con.print(t)
+    for line in bad:
+        con.print(line, markup=False, highlight=False)
     return exits.OK
 
 
@@ -233,9 +239,10 @@ def cmd_studies(args) -> int:
 
 
 def _console():
-    """A rich console; logs and pipes are not 80 columns wide, so do not fold there."""
-    from rich.console import Console
-    return Console(width=None if sys.stdout.isatty() else 160)
+    """The console of tables: the terminal's width, else COLUMNS, else 80 (rich folds a
+    table to fit it)."""
+    from ccarena.report.summary import terminal
+    return terminal()
 
 
 def _run_arguments(r) -> None:

@@ -20,13 +20,14 @@ from ccarena.errors import CcarenaError
 def cmd_plot(args) -> int:
     from ccarena.report import plotting
     if args.list:
-        from rich.console import Console
         from rich.table import Table
+
+        from ccarena.report.summary import terminal
         t = Table("plot", "what it draws", title="ccarena plot RESULTS… NAME",
                   title_justify="left")
         for name, desc in plotting.names().items():
             t.add_row(name, desc)
-        Console(width=None if sys.stdout.isatty() else 160).print(t)
+        terminal().print(t)
         return exits.OK
     if not args.args or len(args.args) < 2:
         raise CcarenaError("plot: give one or more results and a plot name, e.g. "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -115,19 +116,86 @@ def _limits(flows) -> dict:
     return out
 
 
-def render(results, console: Console | None = None) -> Table:
-    import sys
-    # logs (CI, files) are not 80 columns wide: do not fold the table there
-    console = console or Console(width=None if sys.stdout.isatty() else 160)
+def terminal() -> Console:
+    """The console tables are printed on: as wide as the terminal, or COLUMNS, or 80
+    columns when the output is no terminal (a file, a pipe, CI's log), rich's own rule;
+    every table folds to fit it (summary_table)."""
+    return Console()
+
+
+def summary_tables(title: str, head: list[str], rows: list[list[str]],
+                   console: Console) -> list[Table]:
+    """The summary as rich Tables that fit the console. One table with one line per row
+    when that fits; else the compact layout (each header and value on two lines:
+    "goodput" over "Mbit/s", the mean over "± half-width"; no vertical rules), which puts
+    a study of two factors, four metric columns, limit and n in 80 columns; else the
+    metric columns are split over several compact tables, each with the factors, flow and
+    cc of its rows. A column wider than the console alone is folded by rich."""
+    keys = head.index("cc") + 1    # parameters, flow, cc; then the numbers
+    wide = _table(title, head, rows, keys, compact=False)
+    if _natural(console, wide) <= console.width:
+        return [wide]
+    groups: list[list[int]] = [[]]
+    for c in range(keys, len(head)):
+        trial = groups[-1] + [c]
+        if groups[-1] and _natural(console, _part(title, head, rows, keys, trial)) > \
+                console.width:
+            groups.append([c])
+        else:
+            groups[-1] = trial
+    return [_part(title if i == 0 else None, head, rows, keys, g)
+            for i, g in enumerate(groups)]
+
+
+def _part(title, head, rows, keys: int, cols: list[int]) -> Table:
+    """The compact table of the key columns and the numeric columns `cols`."""
+    pick = list(range(keys)) + cols
+    return _table(title, [head[i] for i in pick], [[r[i] for i in pick] for r in rows],
+                  keys, compact=True)
+
+
+def _table(title, head, rows, keys: int, compact: bool) -> Table:
+    # compact: no vertical rules and no outer padding (they cost 3 columns a column), a
+    # blank line between rows of two lines
+    t = Table(title=title, box=box.SIMPLE_HEAD, show_lines=True, show_edge=False,
+              pad_edge=False, collapse_padding=True) if compact else \
+        Table(title=title, show_lines=False)
+    for i, h in enumerate(head):
+        t.add_column(_fold(h, i >= keys) if compact else h,
+                     justify="right" if i >= keys else "left")
+    for r in rows:
+        t.add_row(*[_fold(v, i >= keys) if compact else v for i, v in enumerate(r)])
+    return t
+
+
+def _natural(console: Console, t: Table) -> int:
+    """The width a table takes unconstrained (a measurement is clamped to the width it
+    is given)."""
+    return console.measure(t, options=console.options.update_width(10_000)).maximum
+
+
+def _fold(text: str, numeric: bool) -> str:
+    """A header or value of a numeric column on lines of their own: the unit under the
+    name, the CI under the mean, each count of n on its own line."""
+    if not numeric:
+        return text
+    if " ± " in text:
+        return text.replace(" ± ", "\n± ")
+    if " +" in text or " (" in text:
+        return text.replace(" +", "\n+").replace(" (", "\n(")
+    head, _, last = text.rpartition(" ")
+    return f"{head}\n{last}" if head else text
+
+
+def render(results, console: Console | None = None) -> list[Table]:
+    console = console or terminal()
     runs = results.runs
     head, rows = table_rows(results)
-    t = Table(title=f"{results.path.name}  ({len(runs)} runs)", show_lines=False)
-    first_number = head.index("cc") + 1    # parameters, flow, cc; then the numbers
-    for i, h in enumerate(head):
-        t.add_column(h, justify="right" if i >= first_number else "left")
-    for r in rows:
-        t.add_row(*r)
-    console.print(t)
+    tables = summary_tables(f"{results.path.name}  ({len(runs)} runs)", head, rows, console)
+    for i, t in enumerate(tables):
+        if i:
+            console.print()
+        console.print(t)
     console.print("[dim]mean ± half-width of the 95 % confidence interval over the valid "
                   "runs of a cell (n); invalid runs (the machine or a tool failed the "
                   "experiment) are never averaged in. loss: the bottleneck's drops over its "
@@ -149,7 +217,7 @@ def render(results, console: Console | None = None) -> Table:
         for _, r in runs[runs["reruns"].fillna(0) > 0].iterrows():
             console.print(f"[dim]run {r['label']} was run {int(r['reruns']) + 1} times; set "
                           f"aside (superseded/): {escape(str(r['rerun_reasons']))}[/dim]")
-    return t
+    return tables
 
 
 def anomaly_lines(results) -> list[str]:
@@ -189,18 +257,17 @@ def completeness(results) -> list[str]:
 def print_checks(results, study, console: Console | None = None) -> bool:
     """Evaluate the study's checks on the results, print each with its measured value and
     target, store them in checks.json; True when every check passed."""
-    import sys
-
     from ccarena.analysis.checks import evaluate, format_result
     if not study.expect:
         return True
-    console = console or Console(width=None if sys.stdout.isatty() else 160)
+    console = console or terminal()
     res = evaluate(results, study)
     for r in res:
         tag = "[green]pass[/green]" if r["ok"] else "[red]FAIL[/red]"
         console.print(f"{tag}  " + escape(format_result(r)))
     try:
-        results.write_json("checks.json", res)
+        from ccarena.store.results import Writer
+        Writer(results).write_json("checks.json", res)
     except CcarenaError as e:     # a read-only copy: the checks are printed all the same
         console.print(f"[yellow]checks.json not written: {escape(str(e))}[/yellow]")
     return all(r["ok"] for r in res)

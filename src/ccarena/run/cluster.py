@@ -27,6 +27,7 @@ from ccarena.analysis import aggregates
 from ccarena.errors import CcarenaError, RunError
 from ccarena.run import remote, task, validity
 from ccarena.store import archive
+from ccarena.store.results import Writer
 
 CONNECT_TIMEOUT_S = 20
 
@@ -152,14 +153,15 @@ class Dispatcher:
             if self.reruns and r.cell in self.unhelped and validity.noise_only(meta):
                 meta["rerun_skipped"] = ("an earlier run of this cell was run again and "
                                          "was invalid all the same")
-                res.update_meta(r.label, meta)
+                Writer(res).update_meta(r.label, meta)
                 return self._finish(r, meta, set_aside)
         else:
-            res.supersede(r.label, superseded[-1]["attempt"], self.old_meta.pop(r.label))
+            Writer(res).supersede(r.label, superseded[-1]["attempt"],
+                                  self.old_meta.pop(r.label))
             res.forget()
             set_aside = list(superseded)
         if not meta["valid"] and len(set_aside) < self.reruns and validity.noise_only(meta):
-            aside = res.aside_record(r.label, len(set_aside) + 1, meta)
+            aside = Writer(res).aside_record(r.label, len(set_aside) + 1, meta)
             self.old_meta[r.label] = meta
             if self.bar:
                 self.bar.rerun(r, aside["attempt"])
@@ -176,7 +178,7 @@ class Dispatcher:
         self.results.forget()
         aggregates.refresh(self.results)
         if self.bar:
-            self.bar.done(r)
+            self.bar.done(r, meta)
         if self.on_run:
             self.on_run(r, meta)
 
@@ -189,7 +191,7 @@ class Dispatcher:
         if first:
             self.pf["cells"][int(r.cell[1:])] = first
         self.pf["algorithms"].update(pf.get("algorithms") or {})
-        self.results.write_json("preflight.json", {
+        Writer(self.results).write_json("preflight.json", {
             "cells": dict(sorted(self.pf["cells"].items())),
             "algorithms": dict(sorted(self.pf["algorithms"].items()))})
 

@@ -18,6 +18,7 @@ from ccarena.metrics.anomalies import anomalies
 from ccarena.run import watchdog
 from ccarena.run.collect import collect, guard_counts, judge_guards
 from ccarena.run.parts import START_LEAD_S, RunContext, parts_for
+from ccarena.store.results import Writer
 from ccarena.study.plan import PlannedRun
 from ccarena.study.model import Study
 from ccarena.testbed import netns
@@ -33,7 +34,7 @@ def execute_run(r: PlannedRun, results, backend: str, kernel_names: dict, pf: di
                 superseded: list[dict] | None = None, staged: bool = False,
                 cpuset: str | None = None, worker: dict | None = None) -> dict:
     """One run, stored under runs/<label>/, or with `staged` in the results' staging
-    directory for it (ResultsDir.supersede moves it in). `superseded`: earlier attempts
+    directory for it (Writer.supersede moves it in). `superseded`: earlier attempts
     of this planned run, set aside for the machine's noise (recorded in meta).
     on_testbed(topology): called once the network is built (for tools watching a run).
     cpuset: the CPUs the run may use when runs share the machine (its hosts are held to
@@ -41,7 +42,8 @@ def execute_run(r: PlannedRun, results, backend: str, kernel_names: dict, pf: di
     (environment.worker(), recorded in meta)."""
     study = r.study
     run_id = _fresh_run_id(results)
-    rd = results.staging_dir(r.label) if staged else results.new_run(r.label)
+    w = Writer(results)
+    rd = w.staging_dir(r.label) if staged else w.new_run(r.label)
     topo = plan_dumbbell(run_id, study.pairs, backend)
     meta = _initial_meta(r, run_id, backend, topo, kernel_names, pf)
     if worker:
@@ -101,7 +103,7 @@ def execute_run(r: PlannedRun, results, backend: str, kernel_names: dict, pf: di
     meta["invalid_reasons"] = reasons
     meta["noise_reasons"] = list(ctx.noise)
     flows, run = _metrics(ctx.tables, meta)
-    results.write_run(rd, ctx.tables, flows, run, meta)
+    w.write_run(rd, ctx.tables, flows, run, meta)
     return meta
 
 

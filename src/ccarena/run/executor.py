@@ -20,7 +20,7 @@ from ccarena.run.execute import execute_run
 from ccarena.run.preflight import preflight
 from ccarena.run.progress import Progress
 from ccarena.store import atomic
-from ccarena.store.results import ResultsDir
+from ccarena.store.results import ResultsDir, Writer
 from ccarena.study.model import Study
 from ccarena.testbed import leftovers
 from ccarena.study.plan import PlannedRun, make_plan
@@ -76,7 +76,7 @@ def run_study(study: Study, *, results_base="results", seed=None, shuffle=None,
         {"kind": "cluster", "scheduler": cluster} if cluster else \
         {"kind": "local", "jobs": jobs, "cpu_shares": cpu_shares}
     results = ResultsDir.open(resume) if resume is not None else \
-        ResultsDir.create(study.name, results_base)
+        Writer.create(study.name, results_base).results
     # one writer per results directory: a second `run --resume` or a rebuild while this
     # study runs would discard its run in flight or interleave with its files
     with atomic.exclusive(results.path, "resuming" if resume is not None else "running"):
@@ -103,10 +103,11 @@ def _run_in(results, study, resume, pf, executor, cpu_shares, *, seed, shuffle,
     else:
         plan = make_plan(study, seed=seed, shuffle=shuffle, repetitions=repetitions,
                          reruns=reruns)
-        results.write_study(study, plan, study.path)
+        w = Writer(results)
+        w.write_study(study, plan, study.path)
         if pf is not None:
-            results.write_json("preflight.json", pf)
-        results.write_json("environment.json", {**environment.machine(), **(
+            w.write_json("preflight.json", pf)
+        w.write_json("environment.json", {**environment.machine(), **(
             {"executor": executor} if executor else {})})
     todo = resume_mod.todo(results, plan)
     if executor:
@@ -183,15 +184,15 @@ def _measure(r: PlannedRun, results: ResultsDir, reruns: int, unhelped: set, exe
     if reruns and r.cell in unhelped and validity.noise_only(meta):
         meta["rerun_skipped"] = ("an earlier run of this cell was run again and was "
                                  "invalid all the same")
-        results.update_meta(r.label, meta)
+        Writer(results).update_meta(r.label, meta)
         return meta
     set_aside: list[dict] = []
     while not meta["valid"] and len(set_aside) < reruns and validity.noise_only(meta):
-        aside = results.aside_record(r.label, len(set_aside) + 1, meta)
+        aside = Writer(results).aside_record(r.label, len(set_aside) + 1, meta)
         if bar:
             bar.rerun(r, aside["attempt"])
         new = execute(superseded=set_aside + [aside], staged=True)
-        results.supersede(r.label, aside["attempt"], meta)
+        Writer(results).supersede(r.label, aside["attempt"], meta)
         set_aside.append(aside)
         meta = new
     if set_aside and validity.noise_only(meta):

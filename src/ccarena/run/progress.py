@@ -55,14 +55,21 @@ class Progress:
                      run=f"{units.format_time(r.study.duration_s)} run + setup", left="")
         self._started = time.monotonic()
 
-    def done(self, r: PlannedRun):
-        """Runs that run at once: one more is complete (use instead of update)."""
-        self.p.advance(self.task)
-        self.p.update(self.task, run=f"{r.label} done")
+    def done(self, r: PlannedRun, meta: dict):
+        """Runs that run at once (--jobs, --cluster): one more is complete, with its
+        outcome (used instead of update and finished; no bar of a current run then)."""
+        self.p.update(self.study, run=f"{r.label} done")
+        self.finished(r, meta)
 
     def rerun(self, r: PlannedRun, k: int):
+        if self._started is None:   # runs that run at once: no current run to reset
+            self.p.console.print(f"  {r.label} {_params(r)}: again (re-run {k}: the "
+                                 "machine's noise made it invalid)", markup=False,
+                                 highlight=False)
+            return
+        # reset() replaces every field of the task: all the columns' fields are given
         self.p.reset(self.run, total=r.study.duration_s, visible=True,
-                     run=f"again (re-run {k}: the machine's noise made it invalid)")
+                     run=f"again (re-run {k}: the machine's noise made it invalid)", left="")
         self._started = time.monotonic()
 
     def finished(self, r: PlannedRun, meta: dict):

@@ -13,7 +13,7 @@ import shutil
 import time
 
 from ccarena.errors import ResultsError
-from ccarena.store.results import missing_files
+from ccarena.store.results import Writer, missing_files
 from ccarena.study.plan import Plan, PlannedRun, make_plan
 
 
@@ -139,4 +139,4 @@ def record(results, done_before: int, discarded: list[str], environment: dict) -
     past = json.loads(path.read_text()) if path.exists() else []
     past.append({"at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "complete_runs": done_before,
                  "discarded": discarded, "environment": environment})
-    results.write_json("resumes.json", past)
+    Writer(results).write_json("resumes.json", past)

@@ -108,7 +108,7 @@ def run(d: Path) -> int:
     from ccarena.run import environment, shares
     from ccarena.run.execute import execute_run
     from ccarena.run.preflight import preflight
-    from ccarena.store.results import ResultsDir, write_json
+    from ccarena.store.results import Writer, write_json
     payload = json.loads((d / "payload.json").read_text())
     share = payload.get("cpuset")
     shares.apply(share)
@@ -116,7 +116,7 @@ def run(d: Path) -> int:
     shares.check_study(r.study, share)
     pf = preflight(r.study, payload.get("force_cc"))
     backend = pf["cells"][0]["backend"]
-    results = ResultsDir.create(r.study.name, d / "results")
+    results = Writer.create(r.study.name, d / "results").results
     worker = {**environment.worker(), **(payload.get("worker") or {})}
     with ccmod.acquire(sorted(r.study.algorithms()), "t" + secrets.token_hex(3),
                        force=payload.get("force_cc")) as kernel_names:

@@ -4,7 +4,7 @@ study's results directory, laid out as a serial run's.
     pack(run_dir) -> bytes                         the worker's side
     staged = unpack(results, label, data)          into the run's staging directory
     adopt(results, label)                          a first attempt: staging -> runs/<label>
-    results.supersede(label, attempt, old_meta)    a re-run: as in a serial study
+    Writer(results).supersede(label, attempt, old_meta)    a re-run: as in a serial study
 
 The archive is extracted under the staging name the store uses for re-runs
 (superseded/.<label>.next), checked against its manifest, written to the disk, and only
@@ -20,6 +20,7 @@ import tarfile
 from pathlib import Path
 
 from ccarena.store import atomic
+from ccarena.store.results import Writer
 
 
 class ArchiveError(atomic.StoreError):
@@ -51,7 +52,7 @@ def unpack(results, label: str, data: bytes, origin: str = "a worker") -> tuple[
     """Extract a run's archive into its staging directory -> (that directory, its meta).
     Raises ArchiveError (and leaves nothing) when it is unreadable, is not run `label`, or
     lacks a file its manifest lists."""
-    d = results.staging_dir(label)
+    d = Writer(results).staging_dir(label)
     try:
         try:
             with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:

@@ -17,7 +17,7 @@ computes no statistics: cells.parquet is written by analysis.aggregates.
 
 `open_results` also opens a single-file archive (store.bundle, `ccarena archive`): its
 copy is extracted once into a cache and opened read-only (`readonly`, `source` = the
-archive); every writer then refuses with a StoreError.
+archive); a Writer of it then refuses with a StoreError.
 
 In runs and flows, every swept factor (a dotted study key) also has an alias with
 underscores (`bottleneck_buffer` beside `bottleneck.buffer`), so it can be used as an
@@ -54,9 +54,9 @@ def _read_json(p: Path):
 
 
 class ResultsDir:
-    """One results directory. Writing: create, write_study, new_run/staging_dir, write_run,
-    supersede. Reading (pandas): runs, flows, cells, table(name), run_tables(run_id),
-    metas, factors, study, plan, status()."""
+    """One results directory, for reading (pandas): runs, flows, cells, table(name),
+    run_tables(run_id), metas, factors, study, plan, environment, checks, status(). What
+    writes into it is a Writer."""
 
     def __init__(self, path, readonly: bool = False, source: Path | None = None):
         self.path = Path(path)
@@ -67,36 +67,6 @@ class ResultsDir:
     def __repr__(self) -> str:
         return f"ResultsDir({str(self.source or self.path)!r})"
 
-    def _writable(self) -> None:
-        if self.readonly:
-            raise atomic.StoreError(f"{self.source or self.path}: a results archive is "
-                                    "read-only (extract it with `tar -xJf` to change it)")
-
-    # -- creation --------------------------------------------------------------------------
-    @classmethod
-    def create(cls, study_name: str, base: Path | str = "results") -> "ResultsDir":
-        base = Path(base).absolute()
-        if base.exists() and not base.is_dir():
-            raise atomic.StoreError(f"creating results under {base}: it is a file, not a "
-                                    "directory; give another --results")
-        atomic.mkdir(base)
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        n = 1
-        while True:     # mkdir is the test: two studies started in one second get two
-            p = base / (f"{study_name}-{stamp}" + (f"-{n}" if n > 1 else ""))
-            try:
-                p.mkdir()
-                break
-            except FileExistsError:
-                n += 1
-            except OSError as e:
-                raise atomic.storage_error(p, e, "creating") from None
-        atomic.mkdir(p / "runs")
-        atomic.write_json(p / MARKER, {"format_version": FORMAT_VERSION, "ccarena": __version__,
-                                       "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                                       "study": study_name})
-        return cls(p)
-
     @classmethod
     def open(cls, path) -> "ResultsDir":
         """A results directory, or a single-file archive of one (opened read-only)."""
@@ -106,87 +76,6 @@ class ResultsDir:
             r = cls(path)
         r.check_version()
         return r
-
-    def write_study(self, study, plan, source_path: str | None) -> None:
-        self._writable()
-        if source_path and Path(source_path).is_file():
-            atomic.copy_file(Path(source_path), self.path / "study.toml")
-        atomic.write_json(self.path / "study.json", study.raw)
-        atomic.write_json(self.path / "plan.json", plan.to_json())
-
-    def write_json(self, name: str, obj) -> None:
-        self._writable()
-        atomic.write_json(self.path / name, obj)
-
-    def write_table(self, name: str, df: pd.DataFrame) -> None:
-        """A study-level table (runs, flows, cells) as <name>.parquet."""
-        self._writable()
-        atomic.write_parquet(self.path / f"{name}.parquet", df)
-
-    def new_run(self, label: str) -> Path:
-        """An empty directory for run `label` (what an interrupted attempt left is removed:
-        a run without its meta.json was never complete)."""
-        self._writable()
-        d = self.path / "runs" / label
-        if d.exists() and not (d / "meta.json").exists():
-            shutil.rmtree(d)
-        return atomic.mkdir(d)
-
-    # A run that the machine's noise made invalid is run again (run.executor): the new
-    # attempt is written to staging_dir(label) and, once complete, supersede() moves the
-    # old one to superseded/<label>.<attempt>/ and the new one to runs/<label>/.
-    def staging_dir(self, label: str) -> Path:
-        self._writable()
-        d = self.path / "superseded" / f".{label}.next"
-        if d.exists():
-            shutil.rmtree(d)
-        return atomic.mkdir(d)
-
-    def aside_record(self, label: str, attempt: int, meta: dict) -> dict:
-        """What the next attempt records of the one it supersedes."""
-        return {"attempt": attempt, "dir": f"superseded/{label}.{attempt}",
-                "run_id": meta["run_id"], "invalid_reasons": meta.get("invalid_reasons", [])}
-
-    def update_meta(self, label: str, meta: dict) -> None:
-        self._writable()
-        atomic.write_json(self.path / "runs" / label / "meta.json", meta)
-
-    def supersede(self, label: str, attempt: int, old_meta: dict) -> None:
-        self._writable()
-        run = self.path / "runs" / label
-        aside = self.path / "superseded" / f"{label}.{attempt}"
-        k = 1
-        while aside.exists():       # left by an interrupted earlier swap: keep both
-            k += 1
-            aside = self.path / "superseded" / f"{label}.{attempt}-{k}"
-        # Ctrl-C or SIGTERM between the two renames would leave the run in no table: they
-        # wait until both are done
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-        try:
-            run.rename(aside)
-            (self.path / "superseded" / f".{label}.next").rename(run)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)
-        atomic.fsync_dir(self.path / "runs")
-        atomic.write_json(aside / "meta.json", {**old_meta, "superseded_by_rerun": True})
-
-    def write_run(self, rd: Path, tables: dict, flows: pd.DataFrame | None,
-                  run: dict | None, meta: dict) -> None:
-        """Store one run: every table, its metrics, and meta.json last with the manifest
-        of what was written ({file: bytes}), which is what makes the run complete."""
-        self._writable()
-        files = {}
-        for k, df in tables.items():
-            atomic.write_parquet(rd / f"{k}.parquet", df)
-            files[f"{k}.parquet"] = (rd / f"{k}.parquet").stat().st_size
-        if flows is not None:
-            atomic.write_parquet(rd / f"{RUN_METRICS}.parquet", flows)
-            files[f"{RUN_METRICS}.parquet"] = (rd / f"{RUN_METRICS}.parquet").stat().st_size
-        if run is not None:
-            atomic.write_json(rd / "metrics.json", run)
-            files["metrics.json"] = (rd / "metrics.json").stat().st_size
-        meta["files"] = files
-        atomic.write_json(rd / "meta.json", meta)
 
     # -- reading ---------------------------------------------------------------------------
     def check_version(self) -> dict:
@@ -444,19 +333,145 @@ class ResultsDir:
             self._problem(f"{p}: unreadable ({e}); the run's metrics are missing")
             return {}
 
-    def rebuild_summaries(self) -> None:
-        """Write runs.parquet and flows.parquet anew from the run directories."""
-        self._writable()
-        self.forget()
-        runs, flows = self.summary_tables()
-        self.write_table("runs", runs)
-        self.write_table("flows", flows)
-        self.__dict__["_summaries"] = (runs, flows)
-
     def forget(self) -> None:
         """Drop what was read (after runs were added or changed)."""
         for k in ("_summaries", "_complete", "factors", "_stale"):
             self.__dict__.pop(k, None)
+
+
+class Writer:
+    """What the runner (run/) and the analysis write into a results directory; a
+    ResultsDir itself only reads. `Writer.create(name, base)` makes a new directory,
+    `Writer(results)` writes into an opened one (an archive's copy refuses: StoreError).
+
+    Study: write_study, write_json, write_table, rebuild_summaries. Runs: new_run (or
+    staging_dir for a re-run), write_run (meta.json last), update_meta, aside_record and
+    supersede."""
+
+    def __init__(self, results: ResultsDir):
+        self.results = results
+        self.path = results.path
+
+    def _writable(self) -> None:
+        r = self.results
+        if r.readonly:
+            raise atomic.StoreError(f"{r.source or r.path}: a results archive is "
+                                    "read-only (extract it with `tar -xJf` to change it)")
+
+    @classmethod
+    def create(cls, study_name: str, base: Path | str = "results") -> "Writer":
+        """A new results directory <base>/<study>-<YYYYmmdd-HHMMSS>, with its marker."""
+        base = Path(base).absolute()
+        if base.exists() and not base.is_dir():
+            raise atomic.StoreError(f"creating results under {base}: it is a file, not a "
+                                    "directory; give another --results")
+        atomic.mkdir(base)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        n = 1
+        while True:     # mkdir is the test: two studies started in one second get two
+            p = base / (f"{study_name}-{stamp}" + (f"-{n}" if n > 1 else ""))
+            try:
+                p.mkdir()
+                break
+            except FileExistsError:
+                n += 1
+            except OSError as e:
+                raise atomic.storage_error(p, e, "creating") from None
+        atomic.mkdir(p / "runs")
+        atomic.write_json(p / MARKER, {"format_version": FORMAT_VERSION, "ccarena": __version__,
+                                       "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                       "study": study_name})
+        return cls(ResultsDir(p))
+
+    def write_study(self, study, plan, source_path: str | None) -> None:
+        self._writable()
+        if source_path and Path(source_path).is_file():
+            atomic.copy_file(Path(source_path), self.path / "study.toml")
+        atomic.write_json(self.path / "study.json", study.raw)
+        atomic.write_json(self.path / "plan.json", plan.to_json())
+
+    def write_json(self, name: str, obj) -> None:
+        self._writable()
+        atomic.write_json(self.path / name, obj)
+
+    def write_table(self, name: str, df: pd.DataFrame) -> None:
+        """A study-level table (runs, flows, cells) as <name>.parquet."""
+        self._writable()
+        atomic.write_parquet(self.path / f"{name}.parquet", df)
+
+    def new_run(self, label: str) -> Path:
+        """An empty directory for run `label` (what an interrupted attempt left is removed:
+        a run without its meta.json was never complete)."""
+        self._writable()
+        d = self.path / "runs" / label
+        if d.exists() and not (d / "meta.json").exists():
+            shutil.rmtree(d)
+        return atomic.mkdir(d)
+
+    # A run that the machine's noise made invalid is run again (run.executor): the new
+    # attempt is written to staging_dir(label) and, once complete, supersede() moves the
+    # old one to superseded/<label>.<attempt>/ and the new one to runs/<label>/.
+    def staging_dir(self, label: str) -> Path:
+        self._writable()
+        d = self.path / "superseded" / f".{label}.next"
+        if d.exists():
+            shutil.rmtree(d)
+        return atomic.mkdir(d)
+
+    def aside_record(self, label: str, attempt: int, meta: dict) -> dict:
+        """What the next attempt records of the one it supersedes."""
+        return {"attempt": attempt, "dir": f"superseded/{label}.{attempt}",
+                "run_id": meta["run_id"], "invalid_reasons": meta.get("invalid_reasons", [])}
+
+    def update_meta(self, label: str, meta: dict) -> None:
+        self._writable()
+        atomic.write_json(self.path / "runs" / label / "meta.json", meta)
+
+    def supersede(self, label: str, attempt: int, old_meta: dict) -> None:
+        self._writable()
+        run = self.path / "runs" / label
+        aside = self.path / "superseded" / f"{label}.{attempt}"
+        k = 1
+        while aside.exists():       # left by an interrupted earlier swap: keep both
+            k += 1
+            aside = self.path / "superseded" / f"{label}.{attempt}-{k}"
+        # Ctrl-C or SIGTERM between the two renames would leave the run in no table: they
+        # wait until both are done
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            run.rename(aside)
+            (self.path / "superseded" / f".{label}.next").rename(run)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        atomic.fsync_dir(self.path / "runs")
+        atomic.write_json(aside / "meta.json", {**old_meta, "superseded_by_rerun": True})
+
+    def write_run(self, rd: Path, tables: dict, flows: pd.DataFrame | None,
+                  run: dict | None, meta: dict) -> None:
+        """Store one run: every table, its metrics, and meta.json last with the manifest
+        of what was written ({file: bytes}), which is what makes the run complete."""
+        self._writable()
+        files = {}
+        for k, df in tables.items():
+            atomic.write_parquet(rd / f"{k}.parquet", df)
+            files[f"{k}.parquet"] = (rd / f"{k}.parquet").stat().st_size
+        if flows is not None:
+            atomic.write_parquet(rd / f"{RUN_METRICS}.parquet", flows)
+            files[f"{RUN_METRICS}.parquet"] = (rd / f"{RUN_METRICS}.parquet").stat().st_size
+        if run is not None:
+            atomic.write_json(rd / "metrics.json", run)
+            files["metrics.json"] = (rd / "metrics.json").stat().st_size
+        meta["files"] = files
+        atomic.write_json(rd / "meta.json", meta)
+
+    def rebuild_summaries(self) -> None:
+        """Write runs.parquet and flows.parquet anew from the run directories."""
+        self._writable()
+        self.results.forget()
+        runs, flows = self.results.summary_tables()
+        self.write_table("runs", runs)
+        self.write_table("flows", flows)
+        self.results.__dict__["_summaries"] = (runs, flows)
 
 
 def missing_files(run_dir: Path, meta: dict) -> list[str]:
