@@ -30,26 +30,46 @@ def test_losses_on_the_way_into_the_link_flag_the_run():
     assert len(r) == 1 and "5 of 5" in r[0], r
 
 
-def test_ingress_counters_read_the_veth_and_its_fifo(monkeypatch):
-    import subprocess
+def test_ingress_counters_read_both_bottleneck_ports(monkeypatch):
+    """Each direction's counters come from its router's bottleneck port (rl:bn is w2e,
+    rr:bn e2w), and a run's share is the difference of two readings. How one port is read
+    (netlink, against iproute2's view) is tests/integration/test_link_counters.py."""
     from ccarena.testbed import user_link
     from ccarena.testbed.topology import plan_dumbbell
     topo = plan_dumbbell("t", 1, "user")
-    link_json = '[{"ifname": "bn", "stats64": {"rx": {}, "tx": {"packets": 9, "dropped": 7}}}]'
-    qdisc_json = '[{"kind": "pfifo", "handle": "8001:", "root": true, "drops": 3, "requeues": 11}]'
+    seen = {}
 
-    def fake(argv, **kw):
-        out = qdisc_json if argv[0] == "tc" else link_json
-        return subprocess.CompletedProcess(argv, 0, out, "")
-    monkeypatch.setattr(user_link.subprocess, "run", fake)
+    def fake(ns, dev):
+        seen[ns] = dev
+        return {"dropped": 10 if ns == topo.routers["rl"] else 4, "requeues": 11}
+    monkeypatch.setattr(user_link, "port_counters", fake)
     c = user_link.ingress_counters(topo)
-    assert c == {"w2e": {"dropped": 10, "requeues": 11}, "e2w": {"dropped": 10, "requeues": 11}}
+    assert seen == {topo.routers["rl"]: "bn", topo.routers["rr"]: "bn"}
+    assert c == {"w2e": {"dropped": 10, "requeues": 11}, "e2w": {"dropped": 4, "requeues": 11}}
     assert user_link.counter_delta(c, {d: {"dropped": 12, "requeues": 20} for d in c}) == \
-        {d: {"dropped": 2, "requeues": 9} for d in c}
-    link_json = '[{"ifname": "bn"}]'                                     # no statistics
+        {"w2e": {"dropped": 2, "requeues": 9}, "e2w": {"dropped": 8, "requeues": 9}}
+
+
+def test_a_port_without_statistics_is_a_one_line_error(monkeypatch):
+    import contextlib
+
     import pytest
-    with pytest.raises(user_link.TestbedError, match="counters of bn"):
-        user_link.ingress_counters(topo)
+
+    from ccarena.testbed import user_link
+
+    class NoStats:
+        def link_lookup(self, ifname):
+            return [7]
+
+        def get_links(self, idx):
+            class Msg:
+                def get_attr(self, name):
+                    return None
+            return [Msg()]
+
+    monkeypatch.setattr(user_link, "_netlink", lambda ns: contextlib.nullcontext(NoStats()))
+    with pytest.raises(user_link.TestbedError, match="read the counters of bn in ccax-rl"):
+        user_link.port_counters("ccax-rl", "bn")
 
 
 def test_the_handoff_fifo_needs_a_kernel_with_the_veth_fix():
