@@ -113,3 +113,39 @@ def test_a_run_table_listed_once(stored):
     with pytest.raises(Exception, match="no per-run table"):
         res.table("nonsense")
     assert isinstance(res.table("tcpinfo"), pd.DataFrame) and len(res.table("tcpinfo"))
+
+
+def test_runs_and_flows_say_which_machine_ran_them(tmp_path):
+    """runs and flows carry each run's host, kernel and CPU model (meta.json worker), so a
+    study whose runs came from several machines can be grouped by machine."""
+    res = ResultsDir.create("m", tmp_path)
+    machines = {"a": ("6.1.0", "CPU A"), "b": ("6.18.0", "CPU B")}
+    for i, host in enumerate(["a", "b", "a", None]):
+        label = f"c000-r{i + 1}"
+        meta = {"run_id": f"r{i}", "label": label, "cell": "c000", "rep": i + 1,
+                "valid": True, "invalid_reasons": []}
+        if host:
+            meta["worker"] = {"host": host, "kernel": machines[host][0],
+                              "cpu_model": machines[host][1]}
+        flows = pd.DataFrame({"run_id": [f"r{i}"] * 2, "flow": [0, 1],
+                              "goodput_bps": [1e6, 2e6]})
+        res.write_run(res.new_run(label), {}, flows, {"goodput_bps": 3e6 + i}, meta)
+    res = open_results(res.path)
+    runs, fl = res.runs, res.flows
+    for df in (runs, fl):
+        assert {"worker_host", "worker_kernel", "worker_cpu_model"} <= set(df.columns)
+    by = runs.set_index("label")
+    assert by.loc["c000-r2", ["worker_host", "worker_kernel", "worker_cpu_model"]].tolist() \
+        == ["b", "6.18.0", "CPU B"]
+    # a run that recorded no machine (older results) has no values, not a wrong one
+    assert by.loc["c000-r4", ["worker_host", "worker_kernel", "worker_cpu_model"]].isna().all()
+    # grouping by machine: each group holds exactly its machine's runs and flows
+    g = runs.dropna(subset=["worker_host"]).groupby(["worker_host", "worker_kernel",
+                                                    "worker_cpu_model"]).size()
+    assert g.to_dict() == {("a", "6.1.0", "CPU A"): 2, ("b", "6.18.0", "CPU B"): 1}
+    assert fl.groupby("worker_kernel").size().to_dict() == {"6.1.0": 4, "6.18.0": 2}
+    # the same after the summaries are written to disk and read back
+    res.rebuild_summaries()
+    back = pd.read_parquet(res.path / "flows.parquet")
+    assert back.groupby("worker_cpu_model").size().to_dict() == {"CPU A": 4, "CPU B": 2}
+
