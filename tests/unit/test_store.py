@@ -149,3 +149,30 @@ def test_runs_and_flows_say_which_machine_ran_them(tmp_path):
     back = pd.read_parquet(res.path / "flows.parquet")
     assert back.groupby("worker_cpu_model").size().to_dict() == {"CPU A": 4, "CPU B": 2}
 
+
+def test_ls_counts_each_cells_missing_and_invalid_runs_as_show_does(tmp_path):
+    """`ls` says per cell how many planned runs are valid, invalid and missing, and its
+    counts are the ones `show` gives (both count the plan, not the stored runs)."""
+    base = tmp_path / "results"
+    d = write_synthetic_study(base / "synthetic-20260101-000000", reps=2, duration_s=4.0,
+                              invalid=("buf20-reno-r1",))
+    runs = sorted((d / "runs").iterdir())
+    gone = next(p for p in runs if p.name.endswith("buf100-cubic-r0"))
+    shutil.rmtree(gone)
+    plan = json.loads((d / "plan.json").read_text())["runs"]
+    cells = {r["cell"] for r in plan}
+    row = json.loads(ccarena_cli("ls", "--results", base, "--json").stdout)[0]
+    assert set(row["cells"]) == cells
+    assert row["cells"]["buf20-reno"] == {"planned": 2, "valid": 1, "invalid": 1, "missing": 0}
+    assert row["cells"]["buf100-cubic"] == {"planned": 2, "valid": 1, "invalid": 0,
+                                            "missing": 1}
+    for k in ("planned", "valid", "invalid", "missing"):
+        assert row[k] == sum(c[k] for c in row["cells"].values())
+    show = json.loads(ccarena_cli("show", d, "--json").stdout)
+    assert show["runs"] == {k: row[k] for k in ("planned", "valid", "invalid", "missing")}
+    # show names exactly the cells ls counts something missing or invalid in
+    lacking = {c for c, n in row["cells"].items() if n["invalid"] or n["missing"]}
+    assert {line.split()[1] for line in show["incomplete_cells"]} == lacking
+    # the table names the cells too
+    out = ccarena_cli("ls", "--results", base).stdout
+    assert "1 (buf20-reno)" in out and "1 (buf100-cubic)" in out
