@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from ccarena.run import validity
 from conftest import ccarena_cli, ccarena_namespaces, foreign_runs
 
 pytestmark = pytest.mark.root
@@ -90,6 +91,13 @@ def pids_of(pattern: str) -> list[int]:
     return [int(x) for x in r.stdout.split()]
 
 
+def run_label(pid: int, d: Path) -> str:
+    """The run a ccarena-link or ccarena-flow process belongs to (its --config path)."""
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    cfg = Path(argv[argv.index(b"--config") + 1].decode())
+    return cfg.relative_to(d / "runs").parts[0]
+
+
 def assert_exactly_once(d: Path, before: dict[str, str] | None = None):
     """Every planned run is stored once, with its planned seed; runs stored before a
     resume are kept as they were (same run id)."""
@@ -151,14 +159,20 @@ def test_a_part_killed_mid_run_makes_that_run_invalid_and_its_cell_fail(tmp_path
     p = start(study, base)
     d = results_dir(base)
     pid = wait_for(lambda: pids_of(f"{victim} --config {d}/runs/"), 120, victim)[0]
+    label = run_label(pid, d)
     time.sleep(1.0)
     os.kill(pid, signal.SIGKILL)
     out, err = p.communicate(timeout=300)
     assert p.returncode == 3, out + err           # the killed run's cell has no valid run
-    metas = [json.loads(x.read_text()) for x in (d / "runs").glob("*/meta.json")]
+    metas = {x.parent.name: json.loads(x.read_text()) for x in (d / "runs").glob("*/meta.json")}
     assert len(metas) == 2
-    bad = [m for m in metas if not m["valid"]]
-    assert len(bad) == 1 and any(victim in r for r in bad[0]["invalid_reasons"])
+    # judge the killed run; the other may be spoiled by the machine's noise alone
+    # (reruns = 0), which is not the fault's doing
+    hit = metas[label]
+    assert not hit["valid"] and any(victim in r for r in hit["invalid_reasons"]), hit
+    for other, m in metas.items():
+        if other != label:
+            assert m["valid"] or validity.noise_only(m), (other, m["invalid_reasons"])
     assert "NO valid run" in out
 
 
