@@ -146,18 +146,21 @@ def kill_point(seed: int, what: str, **point) -> None:
               for k, v in point.items()))
 
 
-@pytest.mark.parametrize("seed", [1, 5, 2])
+RESUME_WITH = {1: "cli", 5: "api", 2: "cli --jobs 2"}
+
+
+@pytest.mark.parametrize("seed", list(RESUME_WITH))
 def test_ccarena_killed_at_a_random_point_then_cleanup_and_resume(tmp_path, seed, no_leaks):
     """SIGKILL of ccarena at a point uniform over the sweep's first n x duration seconds
     after its plan is written (each run lasts at least its duration, so the point falls
     inside the sweep: in a setup, a measurement, a teardown, the storing of a run or of
-    the summaries)."""
+    the summaries). Resumed by the CLI, the Python API or the CLI with --jobs 2."""
     study = write_study(tmp_path, duration=f"{DURATION_S}s", reps=2)
     base = tmp_path / "res"
     p = start(study, base)
     d = results_dir(base)
     t = fault_rng(seed).uniform(0, len(planned(d)) * DURATION_S)
-    kill_point(seed, "SIGKILL ccarena", after_plan_s=t)
+    kill_point(seed, "SIGKILL ccarena", after_plan_s=t, resume_with=RESUME_WITH[seed])
     time.sleep(t)
     assert p.poll() is None, "the sweep ended before its shortest possible length"
     p.send_signal(signal.SIGKILL)
@@ -183,12 +186,20 @@ def test_ccarena_killed_at_a_random_point_then_cleanup_and_resume(tmp_path, seed
     assert r.returncode == 1 and "bottleneck.rate" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
     # resume runs only what is missing or was in flight
-    r = ccarena_cli("run", study, "--resume", d, "--quiet", "--no-report", check=False)
-    assert r.returncode in (0, 3), r.stdout + r.stderr
-    rc = r.returncode
+    how = RESUME_WITH[seed]
+    if how == "api":
+        res = ccarena.run_study(ccarena.load_study(study), resume=d, progress=False)
+        assert res.path == d
+        rc = 0 if res.passed else 3
+    else:
+        r = ccarena_cli("run", study, "--resume", d, "--quiet", "--no-report",
+                        *how.split()[1:], check=False)
+        assert r.returncode in (0, 3), r.stdout + r.stderr
+        rc = r.returncode
     assert_exactly_once(d, before=done)
     rec = json.loads((d / "resumes.json").read_text())[-1]
     assert rec["complete_runs"] == len(done)
+    assert (rec["executor"] or {}).get("jobs", 1) == (2 if "--jobs" in how else 1)
     assert_passes_unless_noise(d, rc)
     assert_passes_unless_noise(d)
 
@@ -249,12 +260,14 @@ def test_a_part_killed_at_a_random_point_and_resume_runs_that_run_again(tmp_path
     assert_passes_unless_noise(d, r.returncode, r.stdout + r.stderr)
 
 
-def test_damaged_files_are_set_aside_and_run_again(tmp_path, no_leaks):
+def test_damaged_files_are_set_aside_and_run_again_by_the_api_with_two_jobs(tmp_path,
+                                                                            no_leaks):
     """A stored study damaged afterwards -- a truncated meta.json, a deleted meta.json, a
-    deleted run table, a truncated runs.parquet, a deleted cells.parquet -- is completed
-    by --resume: each damaged run moved whole to superseded/<label>.damaged and run
-    again, the intact one kept, the summaries rebuilt."""
-    study = write_study(tmp_path, duration="1.5s", reps=2)
+    deleted run table, a truncated runs.parquet, a deleted cells.parquet -- is completed by
+    ccarena.run_study(..., resume=, jobs=2): each damaged run moved whole to
+    superseded/<label>.damaged and run again, the intact one kept, the summaries
+    rebuilt."""
+    study = write_study(tmp_path, duration=f"{DURATION_S}s", reps=2)
     r = ccarena_cli("run", study, "--results", tmp_path / "res", "--quiet", "--no-report",
                     check=False)
     assert r.returncode in (0, 3), r.stdout + r.stderr
@@ -269,8 +282,8 @@ def test_damaged_files_are_set_aside_and_run_again(tmp_path, no_leaks):
     summary.write_bytes(summary.read_bytes()[:64])
     (d / "cells.parquet").unlink()
     kept = {labels[3]: json.loads((runs / labels[3] / "meta.json").read_text())["run_id"]}
-    r = ccarena_cli("run", study, "--resume", d, "--quiet", "--no-report", check=False)
-    assert r.returncode in (0, 3), r.stdout + r.stderr
+    res = ccarena.run_study(ccarena.load_study(study), resume=d, jobs=2, progress=False)
+    assert res.path == d
     assert_exactly_once(d, before=kept)
     for label in labels[:3]:
         assert (d / "superseded" / f"{label}.damaged").is_dir(), label
@@ -278,9 +291,10 @@ def test_damaged_files_are_set_aside_and_run_again(tmp_path, no_leaks):
     rec = json.loads((d / "resumes.json").read_text())[-1]
     assert rec["complete_runs"] == 1        # the intact run
     assert sum("damaged" in x for x in rec["discarded"]) == 3, rec["discarded"]
+    assert rec["executor"]["jobs"] == 2
     assert sorted(pd.read_parquet(d / "runs.parquet")["label"]) == sorted(labels)
     assert (d / "cells.parquet").exists()
-    assert_passes_unless_noise(d, r.returncode, r.stdout + r.stderr)
+    assert_passes_unless_noise(d)
 
 
 def _mount_tmpfs(where: Path, size: str, ro: bool = False):
