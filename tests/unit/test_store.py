@@ -130,3 +130,67 @@ def test_a_results_directory_offers_reading_and_its_writer_the_writing(tmp_path)
     assert isinstance(w.results, ResultsDir) and w.results.path.parent == tmp_path
     w.write_json("x.json", {"a": 1})
     assert open_results(w.results.path).path == w.results.path
+
+
+def test_runs_and_flows_say_which_machine_ran_them(tmp_path):
+    """runs and flows carry each run's host, kernel and CPU model (meta.json worker), so a
+    study whose runs came from several machines can be grouped by machine."""
+    w = Writer.create("m", tmp_path)
+    res = w.results
+    machines = {"a": ("6.1.0", "CPU A"), "b": ("6.18.0", "CPU B")}
+    for i, host in enumerate(["a", "b", "a", None]):
+        label = f"c000-r{i + 1}"
+        meta = {"run_id": f"r{i}", "label": label, "cell": "c000", "rep": i + 1,
+                "valid": True, "invalid_reasons": []}
+        if host:
+            meta["worker"] = {"host": host, "kernel": machines[host][0],
+                              "cpu_model": machines[host][1]}
+        flows = pd.DataFrame({"run_id": [f"r{i}"] * 2, "flow": [0, 1],
+                              "goodput_bps": [1e6, 2e6]})
+        w.write_run(w.new_run(label), {}, flows, {"goodput_bps": 3e6 + i}, meta)
+    res = open_results(res.path)
+    runs, fl = res.runs, res.flows
+    for df in (runs, fl):
+        assert {"worker_host", "worker_kernel", "worker_cpu_model"} <= set(df.columns)
+    by = runs.set_index("label")
+    assert by.loc["c000-r2", ["worker_host", "worker_kernel", "worker_cpu_model"]].tolist() \
+        == ["b", "6.18.0", "CPU B"]
+    # a run that recorded no machine (older results) has no values, not a wrong one
+    assert by.loc["c000-r4", ["worker_host", "worker_kernel", "worker_cpu_model"]].isna().all()
+    # grouping by machine: each group holds exactly its machine's runs and flows
+    g = runs.dropna(subset=["worker_host"]).groupby(["worker_host", "worker_kernel",
+                                                    "worker_cpu_model"]).size()
+    assert g.to_dict() == {("a", "6.1.0", "CPU A"): 2, ("b", "6.18.0", "CPU B"): 1}
+    assert fl.groupby("worker_kernel").size().to_dict() == {"6.1.0": 4, "6.18.0": 2}
+    # the same after the summaries are written to disk and read back
+    Writer(res).rebuild_summaries()
+    back = pd.read_parquet(res.path / "flows.parquet")
+    assert back.groupby("worker_cpu_model").size().to_dict() == {"CPU A": 4, "CPU B": 2}
+
+
+def test_ls_counts_each_cells_missing_and_invalid_runs_as_show_does(tmp_path):
+    """`ls` says per cell how many planned runs are valid, invalid and missing, and its
+    counts are the ones `show` gives (both count the plan, not the stored runs)."""
+    base = tmp_path / "results"
+    d = write_synthetic_study(base / "synthetic-20260101-000000", reps=2, duration_s=4.0,
+                              invalid=("buf20-reno-r1",))
+    runs = sorted((d / "runs").iterdir())
+    gone = next(p for p in runs if p.name.endswith("buf100-cubic-r0"))
+    shutil.rmtree(gone)
+    plan = json.loads((d / "plan.json").read_text())["runs"]
+    cells = {r["cell"] for r in plan}
+    row = json.loads(ccarena_cli("ls", "--results", base, "--json").stdout)[0]
+    assert set(row["cells"]) == cells
+    assert row["cells"]["buf20-reno"] == {"planned": 2, "valid": 1, "invalid": 1, "missing": 0}
+    assert row["cells"]["buf100-cubic"] == {"planned": 2, "valid": 1, "invalid": 0,
+                                            "missing": 1}
+    for k in ("planned", "valid", "invalid", "missing"):
+        assert row[k] == sum(c[k] for c in row["cells"].values())
+    show = json.loads(ccarena_cli("show", d, "--json").stdout)
+    assert show["runs"] == {k: row[k] for k in ("planned", "valid", "invalid", "missing")}
+    # show names exactly the cells ls counts something missing or invalid in
+    lacking = {c for c, n in row["cells"].items() if n["invalid"] or n["missing"]}
+    assert {line.split()[1] for line in show["incomplete_cells"]} == lacking
+    # the table names the cells too
+    out = ccarena_cli("ls", "--results", base).stdout
+    assert "1 (buf20-reno)" in out and "1 (buf100-cubic)" in out

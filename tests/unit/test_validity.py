@@ -230,3 +230,117 @@ def test_a_sampler_that_missed_its_ticks_is_noise():
     assert judge_sampler("kernel qdisc sampler", 900, 50) == []
     assert judge_sampler("kernel qdisc sampler", 800, 200) == [
         "kernel qdisc sampler missed 200 of 1000 sampling ticks"]
+
+
+# -- judge_cpu_bursts: a drop-tail queue that overflows while the windows cannot fill it --
+
+BURST_STUDY = """
+[study]
+name = "bursts"
+duration = "4s"
+warmup = "1s"
+[bottleneck]
+rate = "200mbit"
+delay = "5ms"
+buffer = "{buffer}"
+queue = "{queue}"
+backend = "user"
+[[flow]]
+name = "bulk"
+from = "s1"
+to = "r1"
+cc = "cubic"
+{more}
+"""
+T0 = 10**9
+
+
+def _burst_study(buffer="100p", queue="droptail", more=""):
+    from ccarena.study.load import loads_study
+    return loads_study(BURST_STUDY.format(buffer=buffer, queue=queue, more=more), "b.toml")
+
+
+def _burst_tables(study, inflight_bdp, frac=0.62, slow_start=False, drops_every=10,
+                  mss=1448):
+    """4 s at 10 ms of a 200 Mbit/s, 10 ms RTT path: the link delivers `frac` of its rate
+    and drops 5 packets every `drops_every` intervals from a queue that overflows in
+    bursts; the sender keeps `inflight_bdp` BDPs in flight (a +-10 % ripple), in
+    congestion avoidance (cwnd >= ssthresh) or, with `slow_start`, below ssthresh."""
+    import pandas as pd
+    rate, dt, n = study.bottleneck.rate_bps, 0.01, 400
+    bdp = rate * study.base_rtt_s / 8
+    t = [T0 + int((i + 1) * dt * 1e9) for i in range(n)]
+    q = [100 if i % drops_every == 0 else (i * 7) % 40 for i in range(n)]
+    stats = pd.DataFrame({"t_ns": t, "dir": [0] * n, "qlen_pkts": q,
+                          "qlen_bytes": [x * 1514 for x in q],
+                          "drops": [5 if i % drops_every == 0 else 0 for i in range(n)],
+                          "bytes_out": [int(frac * rate * dt / 8)] * n})
+    cwnd = [int(inflight_bdp * bdp / mss * (1 + 0.1 * ((i % 5) - 2) / 2)) for i in range(n)]
+    info = pd.DataFrame({"host": ["s1"] * n, "flow": [0] * n, "conn": [0] * n,
+                         "t_ns": [x - 3_000_000 for x in t], "cwnd": cwnd, "unacked": cwnd,
+                         "ssthresh": [c + 50 if slow_start else c - 20 for c in cwnd],
+                         "mss": [mss] * n, "total_retrans": [0] * n,
+                         "bytes_sent": [0] * n})
+    return {"link_stats": stats, "tcpinfo": info}
+
+
+def _judge_saturation(study, tables, busy=0.88):
+    from ccarena.run.collect import judge_saturation
+    meta = {"cpu": {"busy_frac": busy, "steal_frac": 0.0}, "t0_ns": T0}
+    return judge_saturation(study, tables, meta), meta
+
+
+def test_a_queue_that_overflows_in_bursts_below_the_bdp_makes_the_run_invalid():
+    """--jobs 2 at 200 Mbit/s, one CPU per run: the link delivers 62 % of its rate, its
+    queue overflows now and then, the sender's window stays near 0.8 BDP. No loss beyond
+    the link's drops, so judge_cpu_limited sees nothing; a drop-tail queue that drops
+    needs the BDP plus the buffer in flight, so these packets came in bursts."""
+    study = _burst_study()
+    r, meta = _judge_saturation(study, _burst_tables(study, inflight_bdp=0.8))
+    assert len(r) == 1, r
+    assert r[0].startswith("the machine, not the link, limited the run: w2e delivered "
+                           "124 of 200 Mbit/s (62%; limit 80%) and dropped 150 packets"), r[0]
+    assert "0.8" in r[0].split("BDP")[0].rsplit("(", 1)[1], r[0]       # the window, in BDPs
+    assert "the 151 KB buffer fills only with 401 KB" in r[0], r[0]
+    assert "the CPU was 88% busy, 0% stolen" in r[0], r[0]
+    d = meta["link_delivery"]["w2e"]
+    assert d["avoidance_drops"] == 150 and 0.7 * 250e3 < d["inflight_p95_bytes"] < 0.95 * 250e3
+
+
+def test_what_the_network_itself_does_is_not_taken_for_bursts():
+    study = _burst_study()
+    # a sawtooth that reaches the BDP plus half the buffer: the link's own drops
+    assert _judge_saturation(study, _burst_tables(study, inflight_bdp=1.35))[0] == []
+    # drops in slow start: two packets per ACK overflow a queue below the BDP by design
+    assert _judge_saturation(study, _burst_tables(study, 0.8, slow_start=True))[0] == []
+    # a link that delivers its rate
+    assert _judge_saturation(study, _burst_tables(study, 0.8, frac=0.9))[0] == []
+    # too few drops to speak of (one interval of 5 in the judged 3 s; 10 needed)
+    assert _judge_saturation(study, _burst_tables(study, 0.8, drops_every=200))[0] == []
+    # a buffer one offload burst (64 KiB) can fill, or under a tenth of the BDP
+    small = _burst_study(buffer="40p")
+    assert _judge_saturation(small, _burst_tables(small, 0.8))[0] == []
+    # an AQM drops before its buffer is full
+    codel = _burst_study(queue="codel")
+    assert _judge_saturation(codel, _burst_tables(codel, 0.8))[0] == []
+    # data the other way: ACKs queued behind it arrive compressed and release bursts
+    # (Zhang, Shenker & Clark 1991)
+    two_way = _burst_study(more='[[flow]]\nname = "back"\nfrom = "r1"\nto = "s1"\n'
+                                'cc = "cubic"\nkind = "paced"\nwrite = "1KiB"\ngap = "10ms"')
+    assert _judge_saturation(two_way, _burst_tables(two_way, 0.8))[0] == []
+
+
+def test_drops_count_only_when_every_sender_was_in_congestion_avoidance():
+    import pandas as pd
+    flows = [{"flow": 0, "kind": "bulk", "from": "s1", "to": "r1", "bytes": None},
+             {"flow": 1, "kind": "bulk", "from": "s2", "to": "r2", "bytes": None}]
+    ms = 10**6
+    stats = pd.DataFrame({"t_ns": [T0 + k * 10 * ms for k in range(1, 5)], "dir": [0] * 4,
+                          "drops": [0, 3, 4, 6]})
+    # flow 1 is in slow start until 25 ms after t0, then both avoid congestion
+    info = pd.DataFrame({"host": ["s1", "s2", "s1", "s2"], "flow": [0, 1, 0, 1],
+                         "conn": [0] * 4, "t_ns": [T0, T0, T0 + 25 * ms, T0 + 25 * ms],
+                         "cwnd": [50, 10, 50, 40], "ssthresh": [40, 2**31 - 1, 40, 30]})
+    # intervals (10, 20] and (20, 30] began in flow 1's slow start; (30, 40] did not
+    assert validity.drops_in_avoidance(stats, info, flows, 0, (0.0, 1.0), T0) == 6
+    assert validity.drops_in_avoidance(stats, info, flows, 0, (0.0, 0.035), T0) == 0

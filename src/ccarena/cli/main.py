@@ -106,11 +106,13 @@ def cmd_ls(args) -> int:
     for r in rs:
         try:
             meta = r.check_version()
-            st = r.status()["state"].value_counts()
+            status = r.status()
+            st = status["state"].value_counts()
             rows.append({"results": r.path.name, "study": meta.get("study", ""),
                          "planned": int(st.sum()), "valid": int(st.get("valid", 0)),
                          "invalid": int(st.get("invalid", 0)),
                          "missing": int(st.get("missing", 0)),
+                         "cells": _cell_counts(status),
                          "created": meta.get("created", "")})
         except CcarenaError as e:
             rows.append({"results": r.path.name, "error": str(e)})
@@ -134,13 +136,32 @@ def cmd_ls(args) -> int:
             bad.append(f"{row['results']}: unreadable: {row['error']}")
             continue
         t.add_row(row["results"], str(row["planned"]), str(row["valid"]),
-                  f"[yellow]{row['invalid']}[/yellow]" if row["invalid"] else "0",
-                  f"[red]{row['missing']}[/red]" if row["missing"] else "0")
+                  f"[yellow]{_in_cells(row, 'invalid')}[/yellow]" if row["invalid"] else "0",
+                  f"[red]{_in_cells(row, 'missing')}[/red]" if row["missing"] else "0")
     con = _console()
     con.print(t)
     for line in bad:
         con.print(line, markup=False, highlight=False)
     return exits.OK
+
+
+def _cell_counts(status) -> dict:
+    """Per planned cell: how many of its runs are planned, valid, invalid and missing (the
+    same status() that show, report and check count)."""
+    out = {}
+    for cell, g in status.groupby("cell", sort=True):
+        n = g["state"].value_counts()
+        out[str(cell)] = {"planned": int(len(g)), "valid": int(n.get("valid", 0)),
+                          "invalid": int(n.get("invalid", 0)),
+                          "missing": int(n.get("missing", 0))}
+    return out
+
+
+def _in_cells(row: dict, state: str) -> str:
+    """'3 (c001, c004)': a count and the cells it falls in (their number past three)."""
+    cells = [c for c, n in row["cells"].items() if n[state]]
+    where = ", ".join(cells) if len(cells) <= 3 else f"{len(cells)} cells"
+    return f"{row[state]} ({where})"
 
 
 def cmd_show(args) -> int:

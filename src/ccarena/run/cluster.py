@@ -146,7 +146,12 @@ class Dispatcher:
         res = self.results
         host = ((out.get("meta") or {}).get("worker") or {}).get("host") or "a worker"
         self._note_preflight(r, out.get("preflight"))
-        _, meta = archive.unpack(res, r.label, out["archive"], origin=host)
+        staged, meta = archive.unpack(res, r.label, out["archive"], origin=host)
+        if out.get("runs_at_once") is not None:
+            # the executor's own record of its parallelism (meta.json is not in the
+            # manifest it completes, so the run stays complete)
+            meta["runs_at_once"] = int(out["runs_at_once"])
+            archive.write_meta(staged, meta)
         if not superseded:
             archive.adopt(res, r.label)
             set_aside: list[dict] = []

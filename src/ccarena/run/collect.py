@@ -120,10 +120,39 @@ def judge_saturation(study, tables: dict, meta: dict) -> list[str]:
               for d in windows}
     for d, v in delivery.items():
         v.update(losses.get(d) or {})
+    out = validity.judge_cpu_limited(delivery, losses, b.buffer.kind, b.buffer.size,
+                                     meta["cpu"])
+    # bursts: only where a drop-tail queue drops, and no data crosses the other way
+    # (validity.judge_cpu_bursts)
+    if b.queue == "droptail" and not b.ecn:
+        inflight = {}
+        for d, w in windows.items():
+            name = "w2e" if d == 0 else "e2w"
+            if name not in delivery or _reverse_data(study, d):
+                continue
+            f = validity.sender_inflight(tables.get("tcpinfo"), flows, d, w,
+                                         int(meta["t0_ns"]), study.sample_interval_s)
+            if f:
+                inflight[name] = f
+                delivery[name]["inflight_p95_bytes"] = f["p95_bytes"]
+                delivery[name]["avoidance_drops"] = validity.drops_in_avoidance(
+                    tables.get("link_stats"), tables.get("tcpinfo"), flows, d, w,
+                    int(meta["t0_ns"]))
+        judged = {r.split(": ", 1)[1].split(" ", 1)[0] for r in out}
+        out += validity.judge_cpu_bursts(delivery, inflight, b.buffer.bytes(study.mtu),
+                                         study.base_rtt_s, meta["cpu"], judged)
     if delivery:
         meta["link_delivery"] = delivery
-    return validity.judge_cpu_limited(delivery, losses, b.buffer.kind, b.buffer.size,
-                                      meta["cpu"])
+    return out
+
+
+def _reverse_data(study, d: int) -> bool:
+    """Does data cross the bottleneck against direction `d` (0: s* -> r*)? Flows carry
+    their data from `from` to `to`; request-response and command flows both ways."""
+    back = ("r", "s") if d == 0 else ("s", "r")
+    return any(f.kind in ("rr", "command") or
+               (str(f.src).startswith(back[0]) and str(f.dst).startswith(back[1]))
+               for f in study.flows)
 
 
 def check_algorithms(conns: pd.DataFrame | None, meta: dict) -> list[str]:

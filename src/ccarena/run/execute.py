@@ -17,7 +17,7 @@ from ccarena.metrics import run_metrics
 from ccarena.metrics.anomalies import anomalies
 from ccarena.run import watchdog
 from ccarena.run.collect import collect, guard_counts, judge_guards
-from ccarena.run.parts import START_LEAD_S, RunContext, parts_for
+from ccarena.run.parts import START_LEAD_S, RunContext, note_killed, parts_for
 from ccarena.store.results import Writer
 from ccarena.study.plan import PlannedRun
 from ccarena.study.model import Study
@@ -85,6 +85,7 @@ def execute_run(r: PlannedRun, results, backend: str, kernel_names: dict, pf: di
                              kernel_names=kernel_names, event_log=event_log, meta=meta)
         ctx.reasons.append(str(e))
         meta["error"] = str(e)
+        note_killed(meta, getattr(e, "killed", None))
         if isinstance(e, watchdog.RunOverrun) and tb is not None:
             # it may have struck during the teardown: finish it (idempotent)
             with contextlib.suppress(Exception):

@@ -99,7 +99,7 @@ def _run_in(results, study, resume, pf, executor, cpu_shares, *, seed, shuffle,
         if not cluster:
             leftovers.cleanup()
             ccmod.cleanup_stale()
-        resume_mod.record(results, done_before, discarded, environment.machine())
+        resume_mod.record(results, done_before, discarded, environment.machine(), executor)
     else:
         plan = make_plan(study, seed=seed, shuffle=shuffle, repetitions=repetitions,
                          reruns=reruns)

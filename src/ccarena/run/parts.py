@@ -120,6 +120,14 @@ class KernelLink(Part):
             self.sampler = None
 
 
+def note_killed(meta: dict, killed: dict | None) -> None:
+    """Record in meta["killed"] a process of the run that something outside killed
+    (testbed/proc.NsProcess.killed): the run was not measured, and `--resume` runs it
+    again (run/resume.py)."""
+    if killed and killed not in meta.setdefault("killed", []):
+        meta["killed"].append(killed)
+
+
 class FlowEngines(Part):
     """One ccarena-flow per host with flows; they wait for GO at t0."""
 
@@ -191,6 +199,8 @@ class WorkloadOutcome(Part):
     def finish(self, ctx):
         ctx.reasons.extend(self.engines.failures())
         ctx.reasons.extend(self.commands.cmds.failures() if self.commands.cmds else [])
+        for proc in (self.engines.engines.procs.values() if self.engines.engines else []):
+            note_killed(ctx.meta, proc.killed())
         self.engines.stop()
 
 
@@ -209,6 +219,7 @@ class UserLink(Part):
 
     def finish(self, ctx):
         p, self.proc = self.proc, None
+        note_killed(ctx.meta, p.killed())
         rc = p.terminate(timeout_s=10)
         if rc != 0:
             ctx.reasons.append(f"ccarena-link exit {rc}: {p.stderr_tail(3)}")

@@ -48,6 +48,7 @@ class RunCancelled(RunError):
 
 _slots: "queue.Queue[str | None]" = queue.Queue()
 _live: dict[int, subprocess.Popen] = {}
+_at_once: dict[int, int] = {}      # live run process -> most runs alive at once in its life
 _lock = threading.Lock()
 _closing = threading.Event()
 _tasks = [0]        # run_task calls under way in this process
@@ -83,8 +84,10 @@ def _cancelled(where: dict) -> bool:
 
 
 def run_task(payload: dict) -> dict:
-    """Run one planned run here; -> its meta, its directory as a tar (store/archive.py) and
-    the preflight of its cell on this machine."""
+    """Run one planned run here; -> its meta, its directory as a tar (store/archive.py),
+    the preflight of its cell on this machine, and runs_at_once: the most run processes
+    this process ran at the same time while this one ran (the executor's own count of
+    its parallelism; at most its number of slots)."""
     from ccarena.store.archive import pack
     where = _where()
     label = payload.get("label")
@@ -111,12 +114,13 @@ def run_task(payload: dict) -> dict:
             {**payload, "cpuset": share,
              "worker": {"dask_worker": w.address if w is not None else None}},
             default=str))
-        rc, why = _run_process(tmp, where)
+        rc, why, at_once = _run_process(tmp, where)
         result = tmp / "result.json"
         if rc == 0 and result.exists():
             out = json.loads(result.read_text())
             archive = pack(Path(out["run_dir"]))
-            return {"meta": out["meta"], "preflight": out["preflight"], "archive": archive}
+            return {"meta": out["meta"], "preflight": out["preflight"], "archive": archive,
+                    "runs_at_once": at_once}
         if why == "closing":
             from distributed import Reschedule
             raise Reschedule()
@@ -151,19 +155,24 @@ def cleanup_stale_tasks(base: str | None = None) -> list[str]:
     return gone
 
 
-def _run_process(tmp: Path, where: dict) -> tuple[int, str | None]:
-    """Run the run process for `tmp`; -> (exit code, None | "closing" | "cancelled")."""
+def _run_process(tmp: Path, where: dict) -> tuple[int, str | None, int]:
+    """Run the run process for `tmp`; -> (exit code, None | "closing" | "cancelled", the
+    most run processes alive at once in this process while it ran)."""
     with open(tmp / "stderr", "wb") as err:
         p = subprocess.Popen([sys.executable, "-m", "ccarena.run.task", str(tmp),
                               str(os.getpid())], stdin=subprocess.DEVNULL, stdout=err,
                              stderr=err, start_new_session=True)
     with _lock:
         _live[p.pid] = p
+        for pid in _live:
+            _at_once[pid] = max(_at_once.get(pid, 0), len(_live))
     why = None
     try:
         while True:
             try:
-                return p.wait(timeout=POLL_S), why
+                rc = p.wait(timeout=POLL_S)
+                with _lock:
+                    return rc, why, _at_once.get(p.pid, 1)
             except subprocess.TimeoutExpired:
                 pass
             if why is None and (_closing.is_set() or _cancelled(where)):
@@ -172,6 +181,7 @@ def _run_process(tmp: Path, where: dict) -> tuple[int, str | None]:
     finally:
         with _lock:
             _live.pop(p.pid, None)
+            _at_once.pop(p.pid, None)
 
 
 def _stop(p: subprocess.Popen) -> None:

@@ -13,7 +13,10 @@ A run is flagged (never silently averaged in) when
 - the CPU, not the emulated link, limited backlogged flows: the link delivered below
   CPU_LIMIT_UTIL_MAX of its rate, its queue never reached CPU_LIMIT_QUEUE_FRAC of its
   buffer, the senders lost packets the link never dropped, and the machine's CPU was at
-  least CPU_LIMIT_BUSY_MIN busy (judge_cpu_limited);
+  least CPU_LIMIT_BUSY_MIN busy (judge_cpu_limited); or the link delivered below
+  CPU_LIMIT_UTIL_MAX and its drop-tail queue overflowed while the senders' windows were
+  too small to fill it: packets reached it in bursts that only a machine short of CPU
+  makes (judge_cpu_bursts);
 - a socket ran another congestion control than the one the study asked for;
 - a process failed.
 
@@ -38,6 +41,12 @@ CPU_LIMIT_JUDGE_RTTS = 10
 CPU_LIMIT_LOST_MIN = 0.001     # of the segments sent, and at least CPU_LIMIT_LOST_MIN_PKTS
 CPU_LIMIT_LOST_MIN_PKTS = 10
 BACKLOGGED = ("bulk", "parallel")
+# judge_cpu_bursts: the largest burst one ACK releases from one connection on a path whose
+# ACKs the bottleneck clocks (a segment-offload unit), the buffer it needs in BDPs, and
+# the share of the time the windows are judged over
+BURST_GSO_BYTES = 65536
+BURST_MIN_BUFFER_BDP = 0.10
+BURST_INFLIGHT_QUANTILE = 0.95
 
 
 def judge_cpu(cpu: dict) -> list[str]:
@@ -202,8 +211,40 @@ def link_delivery(stats, rates: dict, windows: dict, t0_ns: int) -> dict:
             "queue_max_pkts": int(w["qlen_pkts"].max()) if "qlen_pkts" in w else None,
             "queue_max_bytes": int(w["qlen_bytes"].max()) if "qlen_bytes" in w else None,
             "drops": int(s["drops"].sum()) if "drops" in s else None,
+            "window_drops": int(w["drops"].sum()) if "drops" in w else None,
             "from_s": a, "to_s": b}
     return out
+
+
+def sender_inflight(tcpinfo, flows: list[dict], d: int, window: tuple[float, float],
+                    t0_ns: int, interval_s: float) -> dict | None:
+    """What the senders of direction `d`'s backlogged flows had in flight during `window`
+    (seconds after t0) -> {"p95_bytes", "max_bytes", "conns", "samples"}: per sampling
+    interval, each connection's last TCP_INFO `unacked x mss` on its data sender, summed
+    over the connections; the BURST_INFLIGHT_QUANTILE quantile and the maximum over the
+    intervals (`tcpinfo`: host, flow, conn, t_ns, unacked, mss)."""
+    mine = backlogged(flows, d)
+    if tcpinfo is None or not len(tcpinfo) or not mine or "unacked" not in tcpinfo \
+            or not interval_s:
+        return None
+    parts = [tcpinfo[(tcpinfo["flow"] == f["flow"]) & (tcpinfo["host"] == f["from"])]
+             for f in mine] if "host" in tcpinfo else \
+        [tcpinfo[tcpinfo["flow"] == f["flow"]] for f in mine]
+    rows = [p for p in parts if len(p)]
+    if not rows:
+        return None
+    t = pd.concat(rows)
+    rel = (t["t_ns"].astype("int64") - int(t0_ns)) / 1e9
+    t = t[(rel > window[0]) & (rel <= window[1])].assign(
+        bin=(rel[(rel > window[0]) & (rel <= window[1])] // interval_s).astype("int64"))
+    if not len(t):
+        return None
+    mss = t["mss"].astype(float).where(t["mss"] > 0, 1448.0)
+    t = t.assign(inflight=t["unacked"].astype(float) * mss).sort_values("t_ns")
+    per_bin = t.groupby(["bin", "flow", "conn"])["inflight"].last().groupby("bin").sum()
+    return {"p95_bytes": float(per_bin.quantile(BURST_INFLIGHT_QUANTILE)),
+            "max_bytes": float(per_bin.max()), "samples": int(len(per_bin)),
+            "conns": int(t.groupby(["flow", "conn"]).ngroups)}
 
 
 def sender_losses(tcpinfo, flows: list[dict], d: int) -> dict | None:
@@ -274,4 +315,112 @@ def judge_cpu_limited(delivery: dict, losses: dict, buffer_kind: str, buffer_siz
                    f"than {q} of its {buffer_size} {unit}, the senders retransmitted "
                    f"{lost['retrans']} packets where the link dropped {int(v.get('drops') or 0)}, "
                    f"and the CPU was {busy:.0%} {how} (limit {CPU_LIMIT_BUSY_MIN:.0%})")
+    return out
+
+
+def drops_in_avoidance(stats, tcpinfo, flows: list[dict], d: int,
+                       window: tuple[float, float], t0_ns: int) -> int | None:
+    """The packets the link dropped in direction `d` during `window` (seconds after t0)
+    in intervals that began with every sender of the direction's backlogged flows in
+    congestion avoidance (its last TCP_INFO sample before the interval: cwnd >=
+    ssthresh), i.e. ACK-clocked, adding about one packet per RTT. Slow start (cwnd below
+    ssthresh, also after a timeout) sends two packets per ACK in bursts that overflow a
+    queue before the windows reach the BDP, by TCP's design; its drops are not counted.
+    None without the tables to tell."""
+    mine = backlogged(flows, d)
+    if stats is None or tcpinfo is None or not len(stats) or not len(tcpinfo) or not mine \
+            or not {"cwnd", "ssthresh"} <= set(tcpinfo.columns):
+        return None
+    s = stats[stats["dir"] == d].sort_values("t_ns")
+    if len(s) < 2:
+        return None
+    interval = int(s["t_ns"].diff().median())
+    rel = (s["t_ns"].astype("int64") - int(t0_ns)) / 1e9
+    w = s[(rel > window[0]) & (rel <= window[1]) & (s["drops"] > 0)]
+    if not len(w):
+        return 0
+    starts = pd.DataFrame({"t_ns": (w["t_ns"].astype("int64") - interval).to_numpy(),
+                           "drops": w["drops"].to_numpy()})
+    parts = [tcpinfo[(tcpinfo["flow"] == f["flow"]) & (tcpinfo["host"] == f["from"])]
+             for f in mine] if "host" in tcpinfo else \
+        [tcpinfo[tcpinfo["flow"] == f["flow"]] for f in mine]
+    t = pd.concat([p for p in parts if len(p)] or [tcpinfo.iloc[:0]])
+    avoiding = pd.Series(True, index=starts.index)
+    for _, g in t.groupby(["flow", "conn"]):
+        g = g[["t_ns", "cwnd", "ssthresh"]].astype("int64").sort_values("t_ns")
+        m = pd.merge_asof(starts[["t_ns"]], g, on="t_ns", direction="backward")
+        sampled = m["cwnd"].notna()
+        avoiding &= ~sampled | (m["cwnd"] >= m["ssthresh"])
+    return int(starts["drops"][avoiding].sum())
+
+
+def _bytes(n: float) -> str:
+    for unit, m in (("MB", 1e6), ("KB", 1e3)):
+        if n >= m:
+            return f"{n / m:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
+def judge_cpu_bursts(delivery: dict, inflight: dict, buffer_bytes: int, base_rtt_s: float,
+                     cpu: dict, judged: set[str] = frozenset()) -> list[str]:
+    """The machine, not the emulated link, limited the run: its drop-tail queue
+    overflowed although the senders' windows could not fill it.
+
+    Physics: a drop-tail queue drops only when full. Backlogged senders keep a full link
+    and a queue behind it only with the path's bandwidth-delay product (BDP) plus that
+    queue in flight, so a loss-based sender whose packets are lost at that queue has the
+    BDP plus the buffer in flight when it loses them, and a sawtooth between there and a
+    multiplicative decrease spends most of its time near the top. Windows whose sum
+    stayed below BDP + buffer/2 for BURST_INFLIGHT_QUANTILE of the time cannot fill the
+    queue by arriving at the rate the ACKs clock: packets reached it in bursts. One ACK
+    on a path the bottleneck clocks releases at most one segment-offload unit
+    (BURST_GSO_BYTES) per connection; larger bursts come from a machine that held
+    packets or ACKs back and let them go at once -- a CPU that could not keep up with
+    the rate (measured: --jobs 2 at 200 Mbit/s, one CPU per run, delivers 60-70 % of the
+    rate with a queue that overflows in bursts while the windows stay below the BDP,
+    and no loss beyond the link's drops for judge_cpu_limited to see).
+
+    Per direction (`delivery` from link_delivery, `inflight` {direction: sender_inflight},
+    `judged`: directions judge_cpu_limited already named), the machine is named when
+    - the link delivered below CPU_LIMIT_UTIL_MAX of its rate in the window,
+    - it dropped at least CPU_LIMIT_LOST_MIN_PKTS packets in the window while the
+      senders were in congestion avoidance (v["avoidance_drops"], drops_in_avoidance:
+      slow start's bursts are TCP's own),
+    - the senders' in-flight bytes stayed below BDP + buffer/2 for
+      BURST_INFLIGHT_QUANTILE of the window,
+    - and the buffer holds at least BURST_GSO_BYTES per connection and
+      BURST_MIN_BUFFER_BDP of the BDP (so neither offload bursts nor a sawtooth's trough
+      explain the drops).
+    The CPU's busy and stolen time are given, not judged: a share of one CPU whose link
+    emulator polls is busy whether or not it keeps up, and bursts were seen from a share
+    88 % busy. The caller judges only a drop-tail queue with no data crossing the other
+    direction (and no random loss, jitter or rate change, judge_saturation's rules):
+    an AQM drops before its buffer fills, and ACKs queued behind reverse data arrive
+    compressed and release bursts by the network's own doing (Zhang, Shenker & Clark,
+    SIGCOMM 1991)."""
+    if not delivery or not base_rtt_s:
+        return []
+    out = []
+    for d, v in sorted(delivery.items()):
+        f = inflight.get(d)
+        drops = int(v.get("avoidance_drops") or 0)
+        if d in judged or not f or v["frac"] >= CPU_LIMIT_UTIL_MAX \
+                or drops < CPU_LIMIT_LOST_MIN_PKTS:
+            continue
+        bdp = v["rate_bps"] * base_rtt_s / 8
+        if buffer_bytes < max(BURST_GSO_BYTES * f["conns"], BURST_MIN_BUFFER_BDP * bdp):
+            continue
+        need = bdp + buffer_bytes / 2
+        if f["p95_bytes"] >= need:
+            continue
+        out.append(f"the machine, not the link, limited the run: {d} delivered "
+                   f"{_of_rate(v['delivered_bps'], v['rate_bps'])} ({v['frac']:.0%}; limit "
+                   f"{CPU_LIMIT_UTIL_MAX:.0%}) and dropped {drops} packets from a full "
+                   f"queue in congestion avoidance while the senders had at most {_bytes(f['p95_bytes'])} in flight "
+                   f"{BURST_INFLIGHT_QUANTILE:.0%} of the time ({f['p95_bytes'] / bdp:.2f} "
+                   f"BDP; the {_bytes(buffer_bytes)} buffer fills only with "
+                   f"{_bytes(bdp + buffer_bytes)}): packets reached the link in bursts the "
+                   f"windows cannot make (the CPU was "
+                   f"{float(cpu.get('busy_frac') or 0.0):.0%} busy, "
+                   f"{float(cpu.get('steal_frac') or 0.0):.0%} stolen)")
     return out

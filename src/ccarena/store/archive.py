@@ -79,6 +79,12 @@ def unpack(results, label: str, data: bytes, origin: str = "a worker") -> tuple[
     return d, meta
 
 
+def write_meta(staged: Path, meta: dict) -> None:
+    """Rewrite a staged run's meta.json (what the submitter adds to it); it stays as new
+    as the run for ResultsDir._fresh."""
+    atomic.write_json(Path(staged) / "meta.json", meta)
+
+
 def adopt(results, label: str) -> Path:
     """Move a staged first attempt into runs/<label> (what an interrupted attempt left
     there, never complete, is removed first)."""

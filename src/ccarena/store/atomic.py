@@ -53,6 +53,28 @@ def fsync_dir(d: Path) -> None:
         os.close(fd)
 
 
+def stale_temporaries(directory: Path) -> list[Path]:
+    """The temporary files under `directory` whose writer is gone (killed between
+    creating and renaming one): never a file's content, safe to remove."""
+    out = []
+    for f in Path(directory).rglob(".*.tmp"):
+        parts = f.name.split(".")
+        pid = parts[-3] if len(parts) >= 5 else ""
+        if pid.isdigit() and not _alive(int(pid)):
+            out.append(f)
+    return sorted(out)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _write(path: Path, writer) -> None:
     """writer(tmp_path) writes the content; then fsync and rename over `path`."""
     path = Path(path)

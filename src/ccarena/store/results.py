@@ -304,8 +304,8 @@ class ResultsDir:
                          "invalid_reasons": "; ".join(meta.get("invalid_reasons", [])),
                          "cpu_busy_frac": meta.get("cpu", {}).get("busy_frac"),
                          "cpu_steal_frac": meta.get("cpu", {}).get("steal_frac"),
-                         "worker_host": (meta.get("worker") or {}).get("host"),
-                         **anomaly_columns(meta), **rerun_columns(meta)})
+                         **worker_columns(meta), **anomaly_columns(meta),
+                         **rerun_columns(meta)})
             f = self._parquet(d / f"{RUN_METRICS}.parquet")
             if f is not None:
                 f = f.copy()
@@ -314,6 +314,8 @@ class ResultsDir:
                 for k, v in params.items():
                     f[k] = v
                 f["valid"] = meta.get("valid", True)
+                for k, v in worker_columns(meta).items():
+                    f[k] = v
                 flows.append(f)
         rdf = pd.DataFrame(runs)
         fdf = pd.concat(flows, ignore_index=True) if flows else pd.DataFrame()
@@ -478,6 +480,15 @@ def missing_files(run_dir: Path, meta: dict) -> list[str]:
     """Files a run's manifest (meta["files"]) lists that are absent or of another size."""
     return [f for f, n in (meta.get("files") or {}).items()
             if not (run_dir / f).exists() or (run_dir / f).stat().st_size != n]
+
+
+def worker_columns(meta: dict) -> dict:
+    """Where a run ran (meta["worker"], run/environment.worker), as columns of runs and
+    flows, so results from several machines can be grouped or compared by machine: the
+    host, its kernel release and CPU model (None for a run that did not record them)."""
+    w = meta.get("worker") or {}
+    return {"worker_host": w.get("host"), "worker_kernel": w.get("kernel"),
+            "worker_cpu_model": w.get("cpu_model")}
 
 
 def anomaly_columns(meta: dict) -> dict:

@@ -27,6 +27,11 @@ from ccarena.testbed import netns
 from ccarena.errors import RunError
 
 PR_SET_PDEATHSIG = 1
+# Signals by which something outside the run stops a process (a user, a supervisor, the
+# OOM killer); a crash signal (SIGSEGV, SIGABRT, ...) is the program's own failure. A
+# process that died of one of these while the run still needed it was killed, it did not
+# fail: the run records it (meta["killed"]) and `--resume` runs the run again.
+OUTSIDE_SIGNALS = (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 _libc = ctypes.CDLL(None, use_errno=True)    # loaded before any fork
 
 
@@ -61,6 +66,7 @@ class NsProcess:
                                                              else None))
         self._buf = b""
         self.lines: list[str] = []
+        self._stopping = False      # ccarena asked it to stop (terminate)
 
     def stderr_tail(self, n: int = 5) -> str:
         try:
@@ -68,11 +74,30 @@ class NsProcess:
         except OSError:
             return ""
 
-    def _fail(self, what: str):
+    def killed(self) -> dict | None:
+        """{"process": name, "signal": "SIGKILL"} when the process ended by one of
+        OUTSIDE_SIGNALS that ccarena did not send; else None (running, exited, crashed,
+        or stopped by ccarena)."""
+        rc = self.p.poll()
+        if rc is None or rc >= 0 or self._stopping or -rc not in OUTSIDE_SIGNALS:
+            return None
+        return {"process": self.name, "signal": signal.Signals(-rc).name}
+
+    def _fail(self, what: str, ended: bool = False):
+        """Raise RunError naming the process, its exit and its last stderr lines; `ended`:
+        it is known to be gone (its output or input closed), so its exit is awaited
+        briefly to be named. The error carries `killed` (see killed())."""
+        if ended and self.p.poll() is None:
+            try:
+                self.p.wait(timeout=0.5)
+            except subprocess.TimeoutExpired:
+                pass
         rc = self.p.poll()
         tail = self.stderr_tail()
-        raise RunError(f"{self.name}: {what}" + (f" (exit {rc})" if rc is not None else "")
-                       + (f": {tail}" if tail else ""))
+        e = RunError(f"{self.name}: {what}" + (f" (exit {rc})" if rc is not None else "")
+                     + (f": {tail}" if tail else ""))
+        e.killed = self.killed()
+        raise e
 
     def wait_line(self, word: str, timeout_s: float) -> str:
         """Wait for a stdout line starting with `word`."""
@@ -92,20 +117,21 @@ class NsProcess:
             if r:
                 chunk = os.read(fd, 65536)
                 if not chunk:
-                    self._fail(f"exited before {word}")
+                    self._fail(f"exited before {word}", ended=True)
                 self._buf += chunk
             elif self.p.poll() is not None and b"\n" not in self._buf:
-                self._fail(f"exited before {word}")
+                self._fail(f"exited before {word}", ended=True)
 
     def send(self, text: str):
         try:
             self.p.stdin.write(text.encode())
             self.p.stdin.flush()
         except (BrokenPipeError, OSError):
-            self._fail("closed its input")
+            self._fail("closed its input", ended=True)
 
     def terminate(self, timeout_s: float = 5.0) -> int | None:
         if self.p.poll() is None:
+            self._stopping = True
             try:
                 os.killpg(self.p.pid, signal.SIGTERM)
             except ProcessLookupError:
