@@ -200,8 +200,11 @@ def test_ls_lists_each_study_with_its_valid_invalid_and_missing_runs(stored):
     row = next(ln for ln in out.splitlines() if d.name in ln)
     assert re.findall(r"\b\d+\b", row.replace(d.name, "")) == ["12", "10", "1", "1"], out
     rows = json.loads(ccarena_cli("ls", "--results", base, "--json").stdout)
-    assert rows == [{"results": d.name, "study": "synthetic", "planned": 12, "valid": 10,
-                     "invalid": 1, "missing": 1, "created": ""}]
+    assert [{k: v for k, v in r.items() if k != "cells"} for r in rows] == [
+        {"results": d.name, "study": "synthetic", "planned": 12, "valid": 10,
+         "invalid": 1, "missing": 1, "created": ""}]
+    assert set(rows[0]["cells"]) == {"buf20-reno", "buf20-cubic", "buf100-reno",
+                                     "buf100-cubic"}
 
 
 def test_show_json_has_the_counts_cells_and_invalid_runs(stored):
