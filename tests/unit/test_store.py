@@ -194,3 +194,21 @@ def test_ls_counts_each_cells_missing_and_invalid_runs_as_show_does(tmp_path):
     # the table names the cells too
     out = ccarena_cli("ls", "--results", base).stdout
     assert "1 (buf20-reno)" in out and "1 (buf100-cubic)" in out
+
+
+def test_each_anomaly_is_one_line_whatever_its_text(tmp_path):
+    """`show`, `check` and the report list a run's anomalies one per line; a description
+    that itself contains "; " (the stall's "from 48.6 s; limit 4.0 s") stays whole."""
+    from ccarena.report.summary import anomaly_lines
+    w = Writer.create("a", tmp_path)
+    what = ["flow bulk: received nothing for 4.3 s (from 48.6 s; limit 4.0 s)",
+            "flow web: download incomplete"]
+    meta = {"run_id": "r0", "label": "c000-r1", "cell": "c000", "rep": 1, "valid": True,
+            "invalid_reasons": [], "anomalies": [{"kind": "stalled", "what": what[0]},
+                                                 {"kind": "download_incomplete",
+                                                  "what": what[1]}]}
+    flows = pd.DataFrame({"run_id": ["r0"], "flow": [0], "goodput_bps": [1e6]})
+    w.write_run(w.new_run("c000-r1"), {}, flows, {"goodput_bps": 1e6}, meta)
+    w.rebuild_summaries()
+    res = open_results(w.results.path)
+    assert anomaly_lines(res) == [f"run c000-r1: {x}" for x in what]

@@ -228,7 +228,7 @@ def anomaly_lines(results) -> list[str]:
         return []
     out = []
     for _, r in runs[runs["anomalies"].fillna(0) > 0].sort_values("label").iterrows():
-        for what in str(r["anomaly_list"]).split("; "):
+        for what in str(r["anomaly_list"]).splitlines():
             out.append(f"run {r['label']}: {what}")
     return out
 

@@ -492,9 +492,10 @@ def worker_columns(meta: dict) -> dict:
 
 
 def anomaly_columns(meta: dict) -> dict:
-    """A run's anomaly columns of runs.parquet (metrics/anomalies.py): how many, and what."""
+    """A run's anomaly columns of runs.parquet (metrics/anomalies.py): how many, and what,
+    one per line (a description may itself contain "; ")."""
     a = meta.get("anomalies") or []
-    return {"anomalies": len(a), "anomaly_list": "; ".join(x.get("what", "") for x in a)}
+    return {"anomalies": len(a), "anomaly_list": "\n".join(x.get("what", "") for x in a)}
 
 
 def rerun_columns(meta: dict) -> dict:
