@@ -135,3 +135,37 @@ def test_recovery_that_keeps_delivering_is_not_stuck():
                         "delivered": np.arange(t.size) * 10})
     assert anomalies({"rx": rx(np.arange(0.05, 30, 0.01)), "tcpinfo": tcp},
                      meta([bulk()])) == []
+
+
+def _recovery_crawl(rate_segs_per_s, mss=1000):
+    """A bulk sender in Recovery from 8 s to the end, delivering `rate_segs_per_s`."""
+    t = np.arange(0.0, 30.0, 0.01)
+    delivered = np.where(t < 8, t * 1000, 8000 + (t - 8) * rate_segs_per_s).astype(int)
+    return pd.DataFrame({"t_ns": (T0 + t * 1e9).astype("int64"), "t": t, "flow": 0,
+                         "conn": 0, "host": "s1", "ca_state": np.where(t >= 8, 3, 0),
+                         "delivered": delivered, "mss": mss})
+
+
+def test_a_recovery_that_crawls_below_the_fair_share_is_stuck():
+    """Without SACK, a burst of losses is repaired one hole per round trip and the partial
+    ACKs keep the RTO from firing: a flow can stay in Recovery for tens of seconds
+    delivering a trickle. 20 segments/s of 1000 bytes = 0.16 Mbit/s, under a tenth of the
+    10 Mbit/s a lone flow's fair share is."""
+    m = meta([bulk()], bottleneck={"rate_bps": 10e6})
+    found = anomalies({"rx": rx(np.arange(0.05, 30, 0.01)), "tcpinfo": _recovery_crawl(20)},
+                      m)
+    assert kinds(found) == ["stuck_in_recovery"]
+    assert 21.5 < found[0]["value"] <= 22.0
+    assert "0.16 Mbit/s" in found[0]["what"] and "from 8.0 s" in found[0]["what"]
+    # at a fair share's worth (1250 segments/s = 10 Mbit/s) it is recovering, not stuck
+    assert anomalies({"rx": rx(np.arange(0.05, 30, 0.01)),
+                      "tcpinfo": _recovery_crawl(1250)}, m) == []
+    # the limit is a tenth of the share: 10 connections share 10 Mbit/s, so 0.16 Mbit/s
+    # is 16 % of one's share and no crawl
+    ten = meta([bulk(conns=10, kind="parallel")], bottleneck={"rate_bps": 10e6})
+    assert anomalies({"rx": rx(np.arange(0.05, 30, 0.01)),
+                      "tcpinfo": _recovery_crawl(20)}, ten) == []
+    # a paced flow's rate is its application's: only "nothing delivered" counts for it
+    paced = meta([bulk(kind="paced")], bottleneck={"rate_bps": 10e6})
+    assert anomalies({"rx": rx(np.arange(0.05, 30, 0.01)),
+                      "tcpinfo": _recovery_crawl(20)}, paced) == []

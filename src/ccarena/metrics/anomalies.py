@@ -14,7 +14,11 @@ kinds:
   stalled              a backlogged flow (bulk, parallel) received nothing for longer than
                        STALL_MIN_S or STALL_RTTS base RTTs (many retransmission timeouts)
   stuck_in_recovery    the sender spent longer than that without leaving loss recovery
-                       (Recovery or Loss state) at a stretch
+                       (Recovery or Loss state) at a stretch, delivering nothing or under
+                       CRAWL_FRAC of its fair share of the bottleneck (rate / backlogged
+                       connections): without SACK a burst of losses is repaired one hole
+                       per round trip while partial ACKs keep the RTO from firing, so a
+                       flow can crawl through one recovery for tens of seconds
   download_incomplete  downloads (or requests) that started and never completed
   emulator_drops       the user-space link lost packets for its own reasons (its receive or
                        send path, or its ports), not by the emulated queue or loss model
@@ -27,6 +31,7 @@ import pandas as pd
 STALL_MIN_S = 2.0      # a gap shorter than this is ordinary (an RTO or two, a SYN retry)
 STALL_RTTS = 20        # ... or shorter than this many base RTTs
 RECOVERY_STATES = (3, 4)   # TCP_CA_Recovery, TCP_CA_Loss
+CRAWL_FRAC = 0.1       # recovery at a tenth of the fair share is a crawl, not a repair
 BACKLOGGED = ("bulk", "parallel")
 
 
@@ -99,11 +104,59 @@ def _connect_failures(conns, flow: int, name: str, meta: dict) -> list[dict]:
     return out
 
 
+def _fair_share(meta: dict) -> float | None:
+    """The bottleneck's rate over the run's backlogged connections (None: rate unknown)."""
+    rate = (meta.get("bottleneck") or {}).get("rate_bps")
+    n = sum(int(f.get("conns") or 1) for f in meta.get("flows") or []
+            if f.get("kind") in BACKLOGGED)
+    return float(rate) / max(n, 1) if rate else None
+
+
+def _stuck(sc: pd.DataFrame, meta: dict, thr: float, fair: float | None):
+    """The longest stretch over `thr` s in loss recovery during which the connection
+    delivered nothing, or (with the fair share known) under CRAWL_FRAC of it ->
+    (length s, start s, delivery rate bit/s), else None. A sender that recovers loss
+    after loss at line rate (BBR at 1 % random loss) is not stuck."""
+    t = _t(sc, meta).to_numpy()
+    rec = sc["ca_state"].isin(RECOVERY_STATES).to_numpy()
+    col = "delivered" if "delivered" in sc else "bytes_acked" if "bytes_acked" in sc else None
+    if col is None:
+        dur, at = longest_stretch(t, rec)
+        return (dur, at, 0.0) if dur > thr else None
+    got = sc[col].astype(float).diff().fillna(0.0).clip(lower=0).to_numpy()
+    unit = 8.0 * (sc["mss"].astype(float).to_numpy() if col == "delivered" and "mss" in sc
+                  else 1.0)
+    bits = got * unit
+    # nothing at all: the longest stretch in recovery without a delivery
+    dur, at = longest_stretch(t, rec & (got <= 0))
+    if dur > thr:
+        return dur, at, 0.0
+    if not fair or col == "delivered" and "mss" not in sc:
+        return None
+    best = None
+    i, n = 0, len(t)
+    while i < n:                      # each maximal stretch in recovery
+        if not rec[i]:
+            i += 1
+            continue
+        j = i
+        while j + 1 < n and rec[j + 1]:
+            j += 1
+        d = t[j] - t[i]
+        if d > thr:
+            rate = bits[i + 1:j + 1].sum() / d
+            if rate < CRAWL_FRAC * fair and (best is None or d > best[0]):
+                best = (float(d), float(t[i]), float(rate))
+        i = j + 1
+    return best
+
+
 def anomalies(tables: dict, meta: dict) -> list[dict]:
     out: list[dict] = []
     rx, tcp, conns = (tables.get(k) for k in ("rx", "tcpinfo", "conns"))
     thr = _threshold(meta)
     engines = meta.get("engines") or {}
+    fair = _fair_share(meta)
     for f in meta.get("flows") or []:
         fid, name, kind = f["flow"], f["name"], f["kind"]
         start, end = float(f.get("start_s") or 0.0), _flow_end(f, meta)
@@ -136,20 +189,19 @@ def anomalies(tables: dict, meta: dict) -> list[dict]:
             if "host" in s:
                 s = s[s["host"] == f["from"]]     # the data sender's view
             for conn, sc in s.groupby("conn") if len(s) else []:
-                sc = sc.sort_values("t_ns")
-                # stuck: in Recovery or Loss AND nothing newly delivered (a sender that
-                # recovers loss after loss at line rate, BBR at 1 % loss, makes progress)
-                col = "delivered" if "delivered" in sc else "bytes_acked" \
-                    if "bytes_acked" in sc else None
-                idle = sc[col].diff().fillna(1).le(0).to_numpy() if col else True
-                dur, at = longest_stretch(_t(sc, meta).to_numpy(),
-                                          sc["ca_state"].isin(RECOVERY_STATES).to_numpy() & idle)
-                if dur > thr:
+                # a paced or request-response flow's rate is its application's: only
+                # a flow that always has data is held to its fair share
+                found = _stuck(sc.sort_values("t_ns"), meta, thr,
+                               fair if kind in BACKLOGGED + ("download",) else None)
+                if found:
+                    dur, at, rate = found
+                    how = "delivering nothing" if not rate else (
+                        f"delivering {rate / 1e6:.3g} Mbit/s (under {CRAWL_FRAC:.0%} of its "
+                        f"fair share, {fair / 1e6:.3g} Mbit/s)")
                     out.append({"kind": "stuck_in_recovery", "flow": name,
                                 "value": round(dur, 3),
                                 "what": f"flow {name}: connection {int(conn)} stayed in loss "
-                                        f"recovery delivering nothing for {dur:.1f} s (from "
-                                        f"{at:.1f} s)"})
+                                        f"recovery for {dur:.1f} s (from {at:.1f} s), {how}"})
                     break
         if kind == "download" and conns is not None and len(conns) and f.get("size"):
             c = conns[(conns["flow"] == fid) & (conns.get("side") == "recv")]
