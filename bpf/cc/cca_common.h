@@ -205,6 +205,28 @@ static __always_inline void cca_cong_avoid_frac(struct tcp_sock *tp, u64 *acc, u
 }
 
 /*
+ * cca_cong_avoid_frac for a rule that grows at most one segment per ACK, as Linux's
+ * tcp_htcp does (it counts acked segments and adds one segment when the count reaches
+ * cwnd/alpha, then starts counting anew). Per acked segment alpha/cwnd is the same rule
+ * on ordinary ACKs; a stretch ACK differs. Without SACK, the retransmission that fills
+ * the hole after a time-out is acknowledged together with everything received behind
+ * it, hundreds of segments in one ACK: counted in full at a window of 2 and an alpha of
+ * tens, it would make a window of thousands at once. Credit beyond the one segment is
+ * dropped, so it cannot be spent on the ACKs that follow either.
+ */
+static __always_inline void cca_cong_avoid_frac_one(struct tcp_sock *tp, u64 *acc, u64 inc_fp,
+						    u32 acked)
+{
+	u64 unit = (u64)cca_max(tp->snd_cwnd, 1) << 10;
+
+	*acc += (u64)acked * inc_fp;
+	if (*acc >= unit) {
+		*acc = (*acc - unit) % unit;
+		cca_set_cwnd(tp, tp->snd_cwnd + 1);
+	}
+}
+
+/*
  * The opening of a Reno-style cong_avoid, shared by most algorithms: no growth
  * unless the sender uses its window (cca_is_cwnd_limited); in slow start, cwnd
  * grows by the acked segments up to ssthresh (cca_slow_start). Returns false

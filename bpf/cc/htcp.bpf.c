@@ -14,7 +14,9 @@
  *   alpha(Delta) = 1                                              Delta <= Delta_L
  *                = 1 + 10 (Delta - Delta_L) + ((Delta - Delta_L) / 2)^2   otherwise
  *   alpha <- 2 (1 - beta) alpha(Delta)   (keeps the average rate when beta != 0.5)
- * Per RTT cwnd grows by alpha segments. At a congestion event:
+ * Per RTT cwnd grows by alpha segments (alpha/cwnd per acked segment, at most one
+ * segment per ACK as in Linux's tcp_htcp: a stretch ACK after a time-out without SACK
+ * does not become a window of thousands). At a congestion event:
  *   beta = RTT_min / RTT_max, within [0.5, 0.8] (draft §4.1); RTT_min and RTT_max are
  *   the smallest and largest RTT samples of the connection, RTT_max from the Open state
  *   only (recovery inflates RTTs) and kept across events (an epoch that starts at a
@@ -126,7 +128,8 @@ static __always_inline void htcp_cong_avoid(struct sock *sk, u32 ack, u32 acked)
 
 	if (!cca_grow_prologue(sk, &acked))
 		return;
-	cca_cong_avoid_frac(tp, &ca->acc, htcp_alpha(ca), acked);
+	/* alpha/cwnd per acked segment, at most one segment per ACK (Linux's tcp_htcp) */
+	cca_cong_avoid_frac_one(tp, &ca->acc, htcp_alpha(ca), acked);
 }
 
 /* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */

@@ -1,0 +1,33 @@
+//! Stretch ACKs: without SACK, the retransmission that fills the hole after a time-out is
+//! acknowledged together with everything the receiver holds behind it, hundreds of
+//! segments in one ACK. An algorithm whose increase is alpha/cwnd per acked segment must
+//! not turn that one ACK into alpha times Reno's jump.
+use ccarena_cc_harness::*;
+
+const RTT: u32 = 200_000;
+
+/// H-TCP (draft-leith-tcp-htcp-06 §3: cwnd += alpha/cwnd on each ACK) grows at most one
+/// segment per ACK, as Linux's tcp_htcp does. Seen end to end: parallel-tcp's 30 SACK-less
+/// H-TCP connections through RED had windows jump from 1 to 4,562 segments on one ACK
+/// in the Loss state, 5 s after the time-out (alpha(5 s) = 45).
+#[test]
+fn htcp_grows_at_most_one_segment_per_ack_on_a_stretch_ack_after_a_time_out() {
+    let c = Conn::new("htcp");
+    c.start_in_ca(100);
+    for _ in 0..3 {
+        c.round(RTT);
+    }
+    c.enter_loss();
+    let ss = c.ssthresh();
+    assert!(ss >= 50, "ssthresh {ss} after the time-out");
+    advance_us(5_000_000); // backed-off time-outs: Delta is 5 s when the hole is filled
+    c.ack(Ack::new(600, RTT));
+    // slow start to ssthresh uses ss - 1 of the 600; the rest may add one segment
+    assert!(c.cwnd() <= ss + 1, "one ACK of 600 segments: cwnd {} (ssthresh {ss})", c.cwnd());
+    assert!(c.cwnd() >= ss, "slow start reaches ssthresh: cwnd {} (ssthresh {ss})", c.cwnd());
+    // and no credit is left over for the ACKs that follow: one ordinary ACK adds at
+    // most one segment, and a round of ordinary ACKs about alpha(5 s) = 45, not hundreds
+    let w = c.cwnd();
+    c.ack(Ack::new(1, RTT));
+    assert!(c.cwnd() <= w + 1, "the next ACK: {w} -> {}", c.cwnd());
+}
