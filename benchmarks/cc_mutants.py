@@ -18,12 +18,19 @@ boundary shift and negation), arithmetic (+ - * / %, compound assignments, ++/--
 shifts, && ||, binary & |, a removed `!`, integer constants (0, +1, -1), return values
 (0 and 1), a removed `return;`, and deleted expression statements (assignments, calls).
 
-Each mutant is written to a copy of bpf/cc (the real tree is never edited) and built
-with CCARENA_CC_DIR pointing there (crates/cc-harness/build.rs) in a target directory of
-its own; `cargo test --no-run` failing makes it unviable. The algorithm's test binary
-then runs under a timeout (a hang is caught: the suite did not pass). Outcomes go to
-build/mutants-cc/<name>/: caught.txt, missed.txt, timeout.txt, unviable.txt, a log per
-mutant that was not caught, and summary.json.
+Not mutated either: `x = 0;` deleted from an init op (equivalent: the kernel zeroes the
+private area before init).
+
+Each mutant is written to a snapshot taken when the run starts (a workspace of its own
+with copies of bpf/cc and crates/cc-harness; the real tree is never edited, and tests
+edited meanwhile do not change the verdicts) and built there with CCARENA_CC_DIR
+pointing at the copy (crates/cc-harness/build.rs), in a target directory of its own;
+`cargo test --no-run` failing makes it unviable. The algorithm's tests (its own file or,
+in others.rs, its tests by name prefix; a header: every test file) and the contract
+tests every algorithm is held to (harness.rs) then run under a timeout (a hang is
+caught: the suite did not pass). Outcomes go to build/mutants-cc/<name>/: caught.txt,
+missed.txt, timeout.txt, unviable.txt, a log per mutant that was not caught, and
+summary.json.
 """
 from __future__ import annotations
 
@@ -74,18 +81,44 @@ PRIORITY = ["lp", "yeah", "htcp", "highspeed", "westwood", "dctcp", "illinois",
 
 
 class Runner:
+    """Builds and tests mutants in a snapshot: a workspace of its own holding a copy of
+    crates/cc-harness (its tests as they were when the run started, so editing tests
+    meanwhile cannot change the verdicts) and of bpf/cc, where one mutant at a time is
+    written. crates/cc-harness/build.rs reads the sources from CCARENA_CC_DIR."""
+
     def __init__(self, target_dir: Path, test_threads: int, verbose: bool):
         self.target = target_dir
         self.threads = test_threads
         self.verbose = verbose
-        self.copy = Path(tempfile.mkdtemp(prefix="cc-mutant-", dir=OUT))
-        shutil.rmtree(self.copy)
+        self.snap = Path(tempfile.mkdtemp(prefix="snapshot-", dir=OUT))
+        self.crate = self.snap / "crates" / "cc-harness"
+        shutil.copytree(ROOT / "crates" / "cc-harness", self.crate,
+                        ignore=shutil.ignore_patterns("target"))
+        self.copy = self.snap / "bpf" / "cc"
         shutil.copytree(CC_DIR, self.copy)
+        (self.snap / "Cargo.toml").write_text('[workspace]\nresolver = "2"\nmembers = ["crates/cc-harness"]\n')
+        shutil.copy(ROOT / "Cargo.lock", self.snap / "Cargo.lock")
         self.env = dict(os.environ, CCARENA_CC_DIR=str(self.copy), CARGO_TARGET_DIR=str(target_dir),
                         CARGO_PROFILE_DEV_DEBUG="0", CARGO_TERM_COLOR="never")
+        if not self.env.get("CCARENA_VMLINUX_H"):
+            # build.rs would otherwise dump it with bpftool at every rebuild
+            vml = ROOT / "build" / "vmlinux.h"
+            if not vml.exists():
+                vml = OUT / "vmlinux.h"
+                with open(vml, "wb") as f:
+                    subprocess.run(["bpftool", "btf", "dump", "file", "/sys/kernel/btf/vmlinux",
+                                    "format", "c"], stdout=f, check=True)
+            self.env["CCARENA_VMLINUX_H"] = str(vml)
+
+        if shutil.which("ccache") and not self.env.get("BPF_CLANG"):
+            # a mutant changes one source: the other algorithms' objects come from the cache
+            wrapper = self.snap / "clang-ccache"
+            wrapper.write_text('#!/bin/sh\nexec ccache clang "$@"\n')
+            wrapper.chmod(0o755)
+            self.env.update(BPF_CLANG=str(wrapper), CCACHE_DIR=str(OUT / "ccache"))
 
     def cleanup(self):
-        shutil.rmtree(self.copy, ignore_errors=True)
+        shutil.rmtree(self.snap, ignore_errors=True)
 
     def write(self, fname: str, text: str):
         p = self.copy / fname
@@ -96,11 +129,12 @@ class Runner:
 
     def build(self, targets: list[str], timeout: float) -> tuple[bool, dict[str, str], str]:
         """cargo test --no-run for the test targets: (ok, target -> executable, log)."""
-        cmd = ["cargo", "test", "-p", PKG, "--no-run", "--message-format=json-render-diagnostics"]
+        cmd = ["cargo", "test", "--offline", "-p", PKG, "--no-run",
+               "--message-format=json-render-diagnostics"]
         for t in targets:
             cmd += ["--test", t]
         try:
-            p = subprocess.run(cmd, cwd=ROOT, env=self.env, capture_output=True, text=True,
+            p = subprocess.run(cmd, cwd=self.snap, env=self.env, capture_output=True, text=True,
                                timeout=timeout, start_new_session=True)
         except subprocess.TimeoutExpired as e:
             return False, {}, f"build timed out after {timeout:.0f} s\n{e.stderr or ''}"
@@ -123,7 +157,7 @@ class Runner:
         for target, filt in tests:
             cmd = [exes[target], f"--test-threads={self.threads}"] + ([filt] if filt else [])
             left = timeout - (time.monotonic() - t0)
-            proc = subprocess.Popen(cmd, cwd=ROOT / "crates" / "cc-harness", stdout=subprocess.PIPE,
+            proc = subprocess.Popen(cmd, cwd=self.crate, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, text=True, start_new_session=True)
             try:
                 out, _ = proc.communicate(timeout=max(left, 1))
@@ -145,7 +179,8 @@ def every_source() -> str:
 
 def tests_for(name: str) -> list[tuple[str, str | None]]:
     if name in TESTS:
-        return TESTS[name]
+        # the algorithm's own tests, and the contract every algorithm is held to
+        return TESTS[name] + [("harness", None)]
     # a shared header: every test file of the harness
     files = sorted(p.stem for p in (ROOT / "crates" / "cc-harness" / "tests").glob("*.rs"))
     return [(f, None) for f in files]

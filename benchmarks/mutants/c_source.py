@@ -237,8 +237,13 @@ def mutants_of(src: str, fname: str, every: str) -> list[Mutant]:
                                     add(func, "return value", body[i + 1].start, body[j].start, v)
                     elif tx not in KEYWORDS and not (nxt and nxt.kind == "ident" and tx not in KEYWORDS
                                                      and (nxt.text not in KEYWORDS)):
-                        # an expression statement (not a declaration `type name ...`)
-                        add(func, "deleted statement", t.start, body[j].end, ";")
+                        # an expression statement (not a declaration `type name ...`); not
+                        # `x = 0;` in an init op, which is equivalent: the kernel zeroes
+                        # icsk_ca_priv before init (tcp_assign_congestion_control,
+                        # tcp_reinit_congestion_control, tcp_disconnect), as the harness does
+                        stmt = src[t.start:body[j].end]
+                        if not (func.endswith("_init") and re.fullmatch(r"[\w>.\[\]\s-]+=\s*0\s*;", stmt)):
+                            add(func, "deleted statement", t.start, body[j].end, ";")
             stmt_start = False
             if tx == "(":
                 paren.append(prev is not None and prev.text in ("if", "while", "for", "switch"))
