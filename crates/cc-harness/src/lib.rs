@@ -351,6 +351,19 @@ impl Conn {
     /// round ends when snd_una reaches it (Vegas' rule). This round ends at the same ACK,
     /// so every ACK of a harness round falls in one round of the algorithm.
     pub fn round_with(&self, rtt_us: u32, mut rtt_of: impl FnMut(u32) -> u32) {
+        let n = self.next_round_acks();
+        let step = (rtt_us / n).max(1) as u64;
+        for i in 0..n {
+            advance_us(step);
+            self.ack(Ack::new(1, rtt_of(i)));
+        }
+        self.round_target.set(Some(self.pre_refill_nxt.get()));
+    }
+
+    /// The number of ACKs the next [`Conn::round`] delivers (one per segment of the data
+    /// outstanding when the previous round ended); fills the window first, as the round
+    /// does.
+    pub fn next_round_acks(&self) -> u32 {
         self.transmit();
         let mss = self.mss() as u64;
         let una = self.get(Field::SndUna);
@@ -358,13 +371,7 @@ impl Conn {
             Some(t) if t > una => t,
             _ => self.get(Field::SndNxt),
         };
-        let n = ((target.saturating_sub(una)) / mss).max(1) as u32;
-        let step = (rtt_us / n).max(1) as u64;
-        for i in 0..n {
-            advance_us(step);
-            self.ack(Ack::new(1, rtt_of(i)));
-        }
-        self.round_target.set(Some(self.pre_refill_nxt.get()));
+        ((target.saturating_sub(una)) / mss).max(1) as u32
     }
 
     /// One round on `path` with `other` segments of cross traffic in the network: every
