@@ -350,11 +350,22 @@ impl Conn {
     /// on the ACK that ends a round, before that ACK's own transmission, and the next
     /// round ends when snd_una reaches it (Vegas' rule). This round ends at the same ACK,
     /// so every ACK of a harness round falls in one round of the algorithm.
-    pub fn round_with(&self, rtt_us: u32, mut rtt_of: impl FnMut(u32) -> u32) {
+    pub fn round_with(&self, rtt_us: u32, rtt_of: impl FnMut(u32) -> u32) {
+        self.round_then(rtt_us, rtt_of, |_| ())
+    }
+
+    /// The same, calling `before_last` just before the round's last ACK: the one that ends
+    /// the algorithm's round, where its once-per-round rules are judged (a test can set
+    /// the window they are judged with).
+    pub fn round_then(&self, rtt_us: u32, mut rtt_of: impl FnMut(u32) -> u32, before_last: impl FnOnce(&Conn)) {
         let n = self.next_round_acks();
         let step = (rtt_us / n).max(1) as u64;
+        let mut before_last = Some(before_last);
         for i in 0..n {
             advance_us(step);
+            if i + 1 == n {
+                (before_last.take().unwrap())(self);
+            }
             self.ack(Ack::new(1, rtt_of(i)));
         }
         self.round_target.set(Some(self.pre_refill_nxt.get()));

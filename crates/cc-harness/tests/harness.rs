@@ -112,3 +112,23 @@ fn where_the_sequence_space_starts_changes_nothing() {
         assert_eq!(trajectory(a, 1000), trajectory(a, 0x9000_0000), "{a}");
     }
 }
+
+#[test]
+fn no_loss_sets_ssthresh_below_two_segments_or_above_the_window() {
+    // RFC 5681 §3.1 eq. (4): ssthresh = max(FlightSize/2, 2 SMSS); and a loss never
+    // raises the window. Small windows, after a round with a queue as long as the base RTT
+    // (delay-based rules see one then)
+    for a in ALGOS {
+        for w in [2u32, 3, 4, 5, 8] {
+            set_now_us(1_000_000);
+            let c = Conn::new(a);
+            c.start_in_ca(w);
+            c.round(20_000);
+            c.round(60_000);
+            c.set_cwnd(w);
+            c.enter_recovery();
+            let ss = c.ssthresh();
+            assert!(ss >= 2 && ss <= w.max(2), "{a} at cwnd {w}: ssthresh {ss}");
+        }
+    }
+}
