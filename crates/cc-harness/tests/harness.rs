@@ -75,13 +75,17 @@ fn no_algorithm_grows_while_the_application_limits_the_flow() {
 }
 
 /// (cwnd, ssthresh) after each step of one scripted connection of `algo` whose sequence
-/// space starts at `isn`: slow start, rounds with a growing queue, a loss and its recovery,
+/// space starts at `isn`, whose counters of delivered (and CE-marked) segments stand at
+/// `delivered` (and delivered/100) and whose clock reads `t0` when the algorithm is
+/// attached: slow start, rounds with a growing queue, a loss and its recovery,
 /// congestion avoidance, an ECN echo.
-fn trajectory(algo: &str, isn: u64) -> Vec<(u32, u32)> {
-    set_now_us(1_000_000);
+fn trajectory(algo: &str, isn: u64, delivered: u64, t0: u64) -> Vec<(u32, u32)> {
+    set_now_us(t0);
     let c = Conn::bare(algo);
     c.set(Field::SndUna, isn);
     c.set(Field::SndNxt, isn);
+    c.set(Field::Delivered, delivered);
+    c.set(Field::DeliveredCe, delivered / 100);
     c.init();
     c.set_ssthresh(60);
     let mut out = vec![];
@@ -104,12 +108,18 @@ fn trajectory(algo: &str, isn: u64) -> Vec<(u32, u32)> {
 }
 
 #[test]
-fn where_the_sequence_space_starts_changes_nothing() {
+fn where_the_sequence_space_counters_and_clock_start_changes_nothing() {
     // initial sequence numbers are random (RFC 6528): an algorithm that marks its rounds
-    // or windows by sequence numbers must start them at init from the socket's own
-    // (a zero left in place would be "after" snd_una for half of all connections)
+    // or windows by sequence numbers must start them at init from the socket's own (a
+    // zero left in place would be "after" snd_una for half of all connections). Likewise
+    // the delivered counters (an algorithm set with TCP_CONGESTION on an established
+    // connection is initialised mid-way) and the clock (the kernel's counts from boot):
+    // what an algorithm measures starts at its init
     for a in ALGOS {
-        assert_eq!(trajectory(a, 1000), trajectory(a, 0x9000_0000), "{a}");
+        let base = trajectory(a, 1000, 0, 1_000_000);
+        assert_eq!(base, trajectory(a, 0x9000_0000, 0, 1_000_000), "{a}: sequence numbers");
+        assert_eq!(base, trajectory(a, 1000, 1_000_000, 1_000_000), "{a}: delivered counters");
+        assert_eq!(base, trajectory(a, 1000, 0, 5_000_000_000), "{a}: clock");
     }
 }
 
