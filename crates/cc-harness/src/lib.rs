@@ -57,6 +57,11 @@ pub const FLAG_DATA_ACKED: i32 = 0x04;
 pub const FLAG_ECE: i32 = 0x40;
 pub const FLAG_SND_UNA_ADVANCED: i32 = 0x400;
 pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+/// icsk_ack.pending flags (enum inet_csk_ack_state_t)
+pub const ICSK_ACK_TIMER: u64 = 2;
+pub const ICSK_ACK_NOW: u64 = 16;
+/// tp->ecn_flags: the receiver echoes ECE (TCP_ECN_DEMAND_CWR)
+pub const TCP_ECN_DEMAND_CWR: u64 = 4;
 pub const TCP_CONG_NEEDS_ECN: u32 = 0x2;
 
 extern "C" {
@@ -65,6 +70,7 @@ extern "C" {
     fn cch_set_now_ns(t: u64);
     fn cch_now_ns() -> u64;
     fn cch_send_ack_calls() -> u64;
+    fn cch_send_ack_rcv_nxt() -> u32;
     fn cch_get(s: *mut c_void, f: c_int) -> u64;
     fn cch_set(s: *mut c_void, f: c_int, v: u64) -> c_int;
     fn cch_has_op(s: *mut c_void, op: c_int) -> c_int;
@@ -96,6 +102,10 @@ pub fn advance_us(dt: u64) {
 /// Calls of bpf_tcp_send_ack on this thread.
 pub fn send_ack_calls() -> u64 {
     unsafe { cch_send_ack_calls() }
+}
+/// The rcv_nxt the last bpf_tcp_send_ack call acknowledged.
+pub fn send_ack_rcv_nxt() -> u32 {
+    unsafe { cch_send_ack_rcv_nxt() }
 }
 
 /// One synthetic ACK (see [`Conn::ack`]).

@@ -139,6 +139,13 @@ fn no_loss_sets_ssthresh_below_two_segments_or_above_the_window() {
             c.enter_recovery();
             let ss = c.ssthresh();
             assert!(ss >= 2 && ss <= w.max(2), "{a} at cwnd {w}: ssthresh {ss}");
+            // and an ECN echo (RFC 3168 §6.1.2: the same response as a loss, or DCTCP's)
+            c.exit_reduction();
+            c.set_cwnd(w);
+            c.in_ack_event(CA_ACK_WIN_UPDATE | CA_ACK_ECE);
+            c.enter_cwr();
+            let ss = c.ssthresh();
+            assert!(ss >= 2 && ss <= w.max(2), "{a} at cwnd {w}, ECE: ssthresh {ss}");
         }
     }
 }
