@@ -78,7 +78,7 @@ fn no_algorithm_grows_while_the_application_limits_the_flow() {
 /// space starts at `isn`, whose counters of delivered (and CE-marked) segments stand at
 /// `delivered` (and delivered/100) and whose clock reads `t0` when the algorithm is
 /// attached: slow start, rounds with a growing queue, a loss and its recovery,
-/// congestion avoidance, an ECN echo.
+/// congestion avoidance with a queue that comes and goes, an ECN echo.
 fn trajectory(algo: &str, isn: u64, delivered: u64, t0: u64) -> Vec<(u32, u32)> {
     set_now_us(t0);
     let c = Conn::bare(algo);
@@ -98,7 +98,9 @@ fn trajectory(algo: &str, isn: u64, delivered: u64, t0: u64) -> Vec<(u32, u32)> 
         if k == 14 {
             c.exit_reduction();
         }
-        rtt = if k < 14 { rtt + 1_000 } else { 22_000 };
+        // after the loss: mostly a small queue, every third round a larger one (delay
+        // rules react to it, LP's only once a loss has calibrated its range)
+        rtt = if k < 14 { rtt + 1_000 } else if k % 3 == 0 { 30_000 } else { 22_000 };
         out.push((c.cwnd(), c.ssthresh()));
     }
     c.in_ack_event(CA_ACK_WIN_UPDATE | CA_ACK_ECE);
