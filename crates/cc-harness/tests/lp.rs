@@ -345,7 +345,8 @@ fn growth_pauses_for_three_smoothed_rtts_after_a_signal() {
     c.ack(Ack::new(1, BASE));
     assert_eq!((c.cwnd(), c.get(Field::CwndCnt)), (w, 0), "an ACK within itt does not count");
     set_now_us(itt_end);
-    c.ack_segments(w - 1, 1, BASE);
+    c.ack(Ack::new(1, BASE)); // at the time-out's end: counts
+    c.ack_segments(w - 2, 1, BASE);
     assert_eq!(c.cwnd(), w, "not before cwnd acked segments after itt");
     c.ack_segments(1, 1, BASE);
     assert_eq!(c.cwnd(), w + 1, "one segment after cwnd acked segments");
@@ -376,8 +377,9 @@ fn a_signal_as_the_inference_timeout_ends_halves_again() {
 fn the_delay_range_ends_at_the_round_s_second_largest_sample_whatever_their_order() {
     // d_max comes from each round's second-largest sample (bpf/cc/lp.bpf.c): 60 ms and
     // 40 ms in one full-buffer round give d_max = 40 ms and a threshold of 23 ms, so a
-    // 25 ms round is an ECI (with 60 ms the threshold would be 26 ms; with the round's
-    // minimum, 20 ms, there would be no range at all)
+    // 25 ms round is an ECI (with 60 ms the threshold would be 26 ms) and a 22 ms round is
+    // not (were d_max the round's minimum, 20 ms, the 22 ms round would itself stretch
+    // the range to 2 ms, and 22 > 20 + 0.15 * 2)
     for order in [[60_000, 40_000], [40_000, 60_000]] {
         let c = Conn::new("lp");
         calibrate(&c, 40, |i| match i {
@@ -386,8 +388,11 @@ fn the_delay_range_ends_at_the_round_s_second_largest_sample_whatever_their_orde
             _ => BASE,
         });
         let w = c.cwnd();
+        c.round(22_000);
+        assert_eq!(c.cwnd(), w + 1, "samples {order:?}: 22 ms");
+        let w = c.cwnd();
         c.round(25_000);
-        assert_eq!(c.cwnd(), (w + 1) / 2, "samples {order:?}");
+        assert_eq!(c.cwnd(), (w + 1) / 2, "samples {order:?}: 25 ms");
     }
 }
 
@@ -420,6 +425,10 @@ fn with_delayed_acks_too_the_range_ends_at_each_round_s_second_largest_sample() 
     for k in 0..4 {
         delayed_ack_round_with(&c, BASE, |i| if k % 2 == 0 && i == 4 { 200_000 } else { BASE });
     }
+    let w = c.cwnd();
+    delayed_ack_round(&c, 22_000);
+    delayed_ack_round(&c, 22_000);
+    assert!(c.cwnd() >= w, "22 ms < 20 + 0.15 * 20: no ECI, {w} -> {}", c.cwnd());
     let w = c.cwnd();
     delayed_ack_round(&c, 25_000);
     delayed_ack_round(&c, 25_000);
@@ -504,6 +513,11 @@ fn a_second_loss_before_any_round_ends_keeps_the_delay_range() {
     for _ in 0..4 {
         c.round(BASE);
     }
+    // (a round's own samples enter d_max before it is judged: 22 ms is below 23 ms with
+    // the 40 ms range, above the threshold of a range the 22 ms round would make itself)
+    let w = c.cwnd();
+    c.round(22_000);
+    assert!(c.cwnd() >= w, "22 ms < 20 + 0.15 * 20: no ECI, {w} -> {}", c.cwnd());
     // (after the time-out the harness's rounds need not line up with the algorithm's:
     // the signal may come an ACK or two into the round)
     let w = c.cwnd();
