@@ -352,3 +352,19 @@ fn a_round_without_rtt_samples_is_not_judged() {
     c.round(BASE);
     assert!(c.cwnd() >= w + 2, "still fast mode: {w} -> {}", c.cwnd());
 }
+
+#[test]
+fn a_loss_cut_that_leaves_no_queue_starts_the_reno_count_at_any_window() {
+    // a cut of max(cwnd/8, Q) >= Q leaves no packet queued: it would drain a lone flow's
+    // queue whatever the window and the RTT, so the count starts (bpf/cc/yeah.bpf.c).
+    // w = 10 at 35 ms (base 20 ms): Q = 15 * 10 / 35 = 4, cut 4 (one packet left would
+    // not drain: 8 * 35 ms > 20 ms * 10); then rho + 1 slow rounds (5 ms of queue: L =
+    // 1/4, Q small) and a loss: a Reno peer, halve
+    let c = flow(10);
+    judged_round(&c, BASE + 15_000, 10);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 10 - 4);
+    c.exit_reduction();
+    let (w, ss) = slow_rounds_then_loss(&c);
+    assert_eq!(ss, w / 2, "a Reno peer: halve");
+}
