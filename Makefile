@@ -28,7 +28,7 @@ APT_PACKAGES := iproute2 iputils-ping ethtool iperf3 curl wget tcpdump procps \
 TEST_APT_PACKAGES := chromium
 STAMP := build/.stamps
 
-.PHONY: install deps test-deps build python lock demo test test-unit bench clean mutants
+.PHONY: install deps test-deps build python lock demo test test-unit bench clean mutants mutants-cc
 
 install: deps build python
 
@@ -95,11 +95,18 @@ bench: install
 # Mutation testing of the link core (docs/dev/testing.md); slow, not part of `make test`.
 # One file at a time: make mutants MUTANTS_FILES=crates/link/src/queue/red.rs
 MUTANTS_FILES ?= crates/link/src/queue/*.rs crates/link/src/link.rs crates/link/src/link/*.rs \
-  crates/link/src/impair.rs
+  crates/link/src/transmitter.rs crates/link/src/impair.rs
 mutants:
 	@command -v cargo-mutants >/dev/null || cargo install --locked cargo-mutants
 	CARGO_PROFILE_DEV_DEBUG=0 cargo mutants -p ccarena-link --jobs 1 --timeout 15 \
 	  --output build/mutants $(addprefix -f ,$(wildcard $(MUTANTS_FILES)))
+
+# Mutation testing of the BPF congestion controls through the user-space harness
+# (benchmarks/cc_mutants.py, docs/dev/testing.md); slow, not part of `make test`.
+# Some algorithms: make mutants-cc CC_MUTANTS="lp yeah"; a header: CC_MUTANTS=cca_common.h
+CC_MUTANTS ?= all
+mutants-cc:
+	nice -n 19 python3 benchmarks/cc_mutants.py $(CC_MUTANTS)
 
 clean:
 	rm -rf build target $(VENV)

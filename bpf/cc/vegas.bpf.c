@@ -94,7 +94,8 @@ static __always_inline void vegas_cong_avoid(struct sock *sk, u32 ack, u32 acked
 	if (cca_in_slow_start(tp)) {
 		if (diff > VEGAS_GAMMA * VEGAS_FP) {
 			/* §3.3: leave slow start; bring cwnd down to what the path holds
-			 * (Expected rate times BaseRTT, plus the gamma allowance) */
+			 * (the Actual rate times BaseRTT, cwnd BaseRTT / RTT, plus the gamma
+			 * allowance: Linux's tcp_vegas adds one segment against truncation) */
 			u32 fit = (u32)((u64)cwnd * v->base_rtt / rtt) + VEGAS_GAMMA;
 
 			cca_set_cwnd(tp, cca_max(cca_min(cwnd, fit), 2));

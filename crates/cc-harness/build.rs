@@ -8,6 +8,9 @@
 //! them (name, ops, guard map) for the model.
 //! vmlinux.h: $CCARENA_VMLINUX_H, else build/vmlinux.h (made by `make bpf`), else
 //! generated here with `bpftool btf dump` from /sys/kernel/btf/vmlinux (like crates/trace).
+//! $CCARENA_CC_DIR, when set, replaces bpf/cc as the source directory: the C mutation
+//! runner (benchmarks/cc_mutants.py) points it at a copy holding one mutant, so the real
+//! tree is never edited.
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -39,7 +42,11 @@ fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let root = manifest.parent().unwrap().parent().unwrap().to_path_buf();
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
-    let cc_dir = root.join("bpf/cc");
+    println!("cargo:rerun-if-env-changed=CCARENA_CC_DIR");
+    let cc_dir = match std::env::var_os("CCARENA_CC_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => root.join("bpf/cc"),
+    };
     let vmlinux = vmlinux_dir(&root, &out);
     println!("cargo:rerun-if-changed={}", cc_dir.display());
     for f in ["shim/bpf/bpf_helpers.h", "shim/bpf/bpf_tracing.h", "csrc/model.c"] {

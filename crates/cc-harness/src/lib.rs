@@ -57,6 +57,11 @@ pub const FLAG_DATA_ACKED: i32 = 0x04;
 pub const FLAG_ECE: i32 = 0x40;
 pub const FLAG_SND_UNA_ADVANCED: i32 = 0x400;
 pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+/// icsk_ack.pending flags (enum inet_csk_ack_state_t)
+pub const ICSK_ACK_TIMER: u64 = 2;
+pub const ICSK_ACK_NOW: u64 = 16;
+/// tp->ecn_flags: the receiver echoes ECE (TCP_ECN_DEMAND_CWR)
+pub const TCP_ECN_DEMAND_CWR: u64 = 4;
 pub const TCP_CONG_NEEDS_ECN: u32 = 0x2;
 
 extern "C" {
@@ -65,6 +70,7 @@ extern "C" {
     fn cch_set_now_ns(t: u64);
     fn cch_now_ns() -> u64;
     fn cch_send_ack_calls() -> u64;
+    fn cch_send_ack_rcv_nxt() -> u32;
     fn cch_get(s: *mut c_void, f: c_int) -> u64;
     fn cch_set(s: *mut c_void, f: c_int, v: u64) -> c_int;
     fn cch_has_op(s: *mut c_void, op: c_int) -> c_int;
@@ -96,6 +102,10 @@ pub fn advance_us(dt: u64) {
 /// Calls of bpf_tcp_send_ack on this thread.
 pub fn send_ack_calls() -> u64 {
     unsafe { cch_send_ack_calls() }
+}
+/// The rcv_nxt the last bpf_tcp_send_ack call acknowledged.
+pub fn send_ack_rcv_nxt() -> u32 {
+    unsafe { cch_send_ack_rcv_nxt() }
 }
 
 /// One synthetic ACK (see [`Conn::ack`]).
@@ -350,7 +360,31 @@ impl Conn {
     /// on the ACK that ends a round, before that ACK's own transmission, and the next
     /// round ends when snd_una reaches it (Vegas' rule). This round ends at the same ACK,
     /// so every ACK of a harness round falls in one round of the algorithm.
-    pub fn round_with(&self, rtt_us: u32, mut rtt_of: impl FnMut(u32) -> u32) {
+    pub fn round_with(&self, rtt_us: u32, rtt_of: impl FnMut(u32) -> u32) {
+        self.round_then(rtt_us, rtt_of, |_| ())
+    }
+
+    /// The same, calling `before_last` just before the round's last ACK: the one that ends
+    /// the algorithm's round, where its once-per-round rules are judged (a test can set
+    /// the window they are judged with).
+    pub fn round_then(&self, rtt_us: u32, mut rtt_of: impl FnMut(u32) -> u32, before_last: impl FnOnce(&Conn)) {
+        let n = self.next_round_acks();
+        let step = (rtt_us / n).max(1) as u64;
+        let mut before_last = Some(before_last);
+        for i in 0..n {
+            advance_us(step);
+            if i + 1 == n {
+                (before_last.take().unwrap())(self);
+            }
+            self.ack(Ack::new(1, rtt_of(i)));
+        }
+        self.round_target.set(Some(self.pre_refill_nxt.get()));
+    }
+
+    /// The number of ACKs the next [`Conn::round`] delivers (one per segment of the data
+    /// outstanding when the previous round ended); fills the window first, as the round
+    /// does.
+    pub fn next_round_acks(&self) -> u32 {
         self.transmit();
         let mss = self.mss() as u64;
         let una = self.get(Field::SndUna);
@@ -358,13 +392,7 @@ impl Conn {
             Some(t) if t > una => t,
             _ => self.get(Field::SndNxt),
         };
-        let n = ((target.saturating_sub(una)) / mss).max(1) as u32;
-        let step = (rtt_us / n).max(1) as u64;
-        for i in 0..n {
-            advance_us(step);
-            self.ack(Ack::new(1, rtt_of(i)));
-        }
-        self.round_target.set(Some(self.pre_refill_nxt.get()));
+        ((target.saturating_sub(una)) / mss).max(1) as u32
     }
 
     /// One round on `path` with `other` segments of cross traffic in the network: every

@@ -110,3 +110,99 @@ fn a_loss_during_an_ece_reduction_halves() {
 fn needs_ecn() {
     assert_eq!(Conn::new("dctcp").ops_flags() & TCP_CONG_NEEDS_ECN, TCP_CONG_NEEDS_ECN);
 }
+
+/// One data segment arriving at the receiver, CE-marked or not: the kernel queues it
+/// (rcv_nxt passes it), then raises the CE event (tcp_data_queue -> tcp_event_data_recv
+/// -> tcp_ecn_check_ce). `timer`: a delayed ACK is pending when it arrives.
+fn receive(c: &Conn, ce: bool, timer: bool) {
+    c.set(Field::AckPending, if timer { ICSK_ACK_TIMER } else { 0 });
+    c.set(Field::RcvNxt, c.get(Field::RcvNxt) + 1448);
+    c.cwnd_event(if ce { CA_EVENT_ECN_IS_CE } else { CA_EVENT_ECN_NO_CE });
+}
+
+#[test]
+fn the_receiver_echoes_ce_exactly_and_acks_at_once_when_it_flips() {
+    // RFC 8257 §3.2: ECE mirrors the CE codepoint of the data; when it changes while an
+    // ACK is delayed, the ACK for the data before the change goes out at once (with the
+    // ECE those segments deserve), so the sender can count marks per segment
+    let c = Conn::new("dctcp");
+    let r0 = c.get(Field::RcvNxt) as u32;
+    let echo = |c: &Conn| c.get(Field::EcnFlags) & TCP_ECN_DEMAND_CWR != 0;
+    let calls = send_ack_calls();
+    receive(&c, false, false);
+    assert_eq!(c.get(Field::AckPending), 0, "no change: no ACK now");
+    receive(&c, false, true);
+    assert_eq!((send_ack_calls(), c.get(Field::AckPending), echo(&c)), (calls, ICSK_ACK_TIMER, false));
+    let before = c.get(Field::RcvNxt) as u32;
+    receive(&c, true, true); // CE now: the delayed ACK for the data up to here, at once
+    assert_eq!(send_ack_calls(), calls + 1);
+    assert_eq!(send_ack_rcv_nxt(), before, "it acknowledges the data before the change");
+    assert_ne!(c.get(Field::AckPending) & ICSK_ACK_NOW, 0, "and this segment is ACKed at once");
+    assert!(echo(&c), "ECE echoed from the CE segment on");
+    receive(&c, true, true); // still CE: nothing special
+    assert_eq!((send_ack_calls(), c.get(Field::AckPending), echo(&c)), (calls + 1, ICSK_ACK_TIMER, true));
+    receive(&c, false, false); // back to no CE, no ACK delayed: nothing to send early
+    assert_eq!(send_ack_calls(), calls + 1);
+    assert_ne!(c.get(Field::AckPending) & ICSK_ACK_NOW, 0);
+    assert!(!echo(&c), "no ECE for an unmarked segment");
+    // a change at the very first segment acknowledges what the connection had received
+    let c = Conn::new("dctcp");
+    receive(&c, true, true);
+    assert_eq!((send_ack_calls(), send_ack_rcv_nxt()), (calls + 2, r0));
+}
+
+#[test]
+fn growth_is_reno_s() {
+    // RFC 8257 §3.4: apart from the ECE reaction, RFC 5681's increase
+    let c = Conn::new("dctcp");
+    c.start_in_ca(40);
+    for k in 1..=3 {
+        c.ack_segments(40 + k - 1, 10, RTT);
+        assert_eq!(c.cwnd(), 40 + k);
+    }
+}
+
+#[test]
+fn a_reduction_without_an_ecn_echo_halves() {
+    // bpf/cc/dctcp.bpf.c: the alpha cut answers ECE only; a reduction the sender makes
+    // for another reason (tcp_enter_cwr on local congestion, the qdisc refusing a
+    // segment) halves like a loss (RFC 8257 §3.5's standard response). alpha ~ 0.05 here
+    let c = run(400, 200, 20);
+    let w = c.cwnd();
+    c.enter_cwr();
+    assert_eq!(c.ssthresh(), w / 2);
+}
+
+/// α·2^20 as an ECE cut of a window of 2048 shows it: cut = 2048·α/2 = α·2^20 >> 10
+fn alpha_cut_2048(c: &Conn) -> u32 {
+    c.in_ack_event(CA_ACK_WIN_UPDATE | CA_ACK_ECE);
+    c.set_cwnd(2048);
+    c.enter_cwr();
+    2048 - c.ssthresh()
+}
+
+#[test]
+fn alpha_survives_a_recovery_and_restarts_at_one_after_a_time_out() {
+    // α is the estimate of the path's marking; a loss recovery does not change it; after an
+    // RTO α restarts at 1 and its observation window at the RTO (bpf/cc/dctcp.bpf.c): one
+    // unmarked window later α = 15/16 exactly, whatever was marked before
+    let c = run(400, 200, 2); // alpha ~ 1/2
+    c.enter_recovery();
+    c.exit_reduction();
+    c.start_in_ca(400);
+    let cut = alpha_cut_2048(&c);
+    assert!((500..=530).contains(&cut), "alpha {}/1024 after a recovery", cut);
+    let c = run(400, 200, 2);
+    for _ in 0..50 {
+        // half of this window's segments marked, then the time-out
+        advance_us(10);
+        c.ack(Ack { segs: 1, rtt_us: RTT as i32, ece: true, ce_segs: 1 });
+        advance_us(10);
+        c.ack(Ack::new(1, RTT));
+    }
+    c.enter_loss();
+    c.exit_reduction();
+    c.start_in_ca(400); // everything outstanding at the RTO, unmarked, then acknowledged:
+    c.round(RTT); // one observation window
+    assert_eq!(alpha_cut_2048(&c), 960, "alpha 15/16 = 960/1024");
+}

@@ -48,3 +48,106 @@ fn the_guard_repairs_a_corrupted_ssthresh_before_use() {
     assert_eq!(c.guard_counts()[1], 1, "counted at entry");
     assert_eq!(c.guard_counts()[0], 0, "not late");
 }
+
+#[test]
+fn no_algorithm_grows_while_the_application_limits_the_flow() {
+    // RFC 7661 §4.1, RFC 5681 §3.1: cwnd grows only while it limits the sender; the
+    // application keeps 10 segments in flight against a window of 40 (in slow start the
+    // kernel also lets cwnd reach twice the largest flight, so that is 10 as well)
+    for a in ALGOS {
+        for (name, ssthresh) in [("slow start", 1000), ("congestion avoidance", 40)] {
+            set_now_us(1_000_000);
+            let c = Conn::new(a);
+            c.set_cwnd(40);
+            c.set_ssthresh(ssthresh);
+            c.set_app_unlimited(false);
+            c.set(Field::IsCwndLimited, 0);
+            c.set(Field::MaxPacketsOut, 10);
+            for _ in 0..100 {
+                c.set(Field::PacketsOut, 10);
+                c.set(Field::SndNxt, c.get(Field::SndUna) + 10 * 1448);
+                advance_us(2_000);
+                c.ack(Ack::new(1, 20_000));
+            }
+            assert!(c.cwnd() <= 40, "{a}, {name}: cwnd {} while application-limited", c.cwnd());
+        }
+    }
+}
+
+/// (cwnd, ssthresh) after each step of one scripted connection of `algo` whose sequence
+/// space starts at `isn`, whose counters of delivered (and CE-marked) segments stand at
+/// `delivered` (and delivered/100) and whose clock reads `t0` when the algorithm is
+/// attached: slow start, rounds with a growing queue, a loss and its recovery,
+/// congestion avoidance with a queue that comes and goes, an ECN echo.
+fn trajectory(algo: &str, isn: u64, delivered: u64, t0: u64) -> Vec<(u32, u32)> {
+    set_now_us(t0);
+    let c = Conn::bare(algo);
+    c.set(Field::SndUna, isn);
+    c.set(Field::SndNxt, isn);
+    c.set(Field::Delivered, delivered);
+    c.set(Field::DeliveredCe, delivered / 100);
+    c.init();
+    c.set_ssthresh(60);
+    let mut out = vec![];
+    let mut rtt = 20_000;
+    for k in 0..30 {
+        if k == 14 {
+            c.enter_recovery();
+        }
+        c.round(rtt);
+        if k == 14 {
+            c.exit_reduction();
+        }
+        // after the loss: mostly a small queue, every third round a larger one (delay
+        // rules react to it, LP's only once a loss has calibrated its range)
+        rtt = if k < 14 { rtt + 1_000 } else if k % 3 == 0 { 30_000 } else { 22_000 };
+        out.push((c.cwnd(), c.ssthresh()));
+    }
+    c.in_ack_event(CA_ACK_WIN_UPDATE | CA_ACK_ECE);
+    c.enter_cwr();
+    out.push((c.cwnd(), c.ssthresh()));
+    out
+}
+
+#[test]
+fn where_the_sequence_space_counters_and_clock_start_changes_nothing() {
+    // initial sequence numbers are random (RFC 6528): an algorithm that marks its rounds
+    // or windows by sequence numbers must start them at init from the socket's own (a
+    // zero left in place would be "after" snd_una for half of all connections). Likewise
+    // the delivered counters (an algorithm set with TCP_CONGESTION on an established
+    // connection is initialised mid-way) and the clock (the kernel's counts from boot):
+    // what an algorithm measures starts at its init
+    for a in ALGOS {
+        let base = trajectory(a, 1000, 0, 1_000_000);
+        assert_eq!(base, trajectory(a, 0x9000_0000, 0, 1_000_000), "{a}: sequence numbers");
+        assert_eq!(base, trajectory(a, 1000, 1_000_000, 1_000_000), "{a}: delivered counters");
+        assert_eq!(base, trajectory(a, 1000, 0, 5_000_000_000), "{a}: clock");
+    }
+}
+
+#[test]
+fn no_loss_sets_ssthresh_below_two_segments_or_above_the_window() {
+    // RFC 5681 §3.1 eq. (4): ssthresh = max(FlightSize/2, 2 SMSS); and a loss never
+    // raises the window. Small windows, after a round with a queue as long as the base RTT
+    // (delay-based rules see one then)
+    for a in ALGOS {
+        for w in [2u32, 3, 4, 5, 8] {
+            set_now_us(1_000_000);
+            let c = Conn::new(a);
+            c.start_in_ca(w);
+            c.round(20_000);
+            c.round(60_000);
+            c.set_cwnd(w);
+            c.enter_recovery();
+            let ss = c.ssthresh();
+            assert!(ss >= 2 && ss <= w.max(2), "{a} at cwnd {w}: ssthresh {ss}");
+            // and an ECN echo (RFC 3168 §6.1.2: the same response as a loss, or DCTCP's)
+            c.exit_reduction();
+            c.set_cwnd(w);
+            c.in_ack_event(CA_ACK_WIN_UPDATE | CA_ACK_ECE);
+            c.enter_cwr();
+            let ss = c.ssthresh();
+            assert!(ss >= 2 && ss <= w.max(2), "{a} at cwnd {w}, ECE: ssthresh {ss}");
+        }
+    }
+}

@@ -81,3 +81,44 @@ fn standard_tcp_at_or_below_low_window() {
         assert_eq!(c.cwnd(), 30 + k + 1);
     }
 }
+
+/// The table row a window uses: the largest tabulated w at or below it.
+fn row(w: u32) -> (u32, u32, u32) {
+    table().into_iter().filter(|r| r.0 <= w).last().unwrap()
+}
+
+#[test]
+fn the_cut_is_the_row_s_b_rounded_down_and_half_at_or_below_low_window() {
+    // RFC 3649 §5: cwnd <- (1 − b(w)) w above Low_Window = 38 with b of the row (in
+    // 1/256; the cut rounded down); at or below, standard TCP: RFC 5681's ⌊w/2⌋
+    for w in [2u32, 3, 37, 38, 39, 40, 42, 43, 44, 1000, 83_000, 100_000] {
+        let c = Conn::new("highspeed");
+        c.start_in_ca(w);
+        c.enter_recovery();
+        let want = if w <= 38 { (w / 2).max(2) } else { w - w * row(w).2 / 256 };
+        assert_eq!(c.ssthresh(), want, "w {w}");
+    }
+}
+
+#[test]
+fn growth_from_a_loss_on_is_a_of_w_per_rtt() {
+    // a(w)/cwnd per acked segment (a in 1/256 of the row): from a loss on (where the
+    // fraction carried so far is dropped) cwnd grows by one after ⌈cwnd·256/a⌉ ACKs
+    for w in [100u32, 1000, 10_000] {
+        let c = Conn::new("highspeed");
+        c.start_in_ca(2 * w);
+        c.ack_segments(37, 10, 20_000); // a fraction accumulated before the loss
+        c.enter_recovery();
+        c.exit_reduction();
+        c.set_cwnd(w);
+        c.set_ssthresh(w); // congestion avoidance
+        let a = row(w).1;
+        let want = (w * 256).div_ceil(a);
+        let mut n = 0;
+        while c.cwnd() == w {
+            c.ack(Ack::new(1, 20_000));
+            n += 1;
+        }
+        assert_eq!(n, want, "w {w}: a {a}/256");
+    }
+}

@@ -148,3 +148,192 @@ fn alpha_restarts_when_an_event_begins() {
     let per_rtt = (c.cwnd() - w0) as f64 / 5.0;
     assert!(per_rtt <= 2.0, "grew {per_rtt} segments per RTT right after a time-out");
 }
+
+/// α(Δ)·2(1 − β) in 1/1024 segment per RTT at the resolution bpf/cc/htcp.bpf.c keeps it:
+/// α·1024 = 1024 + 10240·d + 1024·(d/2)² with d = Δ − Δ_L in whole milliseconds (per
+/// second: 10 d + (d/2)²), each term rounded down.
+fn alpha_fp(delta_us: u64, beta_fp: u64) -> u64 {
+    let a = if delta_us <= 1_000_000 {
+        1024
+    } else {
+        let d = (delta_us - 1_000_000) / 1000;
+        1024 + d * 10240 / 1000 + d * d * 1024 / 4_000_000
+    };
+    (a * 2 * (1024 - beta_fp) >> 10).max(1)
+}
+
+/// ACKs of one segment each, all at the present instant, until cwnd grows; their count.
+fn acks_until_growth(c: &Conn) -> u32 {
+    let w = c.cwnd();
+    for k in 1..=100_000 {
+        c.ack(Ack::new(1, RTT));
+        if c.cwnd() > w {
+            return k;
+        }
+    }
+    panic!("no growth at cwnd {w}");
+}
+
+#[test]
+fn the_increase_is_alpha_to_a_1024th_of_a_segment() {
+    // the per-ACK increase is alpha·2(1 − β)/cwnd: at one instant Δ after an event with
+    // β = 0.5 the window grows by one segment after ⌈cwnd·1024/(α·1024)⌉ ACKs (the
+    // fraction carried from before the event was dropped at it). Windows chosen so that
+    // 1/1024 more or less of α changes the count
+    for delta in [500_000u64, 1_125_000, 2_999_999, 3_000_000, 5_322_000] {
+        let a = alpha_fp(delta, 512);
+        let x = (delta.max(1_000_000) - 1_000_000) as f64 / 1e6;
+        // (d in whole ms: up to 10.3/1000 segment less; each term: up to 1/1024)
+        assert!((a as f64 / 1024.0 - alpha(1.0 + x)).abs() < 0.02, "Delta {delta}: {a}/1024");
+        let g = |v: u64| v / gcd(v, 1024);
+        for w in [g(a), g(a + 1), 220] {
+            let (c, beta) = after_event(RTT, 2 * RTT, 0);
+            assert!((beta - 0.5).abs() < 0.01);
+            let t_end = now_us();
+            c.set_cwnd(w as u32);
+            set_now_us(t_end + delta);
+            let want = (w * 1024).div_ceil(a) as u32;
+            assert_eq!(acks_until_growth(&c), want, "Delta {delta} us, cwnd {w}: alpha {a}/1024");
+        }
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+#[test]
+fn beta_is_exact_at_its_bounds_and_between() {
+    // draft §4.1: β = RTT_min/RTT_max within [0.5, 0.8], in 1/1024: ⌊1024 RTT_min/RTT_max⌋
+    // within [512, 819]; a window of 1024 is cut to β·1024 exactly
+    for (max, want) in [(3 * RTT, 512), (RTT, 819), (RTT * 4 / 3, 768), (RTT * 10 / 7, 716)] {
+        let c = Conn::new("htcp");
+        c.start_in_ca(400);
+        c.round(RTT);
+        c.round(max);
+        for _ in 0..4 {
+            c.round(RTT);
+        }
+        c.set_cwnd(1024);
+        c.enter_recovery();
+        assert_eq!(c.ssthresh(), want, "RTT_max {max}");
+    }
+}
+
+#[test]
+fn a_new_connection_counts_delta_from_its_start() {
+    // before any congestion event Δ counts from the connection's start (the kernel's clock
+    // is far from zero), and β starts at 0.5: in its first second one segment per RTT
+    set_now_us(1_000_000_000);
+    let c = Conn::new("htcp");
+    c.start_in_ca(100);
+    for _ in 0..5 {
+        c.round(RTT);
+    }
+    assert!((104..=105).contains(&c.cwnd()), "cwnd {} after 5 RTTs from 100", c.cwnd());
+}
+
+/// β of the second event of a flow whose ACKs came every 100 us (10000 segments/s) before
+/// its first event and every `gap2` us before its second; every RTT sample equal, so β
+/// from the RTTs is 0.8 (819/1024).
+fn second_event_cut(gap2: u64) -> (u32, u32) {
+    let c = Conn::new("htcp");
+    c.start_in_ca(600);
+    c.ack_segments(2_000, 100, RTT);
+    c.enter_recovery();
+    c.exit_reduction();
+    c.ack_segments(2_000, gap2, RTT);
+    let w = c.cwnd();
+    c.enter_recovery();
+    (w, c.ssthresh())
+}
+
+#[test]
+fn adaptive_backoff_starts_beyond_a_fifth_of_change() {
+    // draft §4.2: β = 0.5 when |B(k+1) − B(k)|/B(k) > 0.2. B = 10000/s before the first
+    // event; before the second 1e6/gap: 8000 (−20 % exactly: no), 8196 (−18 %: no),
+    // 7812 (−21.9 %: yes), 11904 (+19 %: no), 12048 (+20.5 %: yes)
+    for (gap, backoff) in [(125, false), (122, false), (128, true), (84, false), (83, true)] {
+        let (w, ss) = second_event_cut(gap);
+        let want = if backoff { w * 512 >> 10 } else { w * 819 >> 10 };
+        assert_eq!(ss, want, "ACKs every {gap} us: backoff {backoff}");
+    }
+}
+
+#[test]
+fn throughput_is_measured_over_an_rtt_not_per_ack() {
+    // ACK compression (ten ACKs at once every millisecond: still 10000 segments/s) does
+    // not change the throughput B that adaptive backoff compares
+    let c = Conn::new("htcp");
+    c.start_in_ca(600);
+    c.ack_segments(2_000, 100, RTT);
+    c.enter_recovery();
+    c.exit_reduction();
+    for _ in 0..200 {
+        c.ack_segments(1, 991, RTT);
+        c.ack_segments(9, 1, RTT);
+    }
+    let w = c.cwnd();
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), w * 819 >> 10, "no adaptive backoff");
+}
+
+#[test]
+fn throughput_is_sampled_in_the_open_state_only() {
+    // a recovery's ACKs are not part of B: a slow recovery (1 s, 10 segments) between
+    // two events at 10000 segments/s does not trigger adaptive backoff, whether the
+    // second event comes before the first Open-state sample (30 ms) or after it (60 ms)
+    for open_acks in [300, 600] {
+        let c = Conn::new("htcp");
+        c.start_in_ca(600);
+        c.ack_segments(2_000, 100, RTT);
+        c.enter_recovery();
+        c.ack_segments(10, 100_000, RTT);
+        c.exit_reduction();
+        c.ack_segments(open_acks, 100, RTT);
+        let w = c.cwnd();
+        c.enter_recovery();
+        assert_eq!(c.ssthresh(), w * 819 >> 10, "{open_acks} Open ACKs: no adaptive backoff");
+    }
+}
+
+#[test]
+fn after_a_time_out_an_event_without_an_open_rtt_sample_uses_half() {
+    // an RTO forgets RTT_max (bpf/cc/htcp.bpf.c); the next event before any Open-state
+    // RTT sample knows none and uses β = 0.5
+    let (c, beta) = after_event(RTT, RTT * 5 / 4, 0);
+    assert!((beta - 0.8).abs() < 0.01);
+    c.enter_loss();
+    for _ in 0..3 {
+        c.round(RTT); // in the Loss state
+    }
+    c.exit_reduction();
+    c.set_cwnd(1024);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 512);
+}
+
+#[test]
+fn an_undone_event_restores_beta_and_the_throughput_memory() {
+    // RFC 3522/2883 undo: as if the event had not happened. Event 1 at 10000 segments/s,
+    // β 0.8; a spurious event at 7812/s (−22 %: backoff, β 0.5) is undone: the increase is
+    // again 2(1 − 0.8)α, and the next real event, at 7812/s, is compared with the
+    // throughput before event 1 (−22 %: backoff)
+    let c = Conn::new("htcp");
+    c.start_in_ca(600);
+    c.ack_segments(2_000, 100, RTT);
+    c.enter_recovery();
+    c.exit_reduction();
+    let t_end = now_us();
+    c.ack_segments(2_000, 128, RTT);
+    c.enter_recovery();
+    c.undo();
+    set_now_us(t_end + 3_000_000);
+    let a = alpha_fp(3_000_000, 819);
+    let w = c.cwnd() as u64;
+    assert_eq!(acks_until_growth(&c), (w * 1024).div_ceil(a) as u32, "beta 0.8 restored");
+    c.ack_segments(2_000, 128, RTT);
+    let w = c.cwnd();
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), w * 512 >> 10, "compared with the throughput before event 1");
+}

@@ -95,3 +95,175 @@ fn below_w_thresh_it_is_reno() {
     c.enter_recovery();
     assert_eq!(c.ssthresh(), 4);
 }
+
+/// α·1024 at the resolution bpf/cc/illinois.bpf.c keeps it: (d_m − d_1)·α_min·α_max /
+/// ((d_m − d_1)·α_min + (d_a − d_1)(α_max − α_min)), α in 1/1024 (α_min = 0.3: 307),
+/// delays in µs, d_1 = ⌊d_m/100⌋, rounded down; α_max at d_a ≤ d_1
+fn alpha_fp(dm: u64, da: u64) -> u64 {
+    let d1 = dm / 100;
+    if da <= d1 {
+        return 10_240;
+    }
+    (dm - d1) * 307 * 10_240 / ((dm - d1) * 307 + (da - d1) * (10_240 - 307))
+}
+
+#[test]
+fn alpha_is_exact_to_a_1024th() {
+    // after a loss α is 1 until a round has measured the delay (bpf/cc/illinois.bpf.c),
+    // and the increase carried before the loss is dropped. At a window of 2^16 nothing
+    // grows for a while, so the count of ACKs to the first new segment tells α exactly:
+    // the n − 1 ACKs of the measuring round add 1/cwnd each, its last α/cwnd, and then
+    // every ACK α/cwnd (per RTT: α)
+    for da in [5_000u64, 20_000, 50_000, 100_000] {
+        let a = alpha_fp(DM as u64, da);
+        assert!((a as f64 / 1024.0 - f1(da as f64)).abs() < 0.01, "d_a {da}: {a}/1024");
+        let c = flow_at(da as u32, 2);
+        c.ack_segments(37, 10, BASE + da as u32); // a fraction before the loss
+        c.enter_recovery();
+        c.exit_reduction();
+        c.set_cwnd(1 << 16);
+        let n = c.next_round_acks() as u64;
+        c.round(BASE + da as u32);
+        assert_eq!(c.cwnd(), 1 << 16);
+        let mut k = 0u64;
+        while c.cwnd() == 1 << 16 {
+            c.ack(Ack::new(1, BASE + da as u32));
+            k += 1;
+        }
+        let want = ((1u64 << 26) - (n - 1) * 1024).div_ceil(a) - 1;
+        assert_eq!(k, want, "d_a {da}: alpha {a}/1024");
+    }
+}
+
+#[test]
+fn beta_is_exact_in_each_zone() {
+    // β = 1/8 (128/1024) for d_a ≤ d_2 = 10 ms, 1/2 (512) for d_a ≥ d_3 = 80 ms, linear
+    // between (128 + 384 (d_a − d_2)/(d_3 − d_2), rounded down); cut of a window of 1024
+    for da in [5_000u32, 10_000, 10_001, 30_000, 45_000, 79_999, 80_000, 90_000] {
+        let want = if da <= 10_000 {
+            128
+        } else if da >= 80_000 {
+            512
+        } else {
+            128 + 384 * (da - 10_000) / 70_000
+        };
+        let c = flow_at(da, 2);
+        c.set_cwnd(1024);
+        c.enter_recovery();
+        assert_eq!(1024 - c.ssthresh(), want, "d_a {da}");
+    }
+}
+
+/// growth in one round at base RTT (d_a = 0)
+fn low_round(c: &Conn) -> u32 {
+    let w = c.cwnd();
+    c.round(BASE);
+    c.cwnd() - w
+}
+
+#[test]
+fn alpha_max_needs_five_consecutive_low_delay_rounds() {
+    // §3 (θ = 5, as Linux's module): the fifth low round's measurement switches α to
+    // α_max, so the rounds up to and including the fifth still grow by the old α (~0.6)
+    let c = flow_at(50_000, 3);
+    for k in 1..=5 {
+        assert!(low_round(&c) <= 2, "low round {k}");
+    }
+    assert!(low_round(&c) >= 9, "after five low rounds: alpha_max");
+    // a high-delay round in between starts the count again
+    let c = flow_at(50_000, 3);
+    for _ in 0..3 {
+        low_round(&c);
+    }
+    c.round(BASE + 50_000);
+    for k in 1..=5 {
+        assert!(low_round(&c) <= 2, "low round {k} after a high one");
+    }
+    // d_a = d_1 exactly (1 ms of d_m = 100 ms) is low delay: counted, not a jump
+    let c = flow_at(50_000, 3);
+    for k in 1..=5 {
+        let w = c.cwnd();
+        c.round(BASE + 1_000);
+        assert!(c.cwnd() - w <= 2, "round {k} at d_a = d_1");
+    }
+}
+
+#[test]
+fn a_flow_whose_delay_stays_low_uses_alpha_max_from_the_start() {
+    // §3: α = α_max while d_a ≤ d_1, and a flow that never saw more needs no θ rounds
+    let c = Conn::new("illinois");
+    c.start_in_ca(100);
+    for _ in 0..3 {
+        c.round(BASE);
+    }
+    assert!(c.cwnd() >= 125, "cwnd {} after 3 rounds from 100", c.cwnd());
+}
+
+#[test]
+fn without_a_delay_measurement_it_is_reno() {
+    // until the delay is measured (bpf/cc/illinois.bpf.c) α = 1, β = 1/2: a loss before
+    // any ACK halves, and so does one after a round whose ACKs carried no RTT sample
+    let c = Conn::new("illinois");
+    c.start_in_ca(100);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 50);
+    let c = flow_at(5_000, 2); // β would be 1/8
+    c.round_with(BASE, |_| u32::MAX); // rtt_us -1: no samples
+    c.set_cwnd(1024);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 512);
+}
+
+#[test]
+fn the_delay_rules_start_at_a_window_of_ten() {
+    // W_thresh = 10: a window of 9 is Reno's (β = 1/2), one of 10 uses β from the delay
+    // (here 1/8), both where the round is judged and at the loss
+    for (w, want) in [(9u32, 9 - 9 * 512 / 1024), (10, 10 - 10 * 128 / 1024)] {
+        let c = flow_at(5_000, 2);
+        c.round_then(BASE + 5_000, |_| BASE + 5_000, |c| c.set_cwnd(w));
+        c.set_cwnd(w);
+        c.enter_recovery();
+        assert_eq!(c.ssthresh(), want, "cwnd {w}");
+    }
+}
+
+#[test]
+fn a_recovery_keeps_the_delay_range_and_a_time_out_forgets_it() {
+    // d_m and the base RTT are the path's: a fast-retransmit recovery keeps them; after
+    // an RTO nothing is known (bpf/cc/illinois.bpf.c): α = 1, β = 1/2 until measured, and
+    // the range is measured anew
+    let mixed = |i: u32| if i % 2 == 0 { BASE + 10_000 } else { BASE + 20_000 };
+    // after a recovery: d_m = 100 ms, d_a = 15 ms: linear zone, 128 + 384 * 5/70 = 155
+    let c = flow_at(5_000, 2);
+    c.enter_recovery();
+    c.exit_reduction();
+    c.start_in_ca(400);
+    for _ in 0..2 {
+        c.round_with(BASE, mixed);
+    }
+    c.set_cwnd(1024);
+    c.enter_recovery();
+    assert_eq!(1024 - c.ssthresh(), 128 + 384 * 5_000 / 70_000);
+    // after an RTO: Reno until measured
+    let c = flow_at(5_000, 2);
+    c.enter_loss();
+    c.exit_reduction();
+    c.start_in_ca(100);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 50, "beta 1/2 right after an RTO");
+    let c = flow_at(5_000, 2);
+    c.enter_loss();
+    c.exit_reduction();
+    c.start_in_ca(400);
+    let w = c.cwnd();
+    c.round(BASE + 5_000);
+    assert!(c.cwnd() - w <= 1, "alpha 1 right after an RTO: +{}", c.cwnd() - w);
+    // ... and the range anew: base 25 ms (that round), max 40 ms, so d_m = 15 ms
+    // (d_2 = 1.5, d_3 = 12 ms) and d_a = 35 - 25 = 10 ms
+    for _ in 0..2 {
+        c.round_with(BASE, mixed);
+    }
+    c.set_cwnd(1024);
+    c.enter_recovery();
+    assert_eq!(1024 - c.ssthresh(), 128 + 384 * 8_500 / 10_500);
+}

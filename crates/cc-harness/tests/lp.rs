@@ -12,19 +12,24 @@ const BASE: u32 = 20_000;
 /// range, bpf/cc/lp.bpf.c) and a few quiet rounds. Threshold: 20 + 0.15 * 20 = 23 ms.
 fn calibrated(w: u32) -> Conn {
     let c = Conn::new("lp");
+    calibrate(&c, w, |_| 40_000);
+    c
+}
+
+/// The same on `c`, with the i-th RTT sample of the full-buffer round from `full(i)`.
+fn calibrate(c: &Conn, w: u32, full: impl FnMut(u32) -> u32) {
     c.start_in_ca(w);
     for _ in 0..3 {
         c.round(BASE);
     }
     c.set_ca_state(DISORDER); // the full buffer comes with duplicate ACKs
-    c.round(40_000);
+    c.round_with(40_000, full);
     c.enter_recovery();
     c.exit_reduction();
     c.start_in_ca(w);
     for _ in 0..4 {
         c.round(BASE);
     }
-    c
 }
 
 #[test]
@@ -203,11 +208,16 @@ fn alone_on_a_small_buffer_lp_keeps_most_of_the_link() {
 /// One round of delayed ACKs: every ACK acknowledges two segments (the receiver's
 /// normal case, RFC 1122/5681), spread over `rtt_us`, each carrying `rtt_us`.
 fn delayed_ack_round(c: &Conn, rtt_us: u32) {
+    delayed_ack_round_with(c, rtt_us, |_| rtt_us)
+}
+
+/// The same with the i-th ACK's RTT sample from `rtt_of(i)`.
+fn delayed_ack_round_with(c: &Conn, rtt_us: u32, mut rtt_of: impl FnMut(u32) -> u32) {
     c.transmit();
     let n = (c.get(Field::PacketsOut) as u32 / 2).max(1);
-    for _ in 0..n {
+    for i in 0..n {
         advance_us((rtt_us / n) as u64);
-        c.ack(Ack::new(2, rtt_us));
+        c.ack(Ack::new(2, rtt_of(i)));
     }
 }
 
@@ -279,4 +289,238 @@ fn the_delay_range_reaches_the_queue_a_slow_start_burst_builds() {
     c.round(BASE + 1_200);
     c.round(BASE + 1_200);
     assert!(c.cwnd() <= (w + 2) / 2, "1.2 ms of queue: ECI, {w} -> {}", c.cwnd());
+}
+
+#[test]
+fn the_signal_threshold_is_d_min_plus_delta_times_the_range() {
+    // §III-A: an ECI iff d > d_min + δ (d_max − d_min); δ = 0.15 is 154/1024 here, so
+    // with d_min 20 ms and d_max 40 ms the threshold is 20 ms + 20 ms · 154/1024 = 23.007 ms
+    let thresh = BASE + (40_000 - BASE) * 154 / 1024;
+    assert_eq!(thresh, 23_007);
+    let c = calibrated(40);
+    let w = c.cwnd();
+    c.round(thresh);
+    assert_eq!(c.cwnd(), w + 1, "d at the threshold: no signal");
+    let w = c.cwnd();
+    c.round(thresh + 1);
+    assert_eq!(c.cwnd(), (w + 1) / 2, "d 1 us above the threshold: ECI");
+}
+
+#[test]
+fn signals_need_a_delay_range_of_at_least_a_millisecond() {
+    // below 1 ms the range is timer noise and is not believed (bpf/cc/lp.bpf.c); a round
+    // 0.9 ms above d_min is above d_min + 0.15 of either range (150 us)
+    for (d_max, eci) in [(BASE + 1_000, true), (BASE + 999, false)] {
+        let c = Conn::new("lp");
+        calibrate(&c, 40, |_| d_max);
+        let w = c.cwnd();
+        c.round(BASE + 900);
+        let want = if eci { (w + 1) / 2 } else { w + 1 };
+        assert_eq!(c.cwnd(), want, "range {} us", d_max - BASE);
+    }
+}
+
+/// A calibrated flow after an ECI at the end of a 30 ms round, with ssthresh `ss`; returns
+/// it and the end of the inference time-out, 3 smoothed RTTs after the signal.
+fn after_a_signal(ss: u32) -> (Conn, u64) {
+    let c = calibrated(40);
+    c.set_ssthresh(ss);
+    let w = c.cwnd();
+    c.round(30_000);
+    assert_eq!(c.cwnd(), (w + 1) / 2, "the ECI");
+    let itt_end = now_us() + 3 * c.srtt_us() as u64;
+    (c, itt_end)
+}
+
+#[test]
+fn growth_pauses_for_three_smoothed_rtts_after_a_signal() {
+    // §III-B: no growth during the inference time-out (itt = 3 srtt, bpf/cc/lp.bpf.c);
+    // then the ordinary behaviour resumes, the acked segments counted from the reduction
+    // as after any window reduction (tcp_init_cwnd_reduction: snd_cwnd_cnt = 0): here
+    // congestion avoidance (ssthresh below the window), one segment per cwnd acked
+    let (c, itt_end) = after_a_signal(10);
+    let w = c.cwnd();
+    assert!(w > 10);
+    set_now_us(itt_end - 1);
+    c.ack(Ack::new(1, BASE));
+    assert_eq!((c.cwnd(), c.get(Field::CwndCnt)), (w, 0), "an ACK within itt does not count");
+    set_now_us(itt_end);
+    c.ack(Ack::new(1, BASE)); // at the time-out's end: counts
+    c.ack_segments(w - 2, 1, BASE);
+    assert_eq!(c.cwnd(), w, "not before cwnd acked segments after itt");
+    c.ack_segments(1, 1, BASE);
+    assert_eq!(c.cwnd(), w + 1, "one segment after cwnd acked segments");
+}
+
+#[test]
+fn a_signal_as_the_inference_timeout_ends_halves_again() {
+    // §III-B: a second ECI *within* itt sets the minimum window; the round that ends
+    // exactly when itt does is judged after it: a first ECI again, cwnd/2. One
+    // microsecond earlier it is still within.
+    for (early, want_min) in [(0u64, false), (1, true)] {
+        let (c, itt_end) = after_a_signal(40);
+        let h = c.cwnd();
+        c.round(30_000); // the round after a reaction: not judged
+        assert_eq!(c.cwnd(), h);
+        let end = itt_end - early;
+        let n = c.next_round_acks() as u64;
+        let step = (end - now_us()) / n;
+        set_now_us(end - step * n);
+        c.round_with((step * n) as u32, |_| 30_000); // its last ACK arrives at `end`
+        assert_eq!(now_us(), end);
+        let want = if want_min { 2 } else { h / 2 };
+        assert_eq!(c.cwnd(), want, "ECI {early} us before itt's end");
+    }
+}
+
+#[test]
+fn the_delay_range_ends_at_the_round_s_second_largest_sample_whatever_their_order() {
+    // d_max comes from each round's second-largest sample (bpf/cc/lp.bpf.c): 60 ms and
+    // 40 ms in one full-buffer round give d_max = 40 ms and a threshold of 23 ms, so a
+    // 25 ms round is an ECI (with 60 ms the threshold would be 26 ms) and a 22 ms round is
+    // not (were d_max the round's minimum, 20 ms, the 22 ms round would itself stretch
+    // the range to 2 ms, and 22 > 20 + 0.15 * 2)
+    for order in [[60_000, 40_000], [40_000, 60_000]] {
+        let c = Conn::new("lp");
+        calibrate(&c, 40, |i| match i {
+            3 => order[0],
+            7 => order[1],
+            _ => BASE,
+        });
+        let w = c.cwnd();
+        c.round(22_000);
+        assert_eq!(c.cwnd(), w + 1, "samples {order:?}: 22 ms");
+        let w = c.cwnd();
+        c.round(25_000);
+        assert_eq!(c.cwnd(), (w + 1) / 2, "samples {order:?}: 25 ms");
+    }
+}
+
+/// An LP flow whose receiver delays its ACKs, calibrated like `calibrate` (d_min 20 ms)
+/// with a full-buffer round of samples `full(i)`, and in congestion avoidance at 40.
+fn calibrated_with_delayed_acks(full: impl FnMut(u32) -> u32) -> Conn {
+    let c = Conn::new("lp");
+    c.start_in_ca(40);
+    for _ in 0..3 {
+        delayed_ack_round(&c, BASE);
+    }
+    c.set_ca_state(DISORDER);
+    delayed_ack_round_with(&c, 40_000, full);
+    c.enter_recovery();
+    c.exit_reduction();
+    c.start_in_ca(40);
+    c
+}
+
+#[test]
+fn with_delayed_acks_too_the_range_ends_at_each_round_s_second_largest_sample() {
+    // as above, for the samples of two-segment ACKs: 60 and 40 ms in the full-buffer round
+    // give d_max = 40 ms; a late ACK in a round (an ACK held for its timer) does not
+    // stretch it, neither in one round nor over several (each round is its own)
+    let c = calibrated_with_delayed_acks(|i| match i {
+        3 => 60_000,
+        5 => 40_000,
+        _ => BASE,
+    });
+    for k in 0..4 {
+        delayed_ack_round_with(&c, BASE, |i| if k % 2 == 0 && i == 4 { 200_000 } else { BASE });
+    }
+    let w = c.cwnd();
+    delayed_ack_round(&c, 22_000);
+    delayed_ack_round(&c, 22_000);
+    assert!(c.cwnd() >= w, "22 ms < 20 + 0.15 * 20: no ECI, {w} -> {}", c.cwnd());
+    let w = c.cwnd();
+    delayed_ack_round(&c, 25_000);
+    delayed_ack_round(&c, 25_000);
+    assert!(c.cwnd() <= (w + 2) / 2, "25 ms > 20 + 0.15 * 20: ECI, {w} -> {}", c.cwnd());
+}
+
+#[test]
+fn a_longer_delay_widens_the_range_at_once() {
+    // d_max is the largest sample of this and the previous loss epoch: a 100 ms round now
+    // (with duplicate ACKs: Disorder, no reaction) raises it before any loss, so the
+    // threshold is 20 + 0.15 * 80 = 32 ms: 30 ms is no longer a signal, 33 ms is
+    let c = calibrated(40);
+    c.set_ca_state(DISORDER);
+    c.round(100_000);
+    c.set_ca_state(OPEN);
+    let w = c.cwnd();
+    c.round(30_000);
+    assert_eq!(c.cwnd(), w + 1, "30 ms < 32 ms");
+    let w = c.cwnd();
+    c.round(33_000);
+    assert_eq!(c.cwnd(), (w + 1) / 2, "33 ms > 32 ms");
+}
+
+#[test]
+fn once_acks_are_delayed_a_round_of_single_segment_acks_is_not_judged() {
+    // an ACK of one segment carries one frame time less than a delayed ACK of two
+    // (bpf/cc/lp.bpf.c): once the receiver delays its ACKs a round without one is not
+    // compared with the range at all, however long its samples
+    let c = calibrated_with_delayed_acks(|_| 40_000);
+    for _ in 0..4 {
+        delayed_ack_round(&c, BASE);
+    }
+    let w = c.cwnd();
+    for _ in 0..3 {
+        c.round(30_000);
+    }
+    assert!(c.cwnd() >= w, "single-segment rounds judged: {w} -> {}", c.cwnd());
+    let w = c.cwnd();
+    delayed_ack_round(&c, 30_000);
+    delayed_ack_round(&c, 30_000);
+    assert!(c.cwnd() <= (w + 2) / 2, "the same delay on delayed ACKs: ECI, {w} -> {}", c.cwnd());
+}
+
+#[test]
+fn samples_of_a_lone_outstanding_segment_are_not_delay_samples() {
+    // with one segment in flight the receiver holds its ACK for the delayed-ACK timer
+    // (bpf/cc/lp.bpf.c): such a sample is not used; with two in flight it is. Seen
+    // through d_min: a 10 ms sample that counts lowers it, and 20 ms rounds are then
+    // signals (20 > 10 + 0.15 * (40 - 10) = 14.5 ms)
+    for (in_flight, used) in [(1u64, false), (2, true)] {
+        let c = calibrated(40);
+        let out = c.get(Field::PacketsOut);
+        c.set(Field::PacketsOut, in_flight - 1); // after this ACK
+        c.pkts_acked(1, 10_000, in_flight as u32);
+        c.set(Field::PacketsOut, out);
+        let w = c.cwnd();
+        c.round(BASE);
+        c.round(BASE);
+        if used {
+            assert!(c.cwnd() < w, "{in_flight} in flight: the sample counts, {w} -> {}", c.cwnd());
+        } else {
+            assert_eq!(c.cwnd(), w + 2, "{in_flight} in flight: not a sample");
+        }
+    }
+}
+
+#[test]
+fn a_second_loss_before_any_round_ends_keeps_the_delay_range() {
+    // a time-out during the recovery of a loss: no round ended in between, the epoch
+    // between the two losses saw nothing, and d_max stays the last epoch's 40 ms
+    let c = Conn::new("lp");
+    c.start_in_ca(40);
+    for _ in 0..3 {
+        c.round(BASE);
+    }
+    c.set_ca_state(DISORDER);
+    c.round(40_000);
+    c.enter_recovery();
+    c.enter_loss();
+    c.exit_reduction();
+    c.start_in_ca(40);
+    for _ in 0..4 {
+        c.round(BASE);
+    }
+    // (a round's own samples enter d_max before it is judged: 22 ms is below 23 ms with
+    // the 40 ms range, above the threshold of a range the 22 ms round would make itself)
+    let w = c.cwnd();
+    c.round(22_000);
+    assert!(c.cwnd() >= w, "22 ms < 20 + 0.15 * 20: no ECI, {w} -> {}", c.cwnd());
+    // (after the time-out the harness's rounds need not line up with the algorithm's:
+    // the signal may come an ACK or two into the round)
+    let w = c.cwnd();
+    c.round(30_000);
+    assert!(c.cwnd() <= (w + 2) / 2, "30 ms > 20 + 0.15 * 20: ECI, {w} -> {}", c.cwnd());
 }

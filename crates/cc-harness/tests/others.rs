@@ -107,6 +107,65 @@ fn vegas_keeps_diff_between_alpha_and_beta() {
     assert_eq!(vegas_step(21_000), -1, "Diff 4.8 > beta = 3: -1");
 }
 
+#[test]
+fn vegas_slow_start_grows_only_every_other_rtt() {
+    // §3.3: "allow exponential growth only every other RTT. In between, the congestion
+    // window stays fixed" (Linux's tcp_vegas grows every RTT instead; cca_vegas follows
+    // the paper). A growing round doubles cwnd, but for the ACK that ends the round
+    // (judged, not counted) and the segment that ACK releases (it belongs to the next
+    // round): from w to between 2w - 2 and 2w.
+    let c = Conn::new("vegas");
+    c.set_ssthresh(10_000);
+    let mut w = c.cwnd();
+    for k in 0..6 {
+        c.round(20_000); // no queue: Diff = 0
+        let n = c.cwnd();
+        if k % 2 == 0 {
+            assert!((2 * w - 2..=2 * w).contains(&n), "round {k}: growing round {w} -> {n}");
+        } else {
+            assert_eq!(n, w, "round {k}: the round between two growing ones holds cwnd");
+        }
+        w = n;
+    }
+}
+
+/// A Vegas flow in slow start whose BaseRTT is `base` (a growing round), then a round
+/// at cwnd `w` (the round between two growing ones, where cwnd stays fixed) whose every
+/// RTT sample is `rtt`.
+fn vegas_slow_start_round(base: u32, w: u32, rtt: u32) -> Conn {
+    let c = Conn::new("vegas");
+    c.set_ssthresh(10_000);
+    c.round(base);
+    c.set_cwnd(w);
+    c.round(rtt);
+    c
+}
+
+#[test]
+fn vegas_leaves_slow_start_when_diff_exceeds_gamma() {
+    // §3.3: slow start ends when Diff = cwnd (1 - BaseRTT/RTT) exceeds gamma = 1 segment;
+    // cwnd is then set to the Actual rate times BaseRTT, cwnd·BaseRTT/RTT, plus one
+    // segment (the integer truncation would rob the path of its last segment: Linux's
+    // tcp_vegas), and congestion avoidance begins (ssthresh = cwnd)
+    let c = vegas_slow_start_round(19_000, 20, 20_100); // Diff = 20 * 1.1/20.1 = 1.09
+    let fit = 20 * 19_000 / 20_100 + 1; // 18.9 -> 19
+    assert_eq!((c.cwnd(), c.ssthresh()), (fit, fit), "Diff 1.09 > gamma: out of slow start");
+    // from there the linear rules: Diff = 19 * 1.1/20.1 = 1.04 in [alpha, beta]: hold
+    c.round(20_100);
+    assert_eq!(c.cwnd(), fit, "congestion avoidance, Diff between alpha and beta: hold");
+
+    // Diff = 20 * 1/20 = 1 exactly is not above gamma: slow start goes on, the next
+    // round (without a queue) grows
+    let c = vegas_slow_start_round(19_000, 20, 20_000);
+    assert_eq!((c.cwnd(), c.ssthresh()), (20, 10_000), "Diff = gamma: still slow start");
+    c.round(19_000);
+    assert!(c.cwnd() >= 2 * 20 - 2, "the next round doubles: {}", c.cwnd());
+
+    // a large Diff: cwnd falls to what the path carries, Actual * BaseRTT + 1
+    let c = vegas_slow_start_round(19_000, 20, 38_000); // Diff = 10
+    assert_eq!((c.cwnd(), c.ssthresh()), (11, 11));
+}
+
 // ---- Hybla ------------------------------------------------------------------------------
 #[test]
 fn hybla_scales_growth_by_rho() {

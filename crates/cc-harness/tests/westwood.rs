@@ -57,3 +57,55 @@ fn growth_is_reno_s() {
         assert_eq!(c.cwnd(), 40 + k);
     }
 }
+
+#[test]
+fn the_first_bandwidth_sample_is_the_estimate() {
+    // Westwood+ starts BWE at its first sample (as Linux's tcp_westwood), then filters:
+    // 100 segments in the first 50 ms interval (RTT 50 ms): 2000 segments/s; a loss right
+    // then gives 2000/s · 50 ms = 100 segments
+    let c = Conn::new("westwood");
+    c.start_in_ca(120);
+    c.ack_segments(100, 500, 50_000);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 100);
+}
+
+#[test]
+fn ack_compression_does_not_change_the_estimate() {
+    // one sample per RTT (Westwood+, Grieco & Mascolo 2004) is what makes BWE robust to
+    // ACK compression: ten ACKs at once every 5 ms are still 2000 segments/s, and with
+    // RTT_min 50 ms ssthresh is 100, below the window of ~150
+    let c = Conn::new("westwood");
+    c.start_in_ca(150);
+    for _ in 0..400 {
+        c.ack_segments(1, 4_991, 50_000);
+        c.ack_segments(9, 1, 50_000);
+    }
+    c.enter_recovery();
+    assert!(c.ssthresh().abs_diff(100) <= 5, "ssthresh {}", c.ssthresh());
+}
+
+#[test]
+fn a_loss_before_the_first_bandwidth_sample_halves() {
+    // RTT samples but no bandwidth sample yet (5 ms of a 50 ms interval): nothing to size
+    // ssthresh with: Reno's halving (bpf/cc/westwood.bpf.c)
+    let c = Conn::new("westwood");
+    c.start_in_ca(50);
+    c.ack_segments(5, 1_000, 50_000);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 25);
+}
+
+#[test]
+fn on_short_paths_the_sampling_interval_is_ten_milliseconds() {
+    // RTT 1 ms: one sample per 10 ms (bpf/cc/westwood.bpf.c), so after 30 ms at half the
+    // rate (ACKs every 200 instead of 100 us) BWE has taken two or three filter steps of
+    // 1/8: between 5000 + 5000 (7/8)^3 = 8350 and 8828 segments/s; times RTT_min 1 ms: 8
+    let c = Conn::new("westwood");
+    c.start_in_ca(20);
+    c.ack_segments(10_000, 100, 1_000);
+    c.ack_segments(150, 200, 1_000);
+    c.set_cwnd(20);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 8);
+}

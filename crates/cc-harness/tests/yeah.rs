@@ -217,3 +217,154 @@ fn a_loss_in_fast_mode_cuts_an_eighth() {
     // Q = 0.5 ms * w / 20.5 ms ~ 10 < w/8 = 50
     assert_eq!(c.ssthresh(), w - w / 8);
 }
+
+/// One round whose every RTT sample is `rtt`, judged (its last ACK) with cwnd `w` and the
+/// acked-segment count at 0: the mode, Q and the decongestion come from exactly these.
+fn judged_round(c: &Conn, rtt: u32, w: u32) {
+    c.round_then(rtt, |_| rtt, |c| {
+        c.set_cwnd(w);
+        c.set(Field::CwndCnt, 0);
+    });
+}
+
+/// Whether the flow grows in fast mode right after a judged round: Scalable's one segment
+/// per 100 acked (cwnd >= 100), where Reno's needs cwnd acked. The judging ACK counted one.
+fn grows_fast(c: &Conn) -> bool {
+    let w = c.cwnd();
+    assert!(w >= 100);
+    c.ack_segments(99, 10, BASE);
+    c.cwnd() > w
+}
+
+/// A flow in congestion avoidance at `w` with RTT_base = 20 ms measured.
+fn flow(w: u32) -> Conn {
+    let c = Conn::new("yeah");
+    c.start_in_ca(w);
+    c.round(BASE);
+    c
+}
+
+#[test]
+fn fast_mode_boundaries_are_exact() {
+    // §2: fast iff Q < Q_max = 80 and L = queueing delay / RTT_base <= 1/phi = 1/8
+    // L: 2.5 ms of 20 ms is exactly 1/8 (fast); 1 us more is slow (Q = 22, far below 80)
+    for (q, fast) in [(2_500, true), (2_501, false)] {
+        let c = flow(200);
+        judged_round(&c, BASE + q, 200);
+        assert_eq!(grows_fast(&c), fast, "queueing delay {q} us");
+    }
+    // Q = 2 ms * w / 22 ms: 79 at w = 879 (fast), 80 at w = 880 (slow; L = 0.1)
+    for (w, fast) in [(879, true), (880, false)] {
+        let c = flow(w);
+        judged_round(&c, BASE + 2_000, w);
+        assert_eq!(grows_fast(&c), fast, "Q at cwnd {w}");
+    }
+}
+
+#[test]
+fn a_new_flow_starts_in_fast_mode() {
+    // no queue is known before the first measurement: Scalable's increase, a = 0.01
+    // per ACK, one segment per 100 acked at cwnd >= 100 (Linux's tcp_yeah too)
+    let c = Conn::new("yeah");
+    c.start_in_ca(200);
+    c.ack_segments(99, 10, BASE);
+    assert_eq!(c.cwnd(), 200, "not before 100 acked segments");
+    c.ack_segments(1, 10, BASE);
+    assert_eq!(c.cwnd(), 201, "one segment per 100 acked");
+}
+
+#[test]
+fn precautionary_decongestion_starts_above_qmax_and_sets_ssthresh() {
+    // §2: in slow mode, Q > Q_max: cwnd -= Q, ssthresh = cwnd. 10 ms of queueing at a
+    // 20 ms base: Q = w/3, 80 at w = 240 (no decongestion), 81 at w = 243
+    let c = flow(240);
+    judged_round(&c, BASE + 10_000, 240);
+    assert_eq!((c.cwnd(), c.ssthresh()), (240, 240), "Q = Q_max: none");
+    let c = flow(240);
+    judged_round(&c, BASE + 10_000, 243);
+    assert_eq!((c.cwnd(), c.ssthresh()), (243 - 81, 243 - 81), "Q = 81: cwnd - Q, ssthresh = cwnd");
+}
+
+#[test]
+fn decongestion_comes_at_most_every_other_round_and_cuts_at_most_half() {
+    // the round after a decongestion still carries packets sent before it (bpf/cc/yeah.bpf.c);
+    // and a decongestion never takes more than half the window (§2: cwnd/2 at most)
+    let c = flow(240);
+    judged_round(&c, BASE + 10_000, 243);
+    assert_eq!(c.cwnd(), 162);
+    // 30 ms of queueing: Q = 30 * 243 / 50 = 145 > 80 in each of the next rounds
+    judged_round(&c, BASE + 30_000, 243);
+    assert_eq!(c.cwnd(), 243, "the round right after a decongestion: none");
+    judged_round(&c, BASE + 30_000, 243);
+    assert_eq!(c.cwnd(), 243 - 243 / 2, "the next one: cwnd - min(Q, cwnd/2)");
+}
+
+#[test]
+fn a_loss_cuts_at_most_half_the_window() {
+    // §2: cwnd - max(cwnd/8, Q), never below cwnd/2: Q = 60 * 400 / 80 = 300 of a window
+    // that the decongestion brought to 200
+    let c = flow(400);
+    judged_round(&c, BASE + 60_000, 400);
+    assert_eq!(c.cwnd(), 200);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 100);
+}
+
+/// rho + 1 slow-mode rounds at a small queue (5 ms: L = 1/4, Q ~ cwnd/5 < 80), then a loss:
+/// (window, ssthresh)
+fn slow_rounds_then_loss(c: &Conn) -> (u32, u32) {
+    for _ in 0..17 {
+        c.round(BASE + 5_000);
+    }
+    let w = c.cwnd();
+    c.enter_recovery();
+    (w, c.ssthresh())
+}
+
+#[test]
+fn only_a_reduction_that_would_drain_a_lone_flow_s_queue_starts_the_reno_count() {
+    // bpf/cc/yeah.bpf.c: the count of slow rounds starts at a reduction after which the
+    // Q - red packets left would wait at most RTT_base/phi at the rate cwnd/RTT, i.e.
+    // phi (Q - red) RTT <= RTT_base cwnd. 60 ms of queue at a 20 ms base, w = 400: Q = 300,
+    // the cut 200 (half) leaves 100: 8 * 100 * 80 ms > 20 ms * 400, it would not drain:
+    // no count, and rho + 1 slow rounds later a loss still cuts Q, not half
+    let c = flow(400);
+    judged_round(&c, BASE + 60_000, 400);
+    let (w, ss) = slow_rounds_then_loss(&c);
+    assert!(ss > w / 2 + 10, "not a Reno peer: {w} -> {ss}");
+    // 25 ms of queue at w = 360: Q = 200, the cut 180 leaves 20: 8 * 20 * 45 ms =
+    // 20 ms * 360 exactly, it drains: the count starts, and rho slow rounds mean Reno
+    let c = flow(360);
+    judged_round(&c, BASE + 25_000, 360);
+    assert_eq!(c.cwnd(), 180);
+    let (w, ss) = slow_rounds_then_loss(&c);
+    assert_eq!(ss, w / 2, "a Reno peer: halve");
+}
+
+#[test]
+fn a_round_without_rtt_samples_is_not_judged() {
+    // ACKs that carry no RTT sample (retransmitted data, Karn's rule; the kernel passes
+    // -1) say nothing about the queue: mode and window stay as they were
+    let c = flow(200);
+    let w = c.cwnd();
+    c.round_with(BASE, |_| u32::MAX); // rtt_us -1
+    assert!(c.cwnd() >= w, "a round without samples judged: {w} -> {}", c.cwnd());
+    c.round(BASE);
+    assert!(c.cwnd() >= w + 2, "still fast mode: {w} -> {}", c.cwnd());
+}
+
+#[test]
+fn a_loss_cut_that_leaves_no_queue_starts_the_reno_count_at_any_window() {
+    // a cut of max(cwnd/8, Q) >= Q leaves no packet queued: it would drain a lone flow's
+    // queue whatever the window and the RTT, so the count starts (bpf/cc/yeah.bpf.c).
+    // w = 10 at 35 ms (base 20 ms): Q = 15 * 10 / 35 = 4, cut 4 (one packet left would
+    // not drain: 8 * 35 ms > 20 ms * 10); then rho + 1 slow rounds (5 ms of queue: L =
+    // 1/4, Q small) and a loss: a Reno peer, halve
+    let c = flow(10);
+    judged_round(&c, BASE + 15_000, 10);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 10 - 4);
+    c.exit_reduction();
+    let (w, ss) = slow_rounds_then_loss(&c);
+    assert_eq!(ss, w / 2, "a Reno peer: halve");
+}

@@ -202,6 +202,24 @@ mod tests {
     }
 
     #[test]
+    fn mean_loss_of_symmetric_and_absorbing_chains() {
+        let ge = |p, r| LossModel::GilbertElliott {
+            p,
+            r,
+            loss_good: 0.1,
+            loss_bad: 0.9,
+        };
+        // p = r: the chain spends half its time in each state (stationary π_bad =
+        // p/(p + r) = 1/2), so the mean is the states' average
+        assert!((ge(0.3, 0.3).mean_loss() - 0.5).abs() < 1e-12);
+        // r = 0, p > 0: the bad state is absorbing; in the long run every packet sees
+        // loss_bad (π_bad = 1), not the good state's rate
+        assert!((ge(0.05, 0.0).mean_loss() - 0.9).abs() < 1e-12);
+        // and p = 0, r > 0: the good state is absorbing
+        assert!((ge(0.0, 0.05).mean_loss() - 0.1).abs() < 1e-12);
+    }
+
+    #[test]
     fn uniform_jitter_is_plus_minus_j_around_the_delay() {
         let j = 1_000_000.0;
         let mut u = Jitter::new(JitterModel::Uniform { ns: j }, false, Rng::new(1));
