@@ -11,6 +11,9 @@ there is taken here from what the endpoints see (ping replies, TCP's delivery) a
 the bottleneck qdisc's statistics (link_stats: backlog, drops, bytes every ~10 ms).
 A guest under TCG is slow: rates stay at 10-20 Mbit/s. The path's own round trip (veth,
 namespaces, a slow guest) is measured beside the emulated one where a bound needs it."""
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from scipy.stats import binom
@@ -18,7 +21,10 @@ from scipy.stats import binom
 from ccarena.run.executor import run_study
 from ccarena.study.load import loads_study
 
-from linkhelpers import FRAME, PAYLOAD_SHARE, dumbbell, failed_parts, run_table, runs, steady
+# the user-space link tests' helpers (tests/integration)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+from linkhelpers import (FRAME, PAYLOAD_SHARE, dumbbell, failed_parts,  # noqa: E402
+                         run_table, runs, steady)
 
 pytestmark = pytest.mark.root
 

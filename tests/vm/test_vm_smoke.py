@@ -3,6 +3,8 @@ results land on the host like any run's; and a VM stopped mid-run leaves nothing
 and no half-written run. Needs `make vm` (make test installs it)."""
 import json
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -10,7 +12,9 @@ from ccarena import vm
 from ccarena.paths import build_dir
 from ccarena.study.load import loads_study
 
-from linkhelpers import FRAME, dumbbell, failed_parts, run_table, runs
+# the user-space link tests' helpers (tests/integration)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+from linkhelpers import FRAME, dumbbell, failed_parts, run_table, runs  # noqa: E402
 
 pytestmark = pytest.mark.root
 
