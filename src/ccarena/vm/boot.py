@@ -49,7 +49,9 @@ HANDSHAKE_POLLS = 1200      # x 50 ms the guest waits for host.json
 VNG_VERSION = "1.42"
 # passed into the guest: ccarena's own settings and what tests and CI read
 ENV_PREFIXES = ("CCARENA_",)
-ENV_NAMES = ("PYTEST_ADDOPTS", "CI", "COLUMNS", "LANG", "LC_ALL", "NO_COLOR")
+# (PYTHONPATH: the guest imports the code the host does, e.g. a worktree's src/ beside
+# another checkout's venv)
+ENV_NAMES = ("PYTEST_ADDOPTS", "CI", "COLUMNS", "LANG", "LC_ALL", "NO_COLOR", "PYTHONPATH")
 
 
 class VmError(CcarenaError):
