@@ -117,7 +117,11 @@ def vng_argv(img: image_mod.KernelImage, *, accel: str, cpus: int, memory: str,
         # kernel that patches its own code across CPUs (static keys, e.g. "sched_clock:
         # Marking stable" at boot) met a stale int3 and panicked in about one boot of
         # eight here ("Oops: int3 ... sched_clock_cpu")
-        argv += ["--disable-kvm", "--qemu-opts=-accel tcg,thread=single"]
+        # and no AVX2 for the guest: QEMU 7.2's emulation of it (Debian bookworm's) gets
+        # masked gathers wrong — numpy's AVX2 argsort (vpgatherqq) returned unsorted
+        # indices and now and then died of a general protection fault in the guest;
+        # without AVX2 numpy and the rest take their SSE4 paths
+        argv += ["--disable-kvm", "--qemu-opts=-accel tcg,thread=single -cpu max,avx2=off"]
     for d in dict.fromkeys(rwdirs):     # once each, in order
         argv += ["--rwdir", d]
     return argv + ["--exec", guest_cmd]
