@@ -159,8 +159,7 @@ class QdiscSampler:
         self.error: str | None = None
         self.reads = 0               # netlink reads tried, and how many raised
         self.failed_reads = 0
-        self.ticks = 0               # sampling ticks taken, and ticks missed between them
-        self.missed_ticks = 0
+        self.tick_ns: list[int] = []  # when each sampling tick began
         self.last_failure = ""
         self.where = [(0 if d == "w2e" else 1, ns, dev)
                       for d, (ns, dev) in sorted(testbed.topo.bottleneck_ports.items())]
@@ -178,6 +177,18 @@ class QdiscSampler:
             return (f"qdisc sampler: {self.failed_reads} of {self.reads} reads failed "
                     f"(last: {self.last_failure})")
         return None
+
+    def ticks(self, from_ns: int = 0, to_ns: int | None = None) -> tuple[int, int]:
+        """(ticks taken, ticks missed) from `from_ns` to `to_ns` (the run: what happened
+        while the run was built or torn down measured nothing). A tick that came more
+        than two intervals after the one before was missed — a busy or stolen CPU —
+        counted like the flow engines' sampling gaps: one per interval in the gap."""
+        t = np.asarray(self.tick_ns, dtype=np.int64)
+        t = t[(t >= from_ns) & (t <= (to_ns if to_ns is not None else np.iinfo(np.int64).max))]
+        gaps = np.diff(t)
+        step = self.interval * 1e9
+        late = gaps[gaps > 2 * step]
+        return int(len(t)), int((late // step - 1).sum())
 
     def stop(self) -> np.ndarray:
         self._stop.set()
@@ -213,15 +224,9 @@ class QdiscSampler:
 
     def _sample(self, ports):
         prev = {}
-        last = None
         while not self._stop.is_set():
             t = time.monotonic_ns()
-            # a tick that came more than two intervals after the last one was missed (a
-            # busy or stolen CPU): counted like the flow engines' sampling gaps
-            self.ticks += 1
-            if last is not None and t - last > 2 * self.interval * 1e9:
-                self.missed_ticks += int((t - last) / (self.interval * 1e9)) - 1
-            last = t
+            self.tick_ns.append(t)
             for d, ipr, idx in ports:
                 self.reads += 1
                 try:
