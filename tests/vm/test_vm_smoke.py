@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ccarena import vm
@@ -88,25 +89,32 @@ def test_a_kernel_backend_run_in_the_vm_obeys_the_physics(smoke):
             row["goodput_bps"]
 
 
-def test_bpf_reno_halves_its_window_at_a_loss_as_the_kernels_does(smoke):
+def test_bpf_reno_halves_and_grows_its_window_as_the_kernels_does(smoke):
     """The BPF pack against the kernel in the same guest: cca_reno and the kernel's reno
     on the same path, one run each. Each sets ssthresh = max(cwnd/2, 2) at every loss
     (RFC 5681 eq. 4; random loss guarantees losses whatever the guest's speed): every
     reduction's ssthresh / cwnd-before lies within 0.4-0.6 (halving, rounded down to
-    whole segments from windows of 8 and more), both medians near 0.5; and each
-    delivered. The figures of whole runs (goodput, mean window) are left to make verify
-    (benchmarks/verify/bpf_vs_native.py): one run each cannot tell an algorithm from the
-    noise."""
-    from ccsig import reductions, sender_trace
+    whole segments from windows of 8 and more), both medians near 0.5; and each grows
+    its window by one segment per RTT in congestion avoidance (RFC 5681 §3.1; the median
+    over its epochs of 0.5 s and more within 0.7-1.3, per *measured* RTT, so a slow
+    guest does not move it — a BPF pack that read the wrong bit for is_cwnd_limited on
+    this kernel grew by 0); and each delivered. The figures of whole runs (goodput, mean
+    window) are left to make verify (benchmarks/verify/bpf_vs_native.py): one run each
+    cannot tell an algorithm from the noise."""
+    from ccsig import ca_epochs, per_rtt_increase, reductions, sender_trace
     res, _ = smoke
     got = {}
     for meta, d in runs(res):
         meta["_dir"] = d
         want = meta["cell_params"]["flow.bulk0.cc"]
         assert meta["flows"][0]["cc_kernel"] == want, meta["flows"][0]
-        red = reductions(sender_trace(meta))
+        tr = sender_trace(meta)
+        red = reductions(tr)
         assert len(red) >= 1, f"{want}: no reduction seen {meta['invalid_reasons']}"
         assert red["ratio"].between(0.4, 0.6).all(), (want, red[["w", "ssthresh"]].to_dict())
+        growth = [per_rtt_increase(e) for e in ca_epochs(tr, t_from=1.0, min_s=0.5)]
+        assert growth, f"{want}: no congestion-avoidance epoch of 0.5 s"
+        assert 0.7 <= np.median(growth) <= 1.3, f"{want}: growth per RTT {np.round(growth, 2)}"
         got[want] = red["ratio"].median()
         f = res.flows
         assert f[(f["conn"] == -1) & (f["run_id"] == meta["run_id"])].iloc[0]["bytes_rx"] > 0
