@@ -36,7 +36,8 @@ vm-check: vm
 
 # make verify — the reference matrices in the VM (docs/vm.md, docs/link.md): the user-space
 # link against the kernel's qdiscs, the BPF algorithms against the kernel's modules, and
-# the kernel backend's link tests; tables in build/verify/. Under TCG: about an hour.
+# all the kernel backend's link tests (the suite runs those marked vm_ci); tables in
+# build/verify/. Under TCG: hours (docs/vm.md has the measured times).
 VERIFY_REPS ?= 3
 .PHONY: verify
 verify: install vm

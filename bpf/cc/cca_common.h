@@ -46,6 +46,22 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+/*
+ * A bitfield of a kernel struct, read so that CO-RE relocates all of it: the byte
+ * offset, the size and the bit position. A plain `tp->is_cwnd_limited` relocates only
+ * the containing byte and keeps the bit where the BTF it was built against had it:
+ * built against 6.18 (whose byte begins with `repair`) and loaded on 6.12 (whose byte
+ * begins with the two bits of `chrono_type`), it read `tcp_usec_ts` instead — always 0,
+ * so no algorithm of the pack grew its window in congestion avoidance there. (The
+ * user-space harness, crates/cc-harness, compiles this for the host: a plain read.)
+ */
+#ifdef __bpf__
+#include <bpf/bpf_core_read.h>
+#define CCA_BITFIELD(s, field) ((u32)BPF_CORE_READ_BITFIELD(s, field))
+#else
+#define CCA_BITFIELD(s, field) ((u32)(s)->field)
+#endif
+
 char _license[] SEC("license") = "GPL";
 
 /* --- constants that vmlinux.h does not carry (they are #defines in the kernel) --- */
@@ -81,7 +97,7 @@ static __always_inline void *inet_csk_ca(const struct sock *sk)
 
 static __always_inline u8 cca_ca_state(const struct sock *sk)
 {
-	return inet_csk(sk)->icsk_ca_state;
+	return CCA_BITFIELD(inet_csk(sk), icsk_ca_state);
 }
 
 /* --- small arithmetic --- */
@@ -128,7 +144,7 @@ static __always_inline bool cca_is_cwnd_limited(const struct sock *sk)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
 
-	if (tp->is_cwnd_limited)
+	if (CCA_BITFIELD(tp, is_cwnd_limited))
 		return true;
 	if (cca_in_slow_start(tp))
 		return tp->snd_cwnd < 2 * tp->max_packets_out;

@@ -52,3 +52,17 @@ def test_a_port_without_statistics_is_a_gap_too():
     why = s.failures()
     assert why and "no root qdisc statistics" in why and "e2w" in why
     assert {r[1] for r in s.rows} == {0}
+
+
+def test_missed_ticks_are_counted_over_the_run_only():
+    """Ticks come every interval; a gap of more than two intervals missed one per
+    interval in it; gaps while the run was built or torn down (before t0, after its end)
+    are not the run's."""
+    s = sampler(fail_port=None)           # interval 1 ms
+    ms = 1_000_000
+    s.tick_ns = [0, 50 * ms,                                   # setup: a 50 ms gap
+                 100 * ms, 101 * ms, 102 * ms, 107 * ms, 108 * ms,   # the run: 5 ms gap
+                 300 * ms]                                     # teardown
+    assert s.ticks(100 * ms, 110 * ms) == (5, 4)
+    assert s.ticks(100 * ms, 102 * ms) == (3, 0)
+    assert s.ticks() == (8, 49 + 49 + 4 + 191)

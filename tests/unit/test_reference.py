@@ -115,3 +115,14 @@ def test_the_reference_shows_units_and_ranges():
     assert f"| `pairs` | integer | – | 1..{keys.MAX_PAIRS} | 1 |" in page
     assert "| `rate` | rate | bit/s | > 0 |" in page
     assert "| `loss` | probability | % | 0..100 | 0% |" in page
+
+
+def test_a_study_may_insist_on_the_bpf_version_with_cca_():
+    """cca_<name> is the BPF pack's <name> (cc.resolve): a study can sweep an algorithm
+    over the kernel's module and ccarena's version side by side; a name without a BPF
+    source has no cca_ form."""
+    s = loads_study(BASE.replace("[[flow]]", '[[flow]]\nname = "f"')
+                    + '[sweep]\n"flow.f.cc" = ["reno", "cca_reno"]\n')
+    assert sorted(c.study.flows[0].cc for c in s.cells) == ["cca_reno", "reno"]
+    with pytest.raises(SpecError, match=r"unknown congestion control 'cca_bbr'"):
+        loads_study(BASE.replace('to = "r1"', 'to = "r1"\ncc = "cca_bbr"'))

@@ -344,3 +344,96 @@ def test_drops_count_only_when_every_sender_was_in_congestion_avoidance():
     # intervals (10, 20] and (20, 30] began in flow 1's slow start; (30, 40] did not
     assert validity.drops_in_avoidance(stats, info, flows, 0, (0.0, 1.0), T0) == 6
     assert validity.drops_in_avoidance(stats, info, flows, 0, (0.0, 0.035), T0) == 0
+
+
+def _delay_paths(ping, tcp=(), base=0.040, jitter=0.0):
+    paths = [{"path": "ping s1->r1", "base_s": base, "jitter_s": jitter, "rtt_s": ping}]
+    if len(tcp):
+        paths.append({"path": "flow bulk", "base_s": base, "jitter_s": jitter, "rtt_s": tcp})
+    return paths
+
+
+def test_a_kernel_link_late_on_every_packet_is_flagged_from_the_rtt_floor():
+    """netem counts nothing; its lateness shows in the round trips' floor: with a queue
+    (flows) only the floor is judged, since queueing lengthens the others."""
+    import numpy as np
+    tol = 0.003
+    queued = np.linspace(0.041, 0.200, 500)            # one ping found the path empty
+    rec = validity.kernel_delay(_delay_paths(queued, [0.0405]), tol, unloaded=False)
+    assert validity.judge_kernel_delay(rec) == []
+    assert rec["paths"]["ping s1->r1"]["floor_s"] == 0.041
+    # every round trip at least 5 ms long, the handshakes' too: late on every packet
+    late = validity.kernel_delay(_delay_paths(queued + 0.005, [0.046]), tol, unloaded=False)
+    r = validity.judge_kernel_delay(late)
+    assert len(r) == 1 and "late on every packet" in r[0] and "base RTT of 40 ms" in r[0], r
+    # the closest path decides: one TCP handshake within the tolerance clears the run
+    assert validity.judge_kernel_delay(validity.kernel_delay(
+        _delay_paths(queued + 0.005, [0.0412]), tol, unloaded=False)) == []
+    # jitter lets a few samples' floor sit up to 2 x jitter above the base RTT
+    assert validity.judge_kernel_delay(validity.kernel_delay(
+        _delay_paths(queued + 0.005, [], jitter=0.002), tol, unloaded=False)) == []
+    # nothing answered: nothing judged
+    assert validity.judge_kernel_delay(validity.kernel_delay(
+        _delay_paths([np.nan, np.nan]), tol, unloaded=False)) == []
+
+
+def test_late_pings_on_an_unloaded_kernel_link_are_flagged_past_the_late_limit():
+    import numpy as np
+    tol = 0.003
+    ok = np.full(1000, 0.041)
+    ok[:20] = 0.060                                    # 2 %: at the limit, not past it
+    rec = validity.kernel_delay(_delay_paths(ok), tol, unloaded=True)
+    assert rec["paths"]["ping s1->r1"]["late"] == 20
+    assert validity.judge_kernel_delay(rec) == []
+    ok[:30] = 0.060                                    # 3 %
+    r = validity.judge_kernel_delay(validity.kernel_delay(_delay_paths(ok), tol,
+                                                          unloaded=True))
+    assert len(r) == 1 and "30 of 1000 replies on ping s1->r1" in r[0], r
+    # with flows the same replies may have queued: not judged one by one
+    assert validity.judge_kernel_delay(validity.kernel_delay(_delay_paths(ok), tol,
+                                                             unloaded=False)) == []
+
+
+def test_a_kernel_backend_run_judges_each_path_against_its_own_base_rtt():
+    """collect.kernel_delay: pings and each TCP connection's min_rtt, per path across the
+    bottleneck; a host's extra delay is on its segment both ways (2 x in the RTT)."""
+    import pandas as pd
+    from ccarena.run.collect import kernel_delay
+    from ccarena.study.load import loads_study
+    study = loads_study('''
+        [study]
+        name = "kd"
+        duration = "5s"
+        [topology]
+        pairs = 2
+        [bottleneck]
+        backend = "kernel"
+        rate = "2mbit"
+        delay = "20ms"
+        buffer = "20p"
+        [hosts.r2]
+        delay = "5ms"
+        [[flow]]
+        name = "a"
+        from = "s1"
+        to = "r1"
+        [[flow]]
+        name = "b"
+        from = "r2"
+        to = "s2"
+        [[probe]]
+        kind = "ping"
+        from = "s1"
+        to = "r1"
+        interval = "100ms"
+        ''')
+    ping = pd.DataFrame({"probe": [study.probes[0].name] * 3, "rtt_s": [0.0405, 0.09, None]})
+    ti = pd.DataFrame({"host": ["s1", "s1", "r2"], "flow": [0, 0, 1], "conn": [0, 0, 0],
+                       "min_rtt_us": [41_000, 40_600, 50_300]})
+    rec = kernel_delay(study, {"ping": ping, "tcpinfo": ti})
+    p = rec["paths"]
+    assert p["ping s1->r1"]["base_s"] == 0.040 and p["ping s1->r1"]["n"] == 2
+    assert p["flow a"]["floor_s"] == 0.0406
+    assert p["flow b"]["base_s"] == 0.050 and abs(p["flow b"]["excess_s"] - 0.0003) < 1e-9
+    assert rec["unloaded"] is False
+    assert validity.judge_kernel_delay(rec) == []

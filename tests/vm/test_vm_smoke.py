@@ -1,16 +1,23 @@
-"""The reference kernel boots and carries a kernel-backend run (netem delay, htb rate) whose
-results land on the host like any run's; and a VM stopped mid-run leaves nothing running
-and no half-written run. Needs `make vm` (make test installs it)."""
+"""The reference kernel boots and carries a kernel-backend run (netem delay and loss, htb
+rate) whose results land on the host like any run's; BPF reno and the kernel's reno cut
+their windows alike there; and a VM stopped mid-run leaves nothing running and no
+half-written run. Needs `make vm` (make test installs it)."""
 import json
 import subprocess
+import sys
+import time
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ccarena import vm
 from ccarena.paths import build_dir
 from ccarena.study.load import loads_study
 
-from linkhelpers import FRAME, dumbbell, failed_parts, run_table, runs
+# the user-space link tests' helpers (tests/integration)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+from linkhelpers import FRAME, dumbbell, failed_parts, run_table, runs  # noqa: E402
 
 pytestmark = pytest.mark.root
 
@@ -31,35 +38,88 @@ def no_vm_left():
     assert not sessions.exists() or not any(sessions.iterdir()), list(sessions.iterdir())
 
 
-def test_a_kernel_backend_run_in_the_vm_obeys_the_physics(tmp_path, no_leaks, no_vm_left):
-    rate, base = 20e6, 0.020
-    study = loads_study(dumbbell('rate = "20mbit"\nrtt = "20ms"\nbuffer = "50p"', flows=1,
-                                 ping="50ms", duration="5s", warmup="1s", backend="kernel",
-                                 name="vm-smoke"))
-    res = vm.run_study(study, results_base=tmp_path, progress=False, reruns=0)
-    # laid out as any run's, on the host
-    assert res.path.parent == tmp_path
+RATE, BASE = 2e6, 0.060      # a TCG guest carries this (docs/vm.md)
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    """One VM, one kernel-backend study (htb rate, netem delay and 0.5 % loss): reno
+    alone, once as the kernel's module and once as the BPF pack's cca_reno, each traced
+    per ACK; -> (ResultsDir, the VM's wall time)."""
+    before = vm_processes()
+    study = loads_study(dumbbell(
+        'rate = "2mbit"\nrtt = "60ms"\nbuffer = "10p"\nloss = "0.5%"', flows=1, cc="reno",
+        ping="50ms", duration="10s", warmup="1s", backend="kernel", name="vm-smoke",
+        sweep='"flow.bulk0.cc" = ["reno", "cca_reno"]')
+        .replace("seed = 11\n", 'seed = 11\nsample_interval = "50ms"\n')   # as tests/vm
+        + '[[probe]]\nkind = "tcp_probe"\nhosts = ["s1"]\n')
+    t = time.monotonic()
+    res = vm.run_study(study, results_base=tmp_path_factory.mktemp("vm-smoke"),
+                       progress=False, reruns=0)
+    wall = time.monotonic() - t
+    assert vm_processes() - before == set(), "VM processes left behind"
+    return res, wall
+
+
+def test_a_kernel_backend_run_in_the_vm_obeys_the_physics(smoke):
+    res, wall = smoke
+    print(f"VM wall time {wall:.0f} s")
     env = json.loads((res.path / "environment.json").read_text())
     rec = env["vm"]
     assert rec["in_vm"] is True and rec["accel"] in ("kvm", "tcg")
     assert env["kernel"] == rec["guest_kernel"] == vm.locate().release
     assert rec["boot_s"] > 0
-    (meta, d), = runs(res)
-    assert meta["backend"] == "kernel"
-    assert not failed_parts(meta), failed_parts(meta)
-    # netem's delay is a floor for every round trip (ping prints 0.1 ms steps: 50 us)
-    rtt = run_table(d, "ping")["rtt_s"].dropna()
-    assert len(rtt) >= 20, len(rtt)
-    assert rtt.min() >= base - 50e-6, f"ping {rtt.min() * 1e3:.3f} ms < base RTT 20 ms"
-    srtt = run_table(d, "tcpinfo")
-    srtt = srtt[srtt["srtt_us"] > 0]["srtt_us"]
-    assert srtt.min() >= base * 1e6 * 0.99, f"TCP's srtt {srtt.min()} us < base RTT"
-    # the htb shaper's rate is a ceiling: payload below the frame rate (1448 of each
-    # 1514 bytes), with one frame of slack at each edge of the goodput's window
-    f = res.flows
-    row = f[(f["conn"] == -1) & (f["name"] == "bulk0")].iloc[0]
-    assert 0 < row["goodput_bps"] <= rate * (1 + 2 * FRAME * 8 / (rate * row["window_s"])), \
-        row["goodput_bps"]
+    got = runs(res)
+    assert len(got) == 2, [m["label"] for m, _ in got]
+    for meta, d in got:
+        assert meta["backend"] == "kernel"
+        assert not failed_parts(meta), failed_parts(meta)
+        # netem's delay is a floor for every round trip (ping prints 0.1 ms steps: 50 us)
+        rtt = run_table(d, "ping")["rtt_s"].dropna()
+        assert len(rtt) >= 20, len(rtt)
+        assert rtt.min() >= BASE - 50e-6, f"ping {rtt.min() * 1e3:.3f} ms < base RTT 60 ms"
+        srtt = run_table(d, "tcpinfo")
+        srtt = srtt[srtt["srtt_us"] > 0]["srtt_us"]
+        assert srtt.min() >= BASE * 1e6 * 0.99, f"TCP's srtt {srtt.min()} us < base RTT"
+        # the htb shaper's rate is a ceiling: payload below the frame rate (1448 of each
+        # 1514 bytes), with one frame of slack at each edge of the goodput's window
+        f = res.flows
+        row = f[(f["conn"] == -1) & (f["run_id"] == meta["run_id"])].iloc[0]
+        assert 0 < row["goodput_bps"] <= RATE * (1 + 2 * FRAME * 8 / (RATE * row["window_s"])), \
+            row["goodput_bps"]
+
+
+def test_bpf_reno_halves_and_grows_its_window_as_the_kernels_does(smoke):
+    """The BPF pack against the kernel in the same guest: cca_reno and the kernel's reno
+    on the same path, one run each. Each sets ssthresh = max(cwnd/2, 2) at every loss
+    (RFC 5681 eq. 4; random loss guarantees losses whatever the guest's speed): every
+    reduction's ssthresh / cwnd-before lies within 0.4-0.6 (halving, rounded down to
+    whole segments from windows of 8 and more), both medians near 0.5; and each grows
+    its window by one segment per RTT in congestion avoidance (RFC 5681 §3.1; the median
+    over its epochs of 0.5 s and more within 0.7-1.3, per *measured* RTT, so a slow
+    guest does not move it — a BPF pack that read the wrong bit for is_cwnd_limited on
+    this kernel grew by 0); and each delivered. The figures of whole runs (goodput, mean
+    window) are left to make verify (benchmarks/verify/bpf_vs_native.py): one run each
+    cannot tell an algorithm from the noise."""
+    from ccsig import ca_epochs, per_rtt_increase, reductions, sender_trace
+    res, _ = smoke
+    got = {}
+    for meta, d in runs(res):
+        meta["_dir"] = d
+        want = meta["cell_params"]["flow.bulk0.cc"]
+        assert meta["flows"][0]["cc_kernel"] == want, meta["flows"][0]
+        tr = sender_trace(meta)
+        red = reductions(tr)
+        assert len(red) >= 1, f"{want}: no reduction seen {meta['invalid_reasons']}"
+        assert red["ratio"].between(0.4, 0.6).all(), (want, red[["w", "ssthresh"]].to_dict())
+        growth = [per_rtt_increase(e) for e in ca_epochs(tr, t_from=1.0, min_s=0.5)]
+        assert growth, f"{want}: no congestion-avoidance epoch of 0.5 s"
+        assert 0.7 <= np.median(growth) <= 1.3, f"{want}: growth per RTT {np.round(growth, 2)}"
+        got[want] = red["ratio"].median()
+        f = res.flows
+        assert f[(f["conn"] == -1) & (f["run_id"] == meta["run_id"])].iloc[0]["bytes_rx"] > 0
+    assert set(got) == {"reno", "cca_reno"}, got
+    assert all(abs(v - 0.5) <= 0.05 for v in got.values()), got
 
 
 def test_a_vm_stopped_mid_run_leaves_no_process_and_no_half_run(tmp_path, no_leaks,

@@ -60,10 +60,14 @@ CATALOG: dict[str, str] = {
 
 def known_names() -> set[str]:
     """Every algorithm name a study may use: the catalog, the shipped BPF sources, and
-    the user's own <name>.bpf.c in the extra directories. Whether one can run here is
+    the user's own <name>.bpf.c in the extra directories, and cca_<name> for each of the
+    last two. Whether one can run here is
     preflight's question (`resolve`), not the study's."""
     users = {p.name[: -len(".bpf.c")] for d in paths.extra_dirs() for p in d.glob("*.bpf.c")}
-    return set(CATALOG) | set(builtin_sources()) | users
+    bpf = set(builtin_sources()) | users
+    # cca_<name> insists on the BPF version (resolve), so one study can put it beside the
+    # kernel's <name>
+    return set(CATALOG) | bpf | {PREFIX + n for n in bpf}
 
 
 @dataclass(frozen=True)

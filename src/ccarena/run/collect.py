@@ -87,6 +87,9 @@ def collect(ctx) -> None:
             noise += validity.judge_link(meta["link"], meta.get("link_ingress"))
     noise += validity.judge_cpu(meta.get("cpu", {}))
     noise += judge_saturation(study, tables, meta)
+    if meta.get("backend") == "kernel":
+        meta["kernel_delay"] = kernel_delay(study, tables)
+        noise += validity.judge_kernel_delay(meta["kernel_delay"])
     reasons += check_algorithms(tables.get("conns"), meta)
     t0 = meta.get("t0_ns")
     for k, df in tables.items():
@@ -153,6 +156,45 @@ def _reverse_data(study, d: int) -> bool:
     return any(f.kind in ("rr", "command") or
                (str(f.src).startswith(back[0]) and str(f.dst).startswith(back[1]))
                for f in study.flows)
+
+
+def kernel_delay(study, tables: dict) -> dict:
+    """validity.kernel_delay for a kernel-backend run: the ping probes' replies and each
+    TCP connection's min_rtt, per path between the two sides of the bottleneck, against
+    the round trip the study gives that path; the tolerance is the user-space link's for
+    a late release (user_link.late_tolerance_ns), once per direction, plus the path's
+    own round trip in a slow guest (KERNEL_PATH_RTT_S)."""
+    from ccarena.testbed.user_link import late_tolerance_ns
+    b = study.bottleneck
+
+    def base(a: str, z: str) -> float | None:
+        if a is None or z is None or a[:1] == z[:1]:
+            return None        # not across the bottleneck
+        extra = sum(study.hosts[h].delay_s for h in (a, z) if h in study.hosts)
+        return 2 * (b.delay_s + extra)
+
+    paths = []
+    ping = tables.get("ping")
+    for p in study.probes:
+        rt = base(p.src, p.dst)
+        if p.kind == "ping" and rt is not None and ping is not None and len(ping):
+            paths.append({"path": f"ping {p.src}->{p.dst}", "base_s": rt,
+                          "jitter_s": b.jitter_s,
+                          "rtt_s": ping[ping["probe"] == p.name]["rtt_s"].to_numpy()})
+    ti = tables.get("tcpinfo")
+    if ti is not None and len(ti) and "min_rtt_us" in ti:
+        for i, f in enumerate(study.flows):
+            rt = base(f.src, f.dst)
+            if f.kind == "command" or rt is None:
+                continue
+            m = ti[(ti["flow"] == i) & (ti["min_rtt_us"] > 0)]
+            if len(m):
+                per_conn = m.groupby(["host", "conn"])["min_rtt_us"].min() / 1e6
+                paths.append({"path": f"flow {f.name}", "base_s": rt,
+                              "jitter_s": b.jitter_s, "rtt_s": per_conn.to_numpy()})
+    tol = 2 * late_tolerance_ns(study) / 1e9 + validity.KERNEL_PATH_RTT_S
+    unloaded = not study.flows      # (a command may send too)
+    return validity.kernel_delay(paths, tol, unloaded)
 
 
 def check_algorithms(conns: pd.DataFrame | None, meta: dict) -> list[str]:

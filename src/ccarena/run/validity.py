@@ -10,6 +10,9 @@ A run is flagged (never silently averaged in) when
   more than LATE_MAX of packets later than its tolerance (testbed/user_link.late_tolerance_ns);
 - the kernel backend's shaper sent below SHAPER_MIN of its rate while its queue was
   backlogged (judge_shaper);
+- the kernel backend's delay ran late: no round trip came back within the tolerance of
+  the base RTT the study gives its path, or, with no flow to queue behind, more than
+  LATE_MAX of the pings came back later than that (judge_kernel_delay);
 - the CPU, not the emulated link, limited backlogged flows: the link delivered below
   CPU_LIMIT_UTIL_MAX of its rate, its queue never reached CPU_LIMIT_QUEUE_FRAC of its
   buffer, the senders lost packets the link never dropped, and the machine's CPU was at
@@ -20,11 +23,12 @@ A run is flagged (never silently averaged in) when
 - a socket ran another congestion control than the one the study asked for;
 - a process failed.
 
-The first five (and a tracer that lost events) are the machine's noise: the experiment
+The first six (and a tracer that lost events) are the machine's noise: the experiment
 was not measured, through no fault of its own, and the runner runs it again (`noise_only`,
 study.reruns). The others say something failed or is wrong, and re-running would hide it."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 STEAL_MAX = 0.25
@@ -40,6 +44,10 @@ CPU_LIMIT_JUDGE_S = 1.0
 CPU_LIMIT_JUDGE_RTTS = 10
 CPU_LIMIT_LOST_MIN = 0.001     # of the segments sent, and at least CPU_LIMIT_LOST_MIN_PKTS
 CPU_LIMIT_LOST_MIN_PKTS = 10
+# the path's own round trip on the kernel backend without netem (veth pairs, two routers,
+# htb): ~50 us on a host; in the reference kernel under QEMU's TCG its floor was 0.1-0.3 ms
+# and its median 0.5-1.2 ms (docs/vm.md)
+KERNEL_PATH_RTT_S = 1e-3
 BACKLOGGED = ("bulk", "parallel")
 # judge_cpu_bursts: the largest burst one ACK releases from one connection on a path whose
 # ACKs the bottleneck clocks (a segment-offload unit), the buffer it needs in BDPs, and
@@ -145,6 +153,62 @@ def judge_shaper(delivery: dict) -> list[str]:
             f"with a standing queue (limit {SHAPER_MIN:.0%})"
             for d, v in sorted(delivery.items())
             if v["busy_s"] >= SHAPER_JUDGE_S and v["frac"] < SHAPER_MIN]
+
+
+def kernel_delay(paths: list[dict], tolerance_s: float, unloaded: bool) -> dict:
+    """The kernel backend's delay, from what the endpoints saw -> meta["kernel_delay"].
+
+    netem counts nothing per packet, so unlike ccarena-link it cannot say when it released
+    a packet late (its hrtimer fired late on a busy or slow CPU: 5-31 ms under QEMU's TCG
+    on a loaded host). A round trip can never be shorter than the delays the study puts
+    on its path, but on a path with no queue it is no longer than that either, apart from
+    the path's own time: so the floor of the round trips — the smallest ping RTT, each
+    TCP connection's min_rtt (its handshake found the path empty) — shows an emulator
+    that ran late on every packet, and with no flow to queue behind (`unloaded`) each ping
+    shows its own lateness.
+
+    `paths`: {"path": name, "base_s": the RTT the study gives it (2 x (delay + the two
+    hosts' extra delays)), "jitter_s", "rtt_s": samples}; `tolerance_s`: how far above
+    base_s a round trip may come back (plus 2 x jitter)."""
+    out: dict = {"tolerance_s": tolerance_s, "unloaded": unloaded, "paths": {}}
+    excess = []
+    for p in paths:
+        r = np.asarray(p["rtt_s"], dtype=float)
+        r = r[~np.isnan(r)]
+        if not len(r):
+            continue
+        allowance = tolerance_s + 2 * p.get("jitter_s", 0.0)
+        rec = {"n": int(len(r)), "base_s": p["base_s"], "floor_s": float(r.min()),
+               "excess_s": float(r.min() - p["base_s"]), "allowance_s": allowance}
+        if unloaded and p["path"].startswith("ping"):
+            rec["late"] = int((r > p["base_s"] + allowance).sum())
+        out["paths"][p["path"]] = rec
+        excess.append((rec["excess_s"] - allowance, p["path"]))
+    if excess:
+        out["floor_path"] = min(excess)[1]
+    return out
+
+
+def judge_kernel_delay(rec: dict) -> list[str]:
+    """kernel_delay's record -> the reasons its emulated delay ran late (none if the
+    record has no path)."""
+    paths = rec.get("paths") or {}
+    out = []
+    if paths:
+        name = rec["floor_path"]
+        p = paths[name]
+        if p["excess_s"] > p["allowance_s"]:
+            out.append(f"kernel link late on every packet: no round trip came back within "
+                       f"{p['allowance_s'] * 1e3:.2g} ms of its base RTT (the closest: "
+                       f"{name}, {p['floor_s'] * 1e3:.3g} ms for a base RTT of "
+                       f"{p['base_s'] * 1e3:.3g} ms)")
+    for name, p in sorted(paths.items()):
+        late = p.get("late", 0)
+        if p["n"] and late / p["n"] > LATE_MAX:
+            out.append(f"kernel link late: {late} of {p['n']} replies on {name} came back "
+                       f"more than {p['allowance_s'] * 1e3:.2g} ms after the base RTT "
+                       f"{p['base_s'] * 1e3:.3g} ms with no flow to queue behind")
+    return out
 
 
 def noise_only(meta: dict) -> bool:

@@ -241,7 +241,8 @@ def _check_alg(ctx: Ctx, key: str, name: str):
         near = difflib.get_close_matches(name, sorted(ctx.algorithms), n=1)
         raise ctx.err(key, f"unknown congestion control {name!r}"
                       + (f" (did you mean {near[0]!r}?)" if near else "") + "; known: "
-                      + ", ".join(sorted(ctx.algorithms)))
+                      + ", ".join(sorted(a for a in ctx.algorithms if not a.startswith("cca_")))
+                      + " (and cca_<name>: the BPF version of one)")
 
 
 def _name(ctx: Ctx, label: str, f: dict, i: int, seen: set) -> str:

@@ -49,7 +49,9 @@ HANDSHAKE_POLLS = 1200      # x 50 ms the guest waits for host.json
 VNG_VERSION = "1.42"
 # passed into the guest: ccarena's own settings and what tests and CI read
 ENV_PREFIXES = ("CCARENA_",)
-ENV_NAMES = ("PYTEST_ADDOPTS", "CI", "COLUMNS", "LANG", "LC_ALL", "NO_COLOR")
+# (PYTHONPATH: the guest imports the code the host does, e.g. a worktree's src/ beside
+# another checkout's venv)
+ENV_NAMES = ("PYTEST_ADDOPTS", "CI", "COLUMNS", "LANG", "LC_ALL", "NO_COLOR", "PYTHONPATH")
 
 
 class VmError(CcarenaError):
@@ -115,7 +117,11 @@ def vng_argv(img: image_mod.KernelImage, *, accel: str, cpus: int, memory: str,
         # kernel that patches its own code across CPUs (static keys, e.g. "sched_clock:
         # Marking stable" at boot) met a stale int3 and panicked in about one boot of
         # eight here ("Oops: int3 ... sched_clock_cpu")
-        argv += ["--disable-kvm", "--qemu-opts=-accel tcg,thread=single"]
+        # and no AVX2 for the guest: QEMU 7.2's emulation of it (Debian bookworm's) gets
+        # masked gathers wrong — numpy's AVX2 argsort (vpgatherqq) returned unsorted
+        # indices and now and then died of a general protection fault in the guest;
+        # without AVX2 numpy and the rest take their SSE4 paths
+        argv += ["--disable-kvm", "--qemu-opts=-accel tcg,thread=single -cpu max,avx2=off"]
     for d in dict.fromkeys(rwdirs):     # once each, in order
         argv += ["--rwdir", d]
     return argv + ["--exec", guest_cmd]
