@@ -72,6 +72,285 @@ fn cubic_fast_convergence_lowers_w_max() {
     assert!((c.cwnd() as f64 - w_max).abs() <= 0.02 * w_max + 1.5, "cwnd {} at K, W_max {w_max}", c.cwnd());
 }
 
+/// CUBIC after a loss at `w` (W_max = w, β = 0.7), then `t` seconds of rounds of `rtt`
+fn cubic_epoch(w: u32, rtt: u32, t: f64) -> Conn {
+    let c = Conn::new("cubic");
+    c.start_in_ca(w);
+    c.round(rtt);
+    c.set_cwnd(w);
+    c.enter_recovery();
+    c.exit_reduction();
+    let t0 = now_us();
+    while ((now_us() - t0) as f64) / 1e6 < t {
+        c.round(rtt);
+    }
+    c
+}
+
+#[test]
+fn cubic_follows_w_cubic_in_the_concave_and_convex_regions_on_a_long_rtt() {
+    // RFC 9438 §4.2, W_cubic(t) = C (t - K)^3 + W_max with C = 0.4, at RTT 500 ms (where
+    // the Reno-friendly estimate, 0.53 segments per RTT, stays far below): W_max 200,
+    // K = cbrt(200 * 0.3 / 0.4) = 5.3 s; cwnd aims at W_cubic(t + RTT)
+    for t in [1.0, 2.0, 9.0, 11.0] {
+        let c = cubic_epoch(200, 500_000, t);
+        let want = w_cubic(t + 0.5, 200.0);
+        let got = c.cwnd() as f64;
+        assert!((got - want).abs() <= 0.01 * want + 2.0, "t {t}: cwnd {got}, W_cubic {want:.1}");
+    }
+}
+
+#[test]
+fn the_first_epoch_without_a_loss_is_convex_from_the_window_it_starts_at() {
+    // RFC 9438 §4.2/§4.8: with no W_max yet (slow start ended without a loss) the epoch
+    // starts at the current window with K = 0: W = cwnd_epoch + C t^3 (RTT 500 ms)
+    // (cwnd closes most of the gap to its target W(t + RTT) within each RTT: it lies
+    // between W(t) and W(t + RTT))
+    let c = Conn::new("cubic");
+    c.start_in_ca(100);
+    let t0 = now_us();
+    while now_us() - t0 < 8_000_000 {
+        c.round(500_000);
+    }
+    let t = (now_us() - t0) as f64 / 1e6;
+    let w = |t: f64| 100.0 + 0.4 * t.powi(3);
+    let got = c.cwnd() as f64;
+    assert!(got >= w(t) - 2.0 && got <= w(t + 0.5) + 2.0,
+            "t {t:.2}: cwnd {got}, W {:.1} .. {:.1}", w(t), w(t + 0.5));
+}
+
+#[test]
+fn the_target_is_at_most_one_and_a_half_windows() {
+    // RFC 9438 §4.2: target = min(W_cubic(t + RTT), 1.5 cwnd): a window held at 140 until
+    // W_cubic is far above it (t = 10 s, W_cubic 258) grows by one segment per two ACKs,
+    // half of itself per RTT
+    let c = Conn::new("cubic");
+    c.start_in_ca(200);
+    c.round(500_000);
+    c.set_cwnd(200);
+    c.enter_recovery();
+    c.exit_reduction();
+    let t0 = now_us();
+    while now_us() - t0 < 10_000_000 {
+        c.set_cwnd(140);
+        c.round(500_000);
+    }
+    c.set_cwnd(140);
+    c.set(Field::CwndCnt, 0);
+    let seen = std::cell::RefCell::new(vec![]);
+    c.round_with(500_000, |_| {
+        seen.borrow_mut().push(c.cwnd() - 140);
+        500_000
+    });
+    // growth after 0, 1, ... 20 ACKs (W_cubic is above 1.5 cwnd until cwnd is 170)
+    let want: Vec<u32> = (0..=20).map(|i| i / 2).collect();
+    assert_eq!(&seen.into_inner()[..21], &want[..]);
+}
+
+#[test]
+fn on_the_plateau_the_window_hardly_grows() {
+    // RFC 9438 §4.2: around t = K, W_cubic(t + RTT) is W_max: cwnd at W_max stays there
+    // (the rounds within half a second of K grow by at most one segment each)
+    let k = (200.0f64 * 0.3 / 0.4).cbrt();
+    let c = cubic_epoch(200, 100_000, k - 0.5);
+    for _ in 0..10 {
+        let w = c.cwnd();
+        c.round(100_000);
+        assert!(c.cwnd() <= w + 1, "{w} -> {} on the plateau", c.cwnd());
+    }
+    assert!(c.cwnd().abs_diff(200) <= 3, "cwnd {} at K, W_max 200", c.cwnd());
+}
+
+#[test]
+fn the_reno_friendly_estimate_grows_one_segment_per_rtt_once_past_the_prior_window() {
+    // RFC 9438 §4.3: W_est grows by alpha_cubic = 0.53 per RTT until it reaches the cwnd
+    // of the last reduction (cwnd_prior), then by 1 (RTT 1 ms: the cubic curve is flat)
+    let c = cubic_epoch(100, 1_000, 0.0);
+    let w = c.cwnd();
+    for _ in 0..30 {
+        c.round(1_000);
+    }
+    let slow = c.cwnd() - w;
+    assert!(slow.abs_diff(16) <= 2, "+{slow} in 30 RTTs below cwnd_prior, want 0.53 * 30");
+    while c.cwnd() < 105 {
+        c.round(1_000);
+    }
+    let w = c.cwnd();
+    for _ in 0..30 {
+        c.round(1_000);
+    }
+    let fast = c.cwnd() - w;
+    assert!(fast.abs_diff(30) <= 2, "+{fast} in 30 RTTs past cwnd_prior, want 30");
+}
+
+#[test]
+fn duplicate_acks_without_a_loss_do_not_restart_the_epoch() {
+    // the epoch (t in W_cubic) runs from the last reduction; a Disorder episode that ends
+    // without one changes nothing: the window follows the same trajectory
+    let run = |disorder: bool| {
+        let c = cubic_epoch(200, 100_000, 1.0);
+        if disorder {
+            c.set_ca_state(DISORDER);
+            c.set_ca_state(OPEN);
+        }
+        for _ in 0..20 {
+            c.round(100_000);
+        }
+        c.cwnd()
+    };
+    assert_eq!(run(true), run(false));
+}
+
+#[test]
+fn an_idle_period_does_not_count_as_time_in_the_epoch() {
+    // RFC 9438 §5.8: after an application-limited pause (CA_EVENT_TX_START) the epoch
+    // restarts at the current window: no jump to 1.5 cwnd per RTT for the idle time. In
+    // the concave region (W_max 200, 1 s into the epoch) ...
+    let c = cubic_epoch(200, 500_000, 1.0);
+    advance_us(10_000_000);
+    c.cwnd_event(CA_EVENT_TX_START);
+    let w = c.cwnd();
+    c.round(500_000);
+    assert!(c.cwnd() - w <= 20, "{w} -> {} in the RTT after 10 s idle", c.cwnd());
+    // ... and in the convex one (past W_max): the new epoch starts there with K = 0,
+    // W = cwnd + C t^3: after 3 s, +0.4 * 3.5^3 = 17
+    let c = cubic_epoch(200, 500_000, 9.0);
+    advance_us(10_000_000);
+    c.cwnd_event(CA_EVENT_TX_START);
+    let w = c.cwnd() as f64;
+    let t0 = now_us();
+    while now_us() - t0 < 3_000_000 {
+        c.round(500_000);
+    }
+    let want = w + 0.4 * 3.5f64.powi(3);
+    assert!((c.cwnd() as f64 - want).abs() <= 3.0, "cwnd {} 3 s after the pause, want {want:.1}", c.cwnd());
+}
+
+#[test]
+fn cubic_s_cut_is_beta_to_a_1024th() {
+    // RFC 9438 §4.6: ssthresh = cwnd * 0.7, with beta in 1/1024 (717): exact at 1024
+    let c = Conn::new("cubic");
+    c.start_in_ca(1024);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 717);
+}
+
+// ---- CUBIC's slow start: HyStart++, RFC 9406 ----------------------------------------------
+
+/// A new CUBIC flow in its initial slow start after two rounds at `base` (the last
+/// round's minimum RTT is `base`)
+fn hystart_flow(base: u32) -> Conn {
+    let c = Conn::new("cubic");
+    c.set_ssthresh(100_000);
+    c.round(base);
+    c.round(base);
+    c
+}
+
+/// Growth in one round whose every sample is `rtt`, and the round's ACK count
+fn round_growth(c: &Conn, rtt: u32) -> (u32, u32) {
+    let (n, w) = (c.next_round_acks(), c.cwnd());
+    c.round(rtt);
+    (c.cwnd() - w, n)
+}
+
+/// Whether the flow is in conservative slow start (CSS: a quarter of slow start's growth)
+/// after a round at `rtt` following `hystart_flow(base)`; judged by the next round, at
+/// `rtt` too (no further rise; in CSS, no fall below the CSS baseline)
+fn css_after(base: u32, rtt: u32) -> bool {
+    let c = hystart_flow(base);
+    c.round(rtt);
+    let (g, n) = round_growth(&c, rtt);
+    assert!(g <= n / 4 + 1 || g >= n - 2, "growth {g} of {n} ACKs: neither CSS nor slow start");
+    g <= n / 4 + 1
+}
+
+#[test]
+fn hystart_leaves_slow_start_when_the_round_s_minimum_rtt_rises_by_the_threshold() {
+    // RFC 9406 §4.2: after N_RTT_SAMPLE = 8 samples of a round, currentRoundMinRTT >=
+    // lastRoundMinRTT + RttThresh, RttThresh = clamp(lastRoundMinRTT / 8, 4 ms, 16 ms),
+    // enters CSS. 40 ms: 5 ms; 20 ms: 2.5 -> 4 ms; 200 ms: 25 -> 16 ms
+    for (base, thresh) in [(40_000, 5_000), (20_000, 4_000), (200_000, 16_000)] {
+        assert!(css_after(base, base + thresh), "base {base}: +{thresh} us");
+        assert!(!css_after(base, base + thresh - 1), "base {base}: +{} us", thresh - 1);
+    }
+}
+
+#[test]
+fn hystart_judges_the_rise_from_the_eighth_sample_of_the_round_on() {
+    // RFC 9406 §4.2: the rise is judged once rttSampleCount >= N_RTT_SAMPLE = 8: a round
+    // whose samples all rose grows by one segment per ACK up to its eighth ACK (slow
+    // start's increase comes first), then by a quarter (CSS)
+    let c = hystart_flow(40_000);
+    let w0 = c.cwnd();
+    let seen = std::cell::RefCell::new(vec![]);
+    c.round_with(45_000, |_| {
+        seen.borrow_mut().push(c.cwnd() - w0);
+        45_000
+    });
+    let seen = seen.into_inner();
+    // seen[i]: growth after i ACKs
+    assert_eq!(&seen[..10], &[0, 1, 2, 3, 4, 5, 6, 7, 8, 8], "growth per ACK");
+}
+
+#[test]
+fn conservative_slow_start_grows_a_quarter_and_lasts_five_rounds() {
+    // RFC 9406 §4.3: in CSS cwnd grows by acked/CSS_GROWTH_DIVISOR (4); after CSS_ROUNDS
+    // (5) rounds, congestion avoidance: ssthresh = cwnd. CSS begins within the round
+    // whose rise it saw; that round ends the first of the five
+    let c = hystart_flow(40_000);
+    c.round(45_000);
+    for k in 1..=3 {
+        let (g, n) = round_growth(&c, 45_000);
+        assert!(g.abs_diff(n / 4) <= 1, "CSS round {k}: +{g} for {n} ACKs");
+        assert_eq!(c.ssthresh(), 100_000, "CSS round {k}");
+    }
+    c.round(45_000);
+    assert!(c.ssthresh() < 100_000 && c.cwnd() - c.ssthresh() <= 1,
+            "after five rounds of CSS: cwnd {}, ssthresh {}", c.cwnd(), c.ssthresh());
+}
+
+#[test]
+fn conservative_slow_start_returns_to_slow_start_when_the_rise_was_spurious() {
+    // RFC 9406 §4.3: in CSS, a round whose minimum RTT (after 8 samples) falls below
+    // cssBaselineMinRtt goes back to slow start
+    let c = hystart_flow(40_000);
+    c.round(45_000);
+    let (g, n) = round_growth(&c, 45_000);
+    assert!(g <= n / 4 + 1, "CSS");
+    c.round(40_000);
+    let (g, n) = round_growth(&c, 40_000);
+    assert!(g >= n - 2, "slow start again: +{g} for {n} ACKs");
+}
+
+#[test]
+fn hystart_is_used_in_the_initial_slow_start_only() {
+    // RFC 9406 §4.2: HyStart++ only in the initial slow start; later slow starts (after
+    // an undone reduction, after an RTO) are standard ones, rises in RTT or not
+    let c = hystart_flow(40_000);
+    c.enter_recovery();
+    c.undo();
+    c.set_ssthresh(100_000);
+    c.round(40_000);
+    let (g, n) = round_growth(&c, 60_000);
+    assert!(g >= n - 2, "after an undone reduction: +{g} for {n} ACKs");
+    let c = hystart_flow(40_000);
+    c.enter_loss();
+    c.exit_reduction();
+    c.set_ssthresh(100_000);
+    c.round(40_000);
+    c.round(40_000);
+    let (g, n) = round_growth(&c, 60_000);
+    assert!(g >= n - 2, "after an RTO: +{g} for {n} ACKs");
+    // duplicate ACKs without a loss (Disorder) are no reason to stop using it
+    let c = hystart_flow(40_000);
+    c.set_ca_state(DISORDER);
+    c.set_ca_state(OPEN);
+    c.round(45_000);
+    let (g, n) = round_growth(&c, 45_000);
+    assert!(g <= n / 4 + 1, "CSS after a Disorder episode: +{g} for {n} ACKs");
+}
+
 // ---- Scalable ---------------------------------------------------------------------------
 #[test]
 fn scalable_adds_one_segment_per_hundred_acked_and_cuts_an_eighth() {
