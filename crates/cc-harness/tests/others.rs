@@ -586,3 +586,308 @@ fn veno_grows_every_other_rtt_when_the_link_is_full() {
     assert!((7..=9).contains(&grow(20_200)), "N < beta: +1 per RTT");
     assert!((3..=5).contains(&grow(21_000)), "N >= beta: +1 per 2 RTTs");
 }
+
+// ---- Scalable, exact ---------------------------------------------------------------------
+#[test]
+fn scalable_grows_one_segment_per_hundred_acked_and_cuts_an_eighth_rounded_up() {
+    // Kelly 2003: a = 0.01 per ACK (one segment per 100 acked above cwnd 100), b = 0.125
+    // of the window (rounded up: the cut is at least an eighth); at or below the legacy
+    // window of 16, standard TCP (RFC 5681's floor(w/2))
+    let c = Conn::new("scalable");
+    c.start_in_ca(500);
+    c.ack_segments(99, 100, 50_000);
+    assert_eq!(c.cwnd(), 500, "not before 100 acked");
+    c.ack_segments(1, 100, 50_000);
+    assert_eq!(c.cwnd(), 501);
+    for w in [16u32, 17, 23, 24, 25, 31, 32, 1000] {
+        let c = Conn::new("scalable");
+        c.start_in_ca(w);
+        c.enter_recovery();
+        let want = if w <= 16 { w / 2 } else { w - w.div_ceil(8) };
+        assert_eq!(c.ssthresh(), want, "w {w}");
+    }
+}
+
+// ---- Vegas, exact ------------------------------------------------------------------------
+/// cwnd after a Vegas round (congestion avoidance, BaseRTT 20 ms) judged at cwnd `w`
+/// whose every sample is `rtt` (`rtt_of` for each ACK)
+fn vegas_judged(w: u32, rtt_of: impl FnMut(u32) -> u32) -> Conn {
+    let c = Conn::new("vegas");
+    c.start_in_ca(100);
+    c.round(20_000);
+    c.round_then(20_000, rtt_of, |c| c.set_cwnd(w));
+    c
+}
+
+#[test]
+fn vegas_thresholds_are_exact() {
+    // §3.2: Diff < alpha = 1: +1; Diff > beta = 3: -1; else hold. Diff = cwnd (RTT -
+    // BaseRTT)/RTT: 1 exactly at cwnd 101 and RTT 20.2 ms, 3 exactly at cwnd 103 and
+    // 20.6 ms (both hold); 3.5 at cwnd 100 and 20.7254 ms (-1)
+    assert_eq!(vegas_judged(101, |_| 20_200).cwnd(), 101, "Diff = alpha: hold");
+    assert_eq!(vegas_judged(103, |_| 20_600).cwnd(), 103, "Diff = beta: hold");
+    let c = vegas_judged(100, |_| 20_726);
+    assert_eq!(c.cwnd(), 99, "Diff 3.5 > beta: -1");
+    // (Linux's tcp_vegas: a decrease also lowers ssthresh to the window)
+    assert_eq!(c.ssthresh(), 99);
+}
+
+#[test]
+fn vegas_judges_a_round_only_with_two_rtt_samples() {
+    // bpf/cc/vegas.bpf.c (as Linux's tcp_vegas): with fewer than 2 samples in a round
+    // Vegas cannot judge and does Reno's step for the ACK that ends the round instead.
+    // Samples of 23 ms (Diff 13 > beta): two of them are a -1; one is not
+    let rtt = |k: u32| move |i: u32| if i < k { 23_000 } else { u32::MAX }; // -1: none
+    assert_eq!(vegas_judged(100, rtt(2)).cwnd(), 99, "two samples: judged");
+    assert_eq!(vegas_judged(100, rtt(1)).cwnd(), 100, "one sample: not judged");
+    assert_eq!(vegas_judged(100, rtt(0)).cwnd(), 100, "no samples: not judged");
+    // Reno's step: the round's last ACK counts one acked segment towards the next
+    // increase, here the one that completes it (a judged round had restarted the count)
+    let c = Conn::new("vegas");
+    c.start_in_ca(100);
+    c.set(Field::CwndCnt, 99);
+    c.round(20_000); // judged (Diff 0: +1), the count restarts
+    let w = c.cwnd();
+    c.round_then(20_000, |_| u32::MAX, |c| c.set(Field::CwndCnt, w as u64 - 1));
+    assert_eq!(c.cwnd(), w + 1, "Reno's step completes a segment");
+    // ... but not while the application limits the flow (RFC 7661)
+    let c = Conn::new("vegas");
+    c.start_in_ca(100);
+    c.round(20_000);
+    let w = c.cwnd();
+    c.round_then(20_000, |_| u32::MAX, |c| {
+        c.set(Field::CwndCnt, w as u64 - 1);
+        c.set_app_unlimited(false);
+        c.set(Field::IsCwndLimited, 0);
+    });
+    assert_eq!(c.cwnd(), w, "no growth while application-limited");
+}
+
+#[test]
+fn vegas_starts_a_new_round_after_an_idle_period() {
+    // Linux's tcp_vegas: after an idle period the sender waits for a whole flight of new
+    // data before judging; a round begun before the pause is not mixed with the one after
+    // (here: 20 ms samples before it, 23 ms after: Diff 13 > beta, -1)
+    let c = Conn::new("vegas");
+    c.start_in_ca(100);
+    c.round(20_000);
+    c.ack_segments(20, 200, 20_000);
+    advance_us(5_000_000);
+    c.cwnd_event(CA_EVENT_TX_START);
+    let w = c.cwnd();
+    c.set(Field::PacketsOut, 0);
+    c.round(23_000);
+    c.round(23_000);
+    assert!(c.cwnd() < w, "the rounds after the pause judged on their own: {w} -> {}", c.cwnd());
+}
+
+#[test]
+fn vegas_slow_start_exit_never_goes_below_two_segments() {
+    // a window of 4 whose RTT rose tenfold: Actual * BaseRTT + 1 = 1.4 -> the floor of 2
+    let c = vegas_slow_start_round(20_000, 4, 200_000);
+    assert_eq!((c.cwnd(), c.ssthresh()), (2, 2));
+}
+
+// ---- Veno, exact -------------------------------------------------------------------------
+/// ssthresh at a loss after a round judged at cwnd `w` with samples `rtt_of(i)` (BaseRTT
+/// 20 ms); and the window at the loss
+fn veno_loss_after(w: u32, rtt_of: impl FnMut(u32) -> u32) -> (u32, u32) {
+    let c = Conn::new("veno");
+    c.start_in_ca(100);
+    c.round(20_000);
+    c.round_then(20_000, rtt_of, |c| c.set_cwnd(w));
+    let w = c.cwnd();
+    c.enter_recovery();
+    (w, c.ssthresh())
+}
+
+#[test]
+fn veno_s_beta_boundary_is_exact() {
+    // §II-B: N >= beta = 3 segments is congestive (1/2), below random (4/5). N = cwnd (RTT
+    // - BaseRTT)/RTT = 3 exactly at cwnd 103 and 20.6 ms; 3.5 at cwnd 100 and 20.7254 ms
+    let (w, ss) = veno_loss_after(103, |_| 20_600);
+    assert_eq!(ss, w / 2, "N = 3: congestive");
+    let (w, ss) = veno_loss_after(100, |_| 20_726);
+    assert_eq!(ss, w / 2, "N = 3.5: congestive");
+    let (w, ss) = veno_loss_after(100, |_| 20_500);
+    assert_eq!(ss, w * 4 / 5, "N = 2.4: random");
+}
+
+#[test]
+fn veno_takes_the_backlog_from_the_round_s_smallest_rtt() {
+    // §II-A, Vegas' estimate once per round from its minimum RTT: one early ACK at
+    // BaseRTT in a round of 21 ms samples says there is no queue (N = 0: random loss)
+    let (w, ss) = veno_loss_after(100, |i| if i == 3 { 20_000 } else { 21_000 });
+    assert_eq!(ss, w * 4 / 5);
+    // and a round without RTT samples keeps the last round's verdict (random here)
+    let c = Conn::new("veno");
+    c.start_in_ca(100);
+    c.round(20_000);
+    c.round(20_500); // N = 2.4
+    c.round_with(20_000, |_| u32::MAX);
+    let w = c.cwnd();
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), w * 4 / 5);
+}
+
+#[test]
+fn veno_treats_a_loss_before_any_backlog_measurement_as_random() {
+    // N is unknown (0) before the first judged round: N < beta
+    let c = Conn::new("veno");
+    c.start_in_ca(100);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 80);
+}
+
+// ---- Hybla, exact ------------------------------------------------------------------------
+#[test]
+fn hybla_slow_start_adds_two_to_the_rho_minus_one_per_ack() {
+    // §3: slow start cwnd += 2^rho - 1 per acked segment, for fractional rho too (rho in
+    // 1/1024, rounded down; 2^rho from a Taylor series to 0.2 %; the fraction carried
+    // between ACKs)
+    for rtt in [31_250u32, 37_500, 43_750, 49_999, 60_000] {
+        let rho = (rtt as u64 * 1024 / 25_000) as f64 / 1024.0;
+        let c = Conn::new("hybla");
+        c.set_ssthresh(1_000_000);
+        let w = c.cwnd();
+        c.set_app_unlimited(false);
+        c.set(Field::MaxPacketsOut, 1_000_000);
+        for _ in 0..1000 {
+            c.set(Field::PacketsOut, 1_000);
+            c.set(Field::SndNxt, c.get(Field::SndUna) + 1_000 * 1448);
+            c.ack(Ack::new(1, rtt));
+        }
+        let want = 1000.0 * (2f64.powf(rho) - 1.0);
+        let got = (c.cwnd() - w) as f64;
+        assert!((got - want).abs() <= 0.002 * 1000.0 * 2f64.powf(rho) + 1.0,
+                "rho {rho}: +{got} in 1000 ACKs, want {want:.1}");
+    }
+}
+
+#[test]
+fn hybla_slow_start_stops_at_ssthresh() {
+    // RFC 5681 §3.1 (Hybla keeps it): slow start ends at ssthresh, however large the
+    // per-ACK increase (rho 8: 255 per ACK)
+    let c = Conn::new("hybla");
+    c.set_ssthresh(300);
+    c.ack_segments(1, 1000, 200_000);
+    assert_eq!(c.cwnd(), 265);
+    c.ack_segments(1, 1000, 200_000);
+    assert_eq!(c.cwnd(), 300);
+}
+
+#[test]
+fn hybla_s_rho_comes_from_the_smallest_rtt() {
+    // bpf/cc/hybla.bpf.c: rho from the smallest RTT seen; a later, longer sample does not
+    // raise it (RTT 200 ms: rho 8, 64 segments per RTT in congestion avoidance)
+    let c = Conn::new("hybla");
+    c.ack_segments(1, 1000, 200_000);
+    c.start_in_ca(2000);
+    c.ack_segments(1, 100, 400_000);
+    let w = c.cwnd();
+    c.ack_segments(2000, 100, 400_000);
+    assert!((c.cwnd() as i64 - (w as i64 + 64)).abs() <= 1, "cwnd {} from {w}", c.cwnd());
+}
+
+#[test]
+fn hybla_is_reno_until_it_has_an_rtt_sample() {
+    // rho = 1 until measured: ACKs without an RTT sample grow slow start by one each
+    let c = Conn::new("hybla");
+    c.set_ssthresh(1000);
+    for _ in 0..10 {
+        advance_us(100);
+        c.ack(Ack { segs: 1, rtt_us: -1, ece: false, ce_segs: 0 });
+    }
+    assert_eq!(c.cwnd(), 20);
+}
+
+// ---- BIC, exact --------------------------------------------------------------------------
+/// growth of a BIC window over `cwnd` acked segments (about one RTT)
+fn bic_rtt_growth(c: &Conn) -> f64 {
+    let w = c.cwnd();
+    c.ack_segments(w, 100, 50_000);
+    (c.cwnd() - w) as f64
+}
+
+#[test]
+fn bic_is_reno_below_fourteen_segments_and_bic_from_there() {
+    // §3: low_window = 14: below, standard TCP (+1 per RTT, cut 1/2); from 14 on, BIC
+    // (here far below W_max = 100: +S_max = 32 per RTT, cut 1/8)
+    for (w, bic) in [(13u32, false), (14, true)] {
+        let c = Conn::new("bic");
+        c.start_in_ca(100);
+        c.enter_recovery(); // W_max = 100
+        c.exit_reduction();
+        c.start_in_ca(w);
+        let g = bic_rtt_growth(&c);
+        if bic {
+            assert!(g >= 10.0, "cwnd {w}: +{g} per RTT");
+        } else {
+            assert_eq!(g, 1.0, "cwnd {w}");
+        }
+        let c = Conn::new("bic");
+        c.start_in_ca(w);
+        c.enter_recovery();
+        assert_eq!(c.ssthresh(), if bic { w - w / 8 } else { w / 2 }, "cwnd {w}");
+    }
+}
+
+#[test]
+fn bic_fast_convergence_lowers_w_max_only_below_the_last_one() {
+    // §3 fast convergence: a loss below W_max sets W_max = cwnd (2 - beta)/2 = 15/16 cwnd;
+    // at or above it, W_max = cwnd. Seen in the next RTT's binary-search step (W_max -
+    // cwnd)/2. Loss at 400, then at 320 < 400: W_max 300, cwnd 280, step 10
+    let c = Conn::new("bic");
+    c.start_in_ca(400);
+    c.enter_recovery();
+    c.exit_reduction();
+    c.start_in_ca(320);
+    c.enter_recovery();
+    c.exit_reduction();
+    let g = bic_rtt_growth(&c);
+    assert!((g - 10.0).abs() <= 1.0, "+{g} per RTT, want (300 - 280)/2");
+    // a loss exactly at W_max (400): W_max stays 400, cwnd 350, step 25
+    let c = Conn::new("bic");
+    c.start_in_ca(400);
+    c.enter_recovery();
+    c.exit_reduction();
+    c.start_in_ca(400);
+    c.enter_recovery();
+    c.exit_reduction();
+    let g = bic_rtt_growth(&c);
+    assert!((g - 25.0).abs() <= 1.0, "+{g} per RTT, want (400 - 350)/2");
+}
+
+#[test]
+fn bic_starts_its_search_over_after_a_time_out() {
+    // bpf/cc/bic.bpf.c: after an RTO W_max is forgotten: from ssthresh on the window
+    // probes upward at S_max = 32 per RTT, not by the binary search towards the old
+    // W_max (400: (400 - 350)/2 = 25)
+    let c = Conn::new("bic");
+    c.start_in_ca(400);
+    c.enter_loss();
+    c.exit_reduction();
+    c.start_in_ca(350);
+    // (32 per RTT spread over the ACKs of a growing window: a little less over cwnd ACKs)
+    let g = bic_rtt_growth(&c);
+    assert!((29.0..=32.0).contains(&g), "+{g} per RTT after an RTO");
+}
+
+#[test]
+fn bic_recomputes_its_step_at_a_loss() {
+    // the per-RTT increase is fixed at the start of a round from the window then; a loss
+    // changes both window and W_max, so the next RTT's step is the new binary-search
+    // step: past W_max at 32 per RTT, then a loss at 400: W_max 400, cwnd 350, step 25
+    let c = Conn::new("bic");
+    c.start_in_ca(200);
+    c.enter_recovery(); // W_max 200
+    c.exit_reduction();
+    c.start_in_ca(300); // far past W_max: max probing at S_max
+    bic_rtt_growth(&c);
+    c.ack_segments(7, 100, 50_000); // into the next round
+    c.set_cwnd(400);
+    c.enter_recovery();
+    c.exit_reduction();
+    let g = bic_rtt_growth(&c);
+    assert!((g - 25.0).abs() <= 1.0, "+{g} per RTT after the loss, want 25");
+}
