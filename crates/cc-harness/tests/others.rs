@@ -101,7 +101,7 @@ fn cubic_follows_w_cubic_in_the_concave_and_convex_regions_on_a_long_rtt() {
 }
 
 #[test]
-fn the_first_epoch_without_a_loss_is_convex_from_the_window_it_starts_at() {
+fn cubic_the_first_epoch_without_a_loss_is_convex_from_the_window_it_starts_at() {
     // RFC 9438 §4.2/§4.8: with no W_max yet (slow start ended without a loss) the epoch
     // starts at the current window with K = 0: W = cwnd_epoch + C t^3 (RTT 500 ms)
     // (cwnd closes most of the gap to its target W(t + RTT) within each RTT: it lies
@@ -120,7 +120,7 @@ fn the_first_epoch_without_a_loss_is_convex_from_the_window_it_starts_at() {
 }
 
 #[test]
-fn the_target_is_at_most_one_and_a_half_windows() {
+fn cubic_the_target_is_at_most_one_and_a_half_windows() {
     // RFC 9438 §4.2: target = min(W_cubic(t + RTT), 1.5 cwnd): a window held at 140 until
     // W_cubic is far above it (t = 10 s, W_cubic 258) grows by one segment per two ACKs,
     // half of itself per RTT
@@ -148,7 +148,7 @@ fn the_target_is_at_most_one_and_a_half_windows() {
 }
 
 #[test]
-fn on_the_plateau_the_window_hardly_grows() {
+fn cubic_on_the_plateau_the_window_hardly_grows() {
     // RFC 9438 §4.2: around t = K, W_cubic(t + RTT) is W_max: cwnd at W_max stays there
     // (the rounds within half a second of K grow by at most one segment each)
     let k = (200.0f64 * 0.3 / 0.4).cbrt();
@@ -162,7 +162,7 @@ fn on_the_plateau_the_window_hardly_grows() {
 }
 
 #[test]
-fn the_reno_friendly_estimate_grows_one_segment_per_rtt_once_past_the_prior_window() {
+fn cubic_the_reno_friendly_estimate_grows_one_segment_per_rtt_once_past_the_prior_window() {
     // RFC 9438 §4.3: W_est grows by alpha_cubic = 0.53 per RTT until it reaches the cwnd
     // of the last reduction (cwnd_prior), then by 1 (RTT 1 ms: the cubic curve is flat)
     let c = cubic_epoch(100, 1_000, 0.0);
@@ -184,7 +184,7 @@ fn the_reno_friendly_estimate_grows_one_segment_per_rtt_once_past_the_prior_wind
 }
 
 #[test]
-fn duplicate_acks_without_a_loss_do_not_restart_the_epoch() {
+fn cubic_duplicate_acks_without_a_loss_do_not_restart_the_epoch() {
     // the epoch (t in W_cubic) runs from the last reduction; a Disorder episode that ends
     // without one changes nothing: the window follows the same trajectory
     let run = |disorder: bool| {
@@ -202,7 +202,7 @@ fn duplicate_acks_without_a_loss_do_not_restart_the_epoch() {
 }
 
 #[test]
-fn an_idle_period_does_not_count_as_time_in_the_epoch() {
+fn cubic_an_idle_period_does_not_count_as_time_in_the_epoch() {
     // RFC 9438 §5.8: after an application-limited pause (CA_EVENT_TX_START) the epoch
     // restarts at the current window: no jump to 1.5 cwnd per RTT for the idle time. In
     // the concave region (W_max 200, 1 s into the epoch) ...
@@ -227,7 +227,7 @@ fn an_idle_period_does_not_count_as_time_in_the_epoch() {
 }
 
 #[test]
-fn cubic_s_cut_is_beta_to_a_1024th() {
+fn cubic_cut_is_beta_to_a_1024th() {
     // RFC 9438 §4.6: ssthresh = cwnd * 0.7, with beta in 1/1024 (717): exact at 1024
     let c = Conn::new("cubic");
     c.start_in_ca(1024);
@@ -266,7 +266,7 @@ fn css_after(base: u32, rtt: u32) -> bool {
 }
 
 #[test]
-fn hystart_leaves_slow_start_when_the_round_s_minimum_rtt_rises_by_the_threshold() {
+fn cubic_hystart_leaves_slow_start_when_the_round_s_minimum_rtt_rises_by_the_threshold() {
     // RFC 9406 §4.2: after N_RTT_SAMPLE = 8 samples of a round, currentRoundMinRTT >=
     // lastRoundMinRTT + RttThresh, RttThresh = clamp(lastRoundMinRTT / 8, 4 ms, 16 ms),
     // enters CSS. 40 ms: 5 ms; 20 ms: 2.5 -> 4 ms; 200 ms: 25 -> 16 ms
@@ -277,7 +277,7 @@ fn hystart_leaves_slow_start_when_the_round_s_minimum_rtt_rises_by_the_threshold
 }
 
 #[test]
-fn hystart_judges_the_rise_from_the_eighth_sample_of_the_round_on() {
+fn cubic_hystart_judges_the_rise_from_the_eighth_sample_of_the_round_on() {
     // RFC 9406 §4.2: the rise is judged once rttSampleCount >= N_RTT_SAMPLE = 8: a round
     // whose samples all rose grows by one segment per ACK up to its eighth ACK (slow
     // start's increase comes first), then by a quarter (CSS)
@@ -294,7 +294,7 @@ fn hystart_judges_the_rise_from_the_eighth_sample_of_the_round_on() {
 }
 
 #[test]
-fn conservative_slow_start_grows_a_quarter_and_lasts_five_rounds() {
+fn cubic_conservative_slow_start_grows_a_quarter_and_lasts_five_rounds() {
     // RFC 9406 §4.3: in CSS cwnd grows by acked/CSS_GROWTH_DIVISOR (4); after CSS_ROUNDS
     // (5) rounds, congestion avoidance: ssthresh = cwnd. CSS begins within the round
     // whose rise it saw; that round ends the first of the five
@@ -311,7 +311,7 @@ fn conservative_slow_start_grows_a_quarter_and_lasts_five_rounds() {
 }
 
 #[test]
-fn conservative_slow_start_returns_to_slow_start_when_the_rise_was_spurious() {
+fn cubic_conservative_slow_start_returns_to_slow_start_when_the_rise_was_spurious() {
     // RFC 9406 §4.3: in CSS, a round whose minimum RTT (after 8 samples) falls below
     // cssBaselineMinRtt goes back to slow start
     let c = hystart_flow(40_000);
@@ -324,7 +324,7 @@ fn conservative_slow_start_returns_to_slow_start_when_the_rise_was_spurious() {
 }
 
 #[test]
-fn hystart_is_used_in_the_initial_slow_start_only() {
+fn cubic_hystart_is_used_in_the_initial_slow_start_only() {
     // RFC 9406 §4.2: HyStart++ only in the initial slow start; later slow starts (after
     // an undone reduction, after an RTO) are standard ones, rises in RTT or not
     let c = hystart_flow(40_000);
