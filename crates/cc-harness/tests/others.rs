@@ -291,6 +291,12 @@ fn cubic_hystart_judges_the_rise_from_the_eighth_sample_of_the_round_on() {
     let seen = seen.into_inner();
     // seen[i]: growth after i ACKs
     assert_eq!(&seen[..10], &[0, 1, 2, 3, 4, 5, 6, 7, 8, 8], "growth per ACK");
+    // ACKs without an RTT sample are no samples: seven risen samples and the rest
+    // without any do not make eight
+    let c = hystart_flow(40_000);
+    c.round_with(45_000, |i| if i < 7 { 45_000 } else { u32::MAX });
+    let (g, n) = round_growth(&c, 45_000);
+    assert!(g >= n - 2, "no CSS from seven samples: +{g} for {n} ACKs");
 }
 
 #[test]
@@ -300,11 +306,16 @@ fn cubic_conservative_slow_start_grows_a_quarter_and_lasts_five_rounds() {
     // whose rise it saw; that round ends the first of the five
     let c = hystart_flow(40_000);
     c.round(45_000);
+    let (mut total, mut acks) = (0, 0);
     for k in 1..=3 {
         let (g, n) = round_growth(&c, 45_000);
         assert!(g.abs_diff(n / 4) <= 1, "CSS round {k}: +{g} for {n} ACKs");
         assert_eq!(c.ssthresh(), 100_000, "CSS round {k}");
+        total += g;
+        acks += n;
     }
+    // (over the three rounds: a quarter of the ACKs, the carry at most one segment)
+    assert!(total.abs_diff(acks / 4) <= 1, "+{total} for {acks} ACKs in CSS");
     c.round(45_000);
     assert!(c.ssthresh() < 100_000 && c.cwnd() - c.ssthresh() <= 1,
             "after five rounds of CSS: cwnd {}, ssthresh {}", c.cwnd(), c.ssthresh());
@@ -313,14 +324,30 @@ fn cubic_conservative_slow_start_grows_a_quarter_and_lasts_five_rounds() {
 #[test]
 fn cubic_conservative_slow_start_returns_to_slow_start_when_the_rise_was_spurious() {
     // RFC 9406 §4.3: in CSS, a round whose minimum RTT (after 8 samples) falls below
-    // cssBaselineMinRtt goes back to slow start
+    // cssBaselineMinRtt goes back to slow start: from its eighth ACK on, not before
     let c = hystart_flow(40_000);
     c.round(45_000);
     let (g, n) = round_growth(&c, 45_000);
     assert!(g <= n / 4 + 1, "CSS");
-    c.round(40_000);
+    let w0 = c.cwnd();
+    let seen = std::cell::RefCell::new(vec![]);
+    c.round_with(40_000, |_| {
+        seen.borrow_mut().push(c.cwnd() - w0);
+        40_000
+    });
+    let seen = seen.into_inner();
+    assert!(seen[7] <= 2, "CSS for the first seven ACKs: {:?}", &seen[..12]);
+    assert_eq!(seen[11] - seen[8], 3, "slow start from the eighth: {:?}", &seen[..12]);
     let (g, n) = round_growth(&c, 40_000);
     assert!(g >= n - 2, "slow start again: +{g} for {n} ACKs");
+    // a later rise enters CSS anew, for five whole rounds again
+    c.round(45_000);
+    for k in 1..=3 {
+        c.round(45_000);
+        assert_eq!(c.ssthresh(), 100_000, "second CSS, round {k}");
+    }
+    c.round(45_000);
+    assert!(c.ssthresh() < 100_000, "five rounds of the second CSS");
 }
 
 #[test]
@@ -890,4 +917,119 @@ fn bic_recomputes_its_step_at_a_loss() {
     c.exit_reduction();
     let g = bic_rtt_growth(&c);
     assert!((g - 25.0).abs() <= 1.0, "+{g} per RTT after the loss, want 25");
+}
+
+#[test]
+fn cubic_fast_convergence_only_below_the_last_w_max() {
+    // RFC 9438 §4.7: W_max is lowered only for a loss below it; one exactly at W_max
+    // keeps W_max = cwnd, so the next epoch's plateau (t = K) is at 200, not 170
+    let c = Conn::new("cubic");
+    c.start_in_ca(200);
+    c.round(100_000);
+    c.set_cwnd(200);
+    c.enter_recovery();
+    c.exit_reduction();
+    c.set_cwnd(200);
+    c.enter_recovery(); // exactly at W_max
+    c.exit_reduction();
+    let k = (200.0f64 * 0.3 / 0.4).cbrt();
+    let t0 = now_us();
+    while ((now_us() - t0) as f64) / 1e6 < k {
+        c.round(100_000);
+    }
+    assert!(c.cwnd().abs_diff(200) <= 5, "cwnd {} at K, W_max 200", c.cwnd());
+}
+
+#[test]
+fn cubic_the_first_epoch_starts_when_slow_start_ends() {
+    // RFC 9438 §4.2: t counts from the start of congestion avoidance; slow start (here
+    // 10 -> 100 over 2 s at RTT 500 ms) is not part of the epoch, which then starts at
+    // the window it reached: W = 100 + C t^3
+    let c = Conn::new("cubic");
+    c.set_ssthresh(100);
+    while c.cwnd() < 100 {
+        c.round(500_000);
+    }
+    let t0 = now_us();
+    while now_us() - t0 < 6_000_000 {
+        c.round(500_000);
+    }
+    let t = (now_us() - t0) as f64 / 1e6;
+    let w = |t: f64| 100.0 + 0.4 * t.powi(3);
+    let got = c.cwnd() as f64;
+    assert!(got >= w(t - 0.5) - 2.0 && got <= w(t + 0.5) + 2.0,
+            "t {t:.2}: cwnd {got}, W {:.1} .. {:.1}", w(t - 0.5), w(t + 0.5));
+}
+
+#[test]
+fn cubic_reno_friendly_growth_counts_acked_segments() {
+    // RFC 9438 §4.3: W_est += alpha_cubic * segments_acked / cwnd: with delayed ACKs (two
+    // segments each) the same 0.53 per RTT; and a new flow's first epoch (no reduction
+    // yet) uses alpha_cubic too
+    let c = cubic_epoch(100, 1_000, 0.0);
+    let w = c.cwnd();
+    for _ in 0..30 {
+        c.transmit();
+        let n = (c.get(Field::PacketsOut) / 2).max(1) as u32;
+        for _ in 0..n {
+            advance_us((1_000 / n).max(1) as u64);
+            c.ack(Ack::new(2, 1_000));
+        }
+    }
+    let g = c.cwnd() - w;
+    assert!(g.abs_diff(16) <= 2, "+{g} in 30 RTTs of delayed ACKs, want 0.53 * 30");
+    let c = Conn::new("cubic");
+    c.start_in_ca(70);
+    for _ in 0..30 {
+        c.round(1_000);
+    }
+    assert!((c.cwnd() - 70).abs_diff(16) <= 2, "first epoch: +{} in 30 RTTs", c.cwnd() - 70);
+}
+
+#[test]
+fn cubic_catches_up_with_the_reno_friendly_estimate() {
+    // RFC 9438 §4.3: when W_est > cwnd, cwnd grows by (W_est - cwnd)/cwnd per ACK: a window
+    // held at 70 for 20 RTTs (W_est 70 + 0.53 * 20 = 80.6, RTT 1 ms) closes most of the gap
+    // of 10 in the next RTT (the gap shrinks as cwnd grows: 10 (1 - 1/e) ~ 6.5)
+    let c = cubic_epoch(100, 1_000, 0.0);
+    for _ in 0..20 {
+        c.set_cwnd(70);
+        c.round(1_000);
+    }
+    c.set_cwnd(70);
+    c.set(Field::CwndCnt, 0);
+    let n = c.next_round_acks();
+    c.round(1_000);
+    let g = c.cwnd() - 70;
+    assert!((5..=9).contains(&g), "+{g} in {n} ACKs, want about 6.5");
+}
+
+#[test]
+fn cubic_below_the_cap_the_increase_is_target_minus_cwnd_per_rtt() {
+    // RFC 9438 §4.2: cwnd += (target - cwnd)/cwnd per ACK: held at 200 until W_cubic(t +
+    // RTT) = 260 (1.3 cwnd, below the 1.5 cap): one segment per 200/60 -> 3 ACKs
+    let c = Conn::new("cubic");
+    c.start_in_ca(200);
+    c.round(500_000);
+    c.set_cwnd(200);
+    c.enter_recovery();
+    c.exit_reduction();
+    let k = (200.0f64 * 0.3 / 0.4).cbrt();
+    let t_hold = k + (60.0f64 / 0.4).cbrt() - 0.5; // W_cubic(t + 0.5) = 260
+    let t0 = now_us();
+    c.round(500_000); // the epoch starts at 140 (W_max 200, K 5.3 s)
+    while ((now_us() - t0) as f64) / 1e6 < t_hold - 0.5 {
+        c.set_cwnd(200);
+        c.round(500_000);
+    }
+    set_now_us(t0 + (t_hold * 1e6) as u64);
+    c.set_cwnd(200);
+    c.set(Field::CwndCnt, 0);
+    let mut seen = vec![];
+    for _ in 0..=12 {
+        seen.push(c.cwnd() - 200);
+        c.ack(Ack::new(1, 500_000));
+    }
+    let want: Vec<u32> = (0..=12).map(|i| i / 3).collect();
+    assert_eq!(seen, want);
 }
