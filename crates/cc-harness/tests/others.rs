@@ -669,14 +669,25 @@ fn vegas_judges_a_round_only_with_two_rtt_samples() {
     assert_eq!(vegas_judged(100, rtt(1)).cwnd(), 100, "one sample: not judged");
     assert_eq!(vegas_judged(100, rtt(0)).cwnd(), 100, "no samples: not judged");
     // Reno's step: the round's last ACK counts one acked segment towards the next
-    // increase, here the one that completes it (a judged round had restarted the count)
+    // increase, here the one that completes it
     let c = Conn::new("vegas");
     c.start_in_ca(100);
-    c.set(Field::CwndCnt, 99);
-    c.round(20_000); // judged (Diff 0: +1), the count restarts
+    c.round(20_000);
     let w = c.cwnd();
     c.round_then(20_000, |_| u32::MAX, |c| c.set(Field::CwndCnt, w as u64 - 1));
     assert_eq!(c.cwnd(), w + 1, "Reno's step completes a segment");
+    // a judged round restarts that count (Vegas sets the window itself): a count left
+    // one short before it does not complete a segment in a later sampleless round
+    let c = Conn::new("vegas");
+    c.start_in_ca(100);
+    c.round(20_000);
+    let w0 = c.cwnd();
+    c.set(Field::CwndCnt, w0 as u64);
+    c.round(20_000); // judged: Diff 0, +1
+    let w = c.cwnd();
+    assert_eq!(w, w0 + 1);
+    c.round_with(20_000, |_| u32::MAX);
+    assert_eq!(c.cwnd(), w, "the count restarted at the judged round");
     // ... but not while the application limits the flow (RFC 7661)
     let c = Conn::new("vegas");
     c.start_in_ca(100);
@@ -695,17 +706,25 @@ fn vegas_starts_a_new_round_after_an_idle_period() {
     // Linux's tcp_vegas: after an idle period the sender waits for a whole flight of new
     // data before judging; a round begun before the pause is not mixed with the one after
     // (here: 20 ms samples before it, 23 ms after: Diff 13 > beta, -1)
-    let c = Conn::new("vegas");
-    c.start_in_ca(100);
-    c.round(20_000);
-    c.ack_segments(20, 200, 20_000);
-    advance_us(5_000_000);
-    c.cwnd_event(CA_EVENT_TX_START);
-    let w = c.cwnd();
-    c.set(Field::PacketsOut, 0);
-    c.round(23_000);
-    c.round(23_000);
-    assert!(c.cwnd() < w, "the rounds after the pause judged on their own: {w} -> {}", c.cwnd());
+    // (CWND_RESTART, the restart of an idle window, likewise; another event, e.g. the
+    // end of a CWR episode, does not start a round)
+    for (ev, restart) in [(CA_EVENT_TX_START, true), (CA_EVENT_CWND_RESTART, true), (CA_EVENT_COMPLETE_CWR, false)] {
+        let c = Conn::new("vegas");
+        c.start_in_ca(100);
+        c.round(20_000);
+        c.ack_segments(20, 200, 20_000);
+        advance_us(5_000_000);
+        c.cwnd_event(ev);
+        let w = c.cwnd();
+        c.set(Field::PacketsOut, 0);
+        c.round(23_000);
+        c.round(23_000);
+        if restart {
+            assert!(c.cwnd() < w, "event {ev}: the rounds after the pause judged on their own: {w} -> {}", c.cwnd());
+        } else {
+            assert!(c.cwnd() >= w, "event {ev}: the round goes on: {w} -> {}", c.cwnd());
+        }
+    }
 }
 
 #[test]
