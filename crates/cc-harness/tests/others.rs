@@ -811,6 +811,25 @@ fn hybla_slow_start_adds_two_to_the_rho_minus_one_per_ack() {
 }
 
 #[test]
+fn hybla_slow_start_counts_acked_segments() {
+    // §3: the increase is per acked segment: a delayed ACK of two segments adds
+    // 2 (2^rho - 1) (rho 1.5: 3.66)
+    let c = Conn::new("hybla");
+    c.set_ssthresh(1_000_000);
+    c.set_app_unlimited(false);
+    c.set(Field::MaxPacketsOut, 1_000_000);
+    let w = c.cwnd();
+    for _ in 0..500 {
+        c.set(Field::PacketsOut, 1_000);
+        c.set(Field::SndNxt, c.get(Field::SndUna) + 1_000 * 1448);
+        c.ack(Ack::new(2, 37_500));
+    }
+    let want = 500.0 * 2.0 * (2f64.powf(1.5) - 1.0);
+    let got = (c.cwnd() - w) as f64;
+    assert!((got - want).abs() <= 0.002 * 1000.0 * 2f64.powf(1.5) + 1.0, "+{got}, want {want:.1}");
+}
+
+#[test]
 fn hybla_slow_start_stops_at_ssthresh() {
     // RFC 5681 §3.1 (Hybla keeps it): slow start ends at ssthresh, however large the
     // per-ACK increase (rho 8: 255 per ACK)
