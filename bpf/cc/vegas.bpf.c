@@ -12,8 +12,9 @@
  *   Diff < alpha  -> cwnd + 1;   Diff > beta -> cwnd - 1;   else hold.
  * Slow start doubles cwnd only every other RTT and ends when Diff > gamma.
  * alpha = 1, beta = 3, gamma = 1 segments (the paper's values).
- * With fewer than 2 RTT samples in a round Vegas cannot judge, and behaves
- * like Reno for that round. On loss: Reno's halving (RFC 5681); the paper's
+ * With fewer than 2 RTT samples in a round Vegas cannot judge, and does Reno's
+ * additive step for the ACK that ends the round instead (as Linux's tcp_vegas, which
+ * needs 3 samples). On loss: Reno's halving (RFC 5681); the paper's
  * changes to retransmission timing are the kernel's business, not ours.
  */
 #include "cca_common.h"

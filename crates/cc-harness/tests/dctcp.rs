@@ -171,6 +171,24 @@ fn a_reduction_without_an_ecn_echo_halves() {
     let w = c.cwnd();
     c.enter_cwr();
     assert_eq!(c.ssthresh(), w / 2);
+    // also before the connection's first ACK (no ECE seen yet)
+    let c = Conn::new("dctcp");
+    c.start_in_ca(41);
+    c.enter_cwr();
+    assert_eq!(c.ssthresh(), 20);
+}
+
+#[test]
+fn an_ece_cut_never_goes_below_two_segments() {
+    // RFC 5681's floor for ssthresh, 2 segments: right after an RTO α is 1, and an ECE at
+    // a window of 2 would cut it to 1
+    let c = run(400, 20, 2);
+    c.enter_loss();
+    c.exit_reduction();
+    c.set_cwnd(2);
+    c.in_ack_event(CA_ACK_WIN_UPDATE | CA_ACK_ECE);
+    c.enter_cwr();
+    assert_eq!(c.ssthresh(), 2);
 }
 
 /// α·2^20 as an ECE cut of a window of 2048 shows it: cut = 2048·α/2 = α·2^20 >> 10

@@ -282,11 +282,12 @@ fn throughput_is_measured_over_an_rtt_not_per_ack() {
 fn throughput_is_sampled_in_the_open_state_only() {
     // a recovery's ACKs are not part of B: a slow recovery (1 s, 10 segments) between
     // two events at 10000 segments/s does not trigger adaptive backoff, whether the
-    // second event comes before the first Open-state sample (30 ms) or after it (60 ms)
+    // second event comes before the first Open-state sample (30 ms) or after it (60 ms).
+    // (2250 ACKs: the event comes 250 ACKs into a sample interval)
     for open_acks in [300, 600] {
         let c = Conn::new("htcp");
         c.start_in_ca(600);
-        c.ack_segments(2_000, 100, RTT);
+        c.ack_segments(2_250, 100, RTT);
         c.enter_recovery();
         c.ack_segments(10, 100_000, RTT);
         c.exit_reduction();
@@ -336,4 +337,26 @@ fn an_undone_event_restores_beta_and_the_throughput_memory() {
     let w = c.cwnd();
     c.enter_recovery();
     assert_eq!(c.ssthresh(), w * 512 >> 10, "compared with the throughput before event 1");
+}
+
+#[test]
+fn the_first_throughput_sample_covers_the_connection_s_first_rtt() {
+    // B is measured from the algorithm's init on (the clock far from zero, the delivered
+    // counter not: the kernel's, or a connection switched to H-TCP mid-way). An event
+    // within the first RTT has no B yet, so the next event is not compared with it; an
+    // event after the first sample compares with that sample: 10000 segments/s either way
+    for (first_acks, delivered) in [(100u32, 0u64), (700, 0), (700, 1_000_000)] {
+        set_now_us(1_000_000_000);
+        let c = Conn::bare("htcp");
+        c.set(Field::Delivered, delivered);
+        c.init();
+        c.start_in_ca(600);
+        c.ack_segments(first_acks, 100, RTT);
+        c.enter_recovery();
+        c.exit_reduction();
+        c.ack_segments(2_000, 100, RTT);
+        let w = c.cwnd();
+        c.enter_recovery();
+        assert_eq!(c.ssthresh(), w * 819 >> 10, "{first_acks} ACKs before the first event, delivered {delivered}");
+    }
 }

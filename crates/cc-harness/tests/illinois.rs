@@ -267,3 +267,47 @@ fn a_recovery_keeps_the_delay_range_and_a_time_out_forgets_it() {
     c.enter_recovery();
     assert_eq!(1024 - c.ssthresh(), 128 + 384 * 8_500 / 10_500);
 }
+
+#[test]
+fn a_round_without_rtt_samples_sets_alpha_back_to_one() {
+    // until the delay is measured again α = 1 (bpf/cc/illinois.bpf.c): after a round whose
+    // ACKs carried no RTT sample the next round grows by about one segment, not by the
+    // α ~ 6 of d_a = 5 ms ...
+    let c = flow_at(5_000, 2);
+    c.round_with(BASE, |_| u32::MAX);
+    let w = c.cwnd();
+    c.round(BASE + 5_000);
+    assert!(c.cwnd() - w <= 2, "+{} in the round after a round without samples", c.cwnd() - w);
+    // ... and exactly: from a loss (α = 1, nothing carried), at a window of 2^16, the
+    // sampleless round's n ACKs and the ones after it add 1/cwnd each
+    let c = flow_at(5_000, 2);
+    c.enter_recovery();
+    c.exit_reduction();
+    c.set_cwnd(1 << 16);
+    let n = c.next_round_acks() as u64;
+    c.round_with(BASE, |_| u32::MAX);
+    let mut k = 0u64;
+    while c.cwnd() == 1 << 16 {
+        c.ack(Ack::new(1, BASE));
+        k += 1;
+    }
+    assert_eq!(k, ((1u64 << 26) - n * 1024).div_ceil(1024));
+}
+
+#[test]
+fn after_a_time_out_the_first_round_is_judged_on_its_own_samples() {
+    // the round in progress at the RTO is dropped with the delay range (bpf/cc/
+    // illinois.bpf.c): the first round after it (it ends when everything outstanding at
+    // the RTO is acknowledged: two harness rounds here), all at 25 ms, is a new base with
+    // no queue (β = 1/8), whatever the samples of 70 ms before the RTO
+    let c = flow_at(50_000, 2);
+    c.ack_segments(100, 100, BASE + 50_000);
+    c.enter_loss();
+    c.exit_reduction();
+    c.start_in_ca(400);
+    c.round(BASE + 5_000);
+    c.round(BASE + 5_000);
+    c.set_cwnd(1024);
+    c.enter_recovery();
+    assert_eq!(1024 - c.ssthresh(), 128);
+}

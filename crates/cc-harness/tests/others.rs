@@ -72,6 +72,312 @@ fn cubic_fast_convergence_lowers_w_max() {
     assert!((c.cwnd() as f64 - w_max).abs() <= 0.02 * w_max + 1.5, "cwnd {} at K, W_max {w_max}", c.cwnd());
 }
 
+/// CUBIC after a loss at `w` (W_max = w, β = 0.7), then `t` seconds of rounds of `rtt`
+fn cubic_epoch(w: u32, rtt: u32, t: f64) -> Conn {
+    let c = Conn::new("cubic");
+    c.start_in_ca(w);
+    c.round(rtt);
+    c.set_cwnd(w);
+    c.enter_recovery();
+    c.exit_reduction();
+    let t0 = now_us();
+    while ((now_us() - t0) as f64) / 1e6 < t {
+        c.round(rtt);
+    }
+    c
+}
+
+#[test]
+fn cubic_follows_w_cubic_in_the_concave_and_convex_regions_on_a_long_rtt() {
+    // RFC 9438 §4.2, W_cubic(t) = C (t - K)^3 + W_max with C = 0.4, at RTT 500 ms (where
+    // the Reno-friendly estimate, 0.53 segments per RTT, stays far below): W_max 200,
+    // K = cbrt(200 * 0.3 / 0.4) = 5.3 s; cwnd aims at W_cubic(t + RTT)
+    for t in [1.0, 2.0, 9.0, 11.0] {
+        let c = cubic_epoch(200, 500_000, t);
+        let want = w_cubic(t + 0.5, 200.0);
+        let got = c.cwnd() as f64;
+        assert!((got - want).abs() <= 0.01 * want + 2.0, "t {t}: cwnd {got}, W_cubic {want:.1}");
+    }
+}
+
+#[test]
+fn cubic_the_first_epoch_without_a_loss_is_convex_from_the_window_it_starts_at() {
+    // RFC 9438 §4.2/§4.8: with no W_max yet (slow start ended without a loss) the epoch
+    // starts at the current window with K = 0: W = cwnd_epoch + C t^3 (RTT 500 ms)
+    // (cwnd closes most of the gap to its target W(t + RTT) within each RTT: it lies
+    // between W(t) and W(t + RTT))
+    let c = Conn::new("cubic");
+    c.start_in_ca(100);
+    let t0 = now_us();
+    while now_us() - t0 < 8_000_000 {
+        c.round(500_000);
+    }
+    let t = (now_us() - t0) as f64 / 1e6;
+    let w = |t: f64| 100.0 + 0.4 * t.powi(3);
+    let got = c.cwnd() as f64;
+    assert!(got >= w(t) - 2.0 && got <= w(t + 0.5) + 2.0,
+            "t {t:.2}: cwnd {got}, W {:.1} .. {:.1}", w(t), w(t + 0.5));
+}
+
+#[test]
+fn cubic_the_target_is_at_most_one_and_a_half_windows() {
+    // RFC 9438 §4.2: target = min(W_cubic(t + RTT), 1.5 cwnd): a window held at 140 until
+    // W_cubic is far above it (t = 10 s, W_cubic 258) grows by one segment per two ACKs,
+    // half of itself per RTT
+    let c = Conn::new("cubic");
+    c.start_in_ca(200);
+    c.round(500_000);
+    c.set_cwnd(200);
+    c.enter_recovery();
+    c.exit_reduction();
+    let t0 = now_us();
+    while now_us() - t0 < 10_000_000 {
+        c.set_cwnd(140);
+        c.round(500_000);
+    }
+    c.set_cwnd(140);
+    c.set(Field::CwndCnt, 0);
+    let seen = std::cell::RefCell::new(vec![]);
+    c.round_with(500_000, |_| {
+        seen.borrow_mut().push(c.cwnd() - 140);
+        500_000
+    });
+    // growth after 0, 1, ... 20 ACKs (W_cubic is above 1.5 cwnd until cwnd is 170)
+    let want: Vec<u32> = (0..=20).map(|i| i / 2).collect();
+    assert_eq!(&seen.into_inner()[..21], &want[..]);
+}
+
+#[test]
+fn cubic_on_the_plateau_the_window_hardly_grows() {
+    // RFC 9438 §4.2: around t = K, W_cubic(t + RTT) is W_max: cwnd at W_max stays there
+    // (the rounds within half a second of K grow by at most one segment each)
+    let k = (200.0f64 * 0.3 / 0.4).cbrt();
+    let c = cubic_epoch(200, 100_000, k - 0.5);
+    for _ in 0..10 {
+        let w = c.cwnd();
+        c.round(100_000);
+        assert!(c.cwnd() <= w + 1, "{w} -> {} on the plateau", c.cwnd());
+    }
+    assert!(c.cwnd().abs_diff(200) <= 3, "cwnd {} at K, W_max 200", c.cwnd());
+}
+
+#[test]
+fn cubic_the_reno_friendly_estimate_grows_one_segment_per_rtt_once_past_the_prior_window() {
+    // RFC 9438 §4.3: W_est grows by alpha_cubic = 0.53 per RTT until it reaches the cwnd
+    // of the last reduction (cwnd_prior), then by 1 (RTT 1 ms: the cubic curve is flat)
+    let c = cubic_epoch(100, 1_000, 0.0);
+    let w = c.cwnd();
+    for _ in 0..30 {
+        c.round(1_000);
+    }
+    let slow = c.cwnd() - w;
+    assert!(slow.abs_diff(16) <= 2, "+{slow} in 30 RTTs below cwnd_prior, want 0.53 * 30");
+    while c.cwnd() < 105 {
+        c.round(1_000);
+    }
+    let w = c.cwnd();
+    for _ in 0..30 {
+        c.round(1_000);
+    }
+    let fast = c.cwnd() - w;
+    assert!(fast.abs_diff(30) <= 2, "+{fast} in 30 RTTs past cwnd_prior, want 30");
+}
+
+#[test]
+fn cubic_duplicate_acks_without_a_loss_do_not_restart_the_epoch() {
+    // the epoch (t in W_cubic) runs from the last reduction; a Disorder episode that ends
+    // without one changes nothing: the window follows the same trajectory
+    let run = |disorder: bool| {
+        let c = cubic_epoch(200, 100_000, 1.0);
+        if disorder {
+            c.set_ca_state(DISORDER);
+            c.set_ca_state(OPEN);
+        }
+        for _ in 0..20 {
+            c.round(100_000);
+        }
+        c.cwnd()
+    };
+    assert_eq!(run(true), run(false));
+}
+
+#[test]
+fn cubic_an_idle_period_does_not_count_as_time_in_the_epoch() {
+    // RFC 9438 §5.8: after an application-limited pause (CA_EVENT_TX_START) the epoch
+    // restarts at the current window: no jump to 1.5 cwnd per RTT for the idle time. In
+    // the concave region (W_max 200, 1 s into the epoch) ...
+    let c = cubic_epoch(200, 500_000, 1.0);
+    advance_us(10_000_000);
+    c.cwnd_event(CA_EVENT_TX_START);
+    let w = c.cwnd();
+    c.round(500_000);
+    assert!(c.cwnd() - w <= 20, "{w} -> {} in the RTT after 10 s idle", c.cwnd());
+    // ... and in the convex one (past W_max): the new epoch starts there with K = 0,
+    // W = cwnd + C t^3: after 3 s, +0.4 * 3.5^3 = 17
+    let c = cubic_epoch(200, 500_000, 9.0);
+    advance_us(10_000_000);
+    c.cwnd_event(CA_EVENT_TX_START);
+    let w = c.cwnd() as f64;
+    let t0 = now_us();
+    while now_us() - t0 < 3_000_000 {
+        c.round(500_000);
+    }
+    let want = w + 0.4 * 3.5f64.powi(3);
+    assert!((c.cwnd() as f64 - want).abs() <= 3.0, "cwnd {} 3 s after the pause, want {want:.1}", c.cwnd());
+}
+
+#[test]
+fn cubic_cut_is_beta_to_a_1024th() {
+    // RFC 9438 §4.6: ssthresh = cwnd * 0.7, with beta in 1/1024 (717): exact at 1024
+    let c = Conn::new("cubic");
+    c.start_in_ca(1024);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 717);
+}
+
+// ---- CUBIC's slow start: HyStart++, RFC 9406 ----------------------------------------------
+
+/// A new CUBIC flow in its initial slow start after two rounds at `base` (the last
+/// round's minimum RTT is `base`)
+fn hystart_flow(base: u32) -> Conn {
+    let c = Conn::new("cubic");
+    c.set_ssthresh(100_000);
+    c.round(base);
+    c.round(base);
+    c
+}
+
+/// Growth in one round whose every sample is `rtt`, and the round's ACK count
+fn round_growth(c: &Conn, rtt: u32) -> (u32, u32) {
+    let (n, w) = (c.next_round_acks(), c.cwnd());
+    c.round(rtt);
+    (c.cwnd() - w, n)
+}
+
+/// Whether the flow is in conservative slow start (CSS: a quarter of slow start's growth)
+/// after a round at `rtt` following `hystart_flow(base)`; judged by the next round, at
+/// `rtt` too (no further rise; in CSS, no fall below the CSS baseline)
+fn css_after(base: u32, rtt: u32) -> bool {
+    let c = hystart_flow(base);
+    c.round(rtt);
+    let (g, n) = round_growth(&c, rtt);
+    assert!(g <= n / 4 + 1 || g >= n - 2, "growth {g} of {n} ACKs: neither CSS nor slow start");
+    g <= n / 4 + 1
+}
+
+#[test]
+fn cubic_hystart_leaves_slow_start_when_the_round_s_minimum_rtt_rises_by_the_threshold() {
+    // RFC 9406 §4.2: after N_RTT_SAMPLE = 8 samples of a round, currentRoundMinRTT >=
+    // lastRoundMinRTT + RttThresh, RttThresh = clamp(lastRoundMinRTT / 8, 4 ms, 16 ms),
+    // enters CSS. 40 ms: 5 ms; 20 ms: 2.5 -> 4 ms; 200 ms: 25 -> 16 ms
+    for (base, thresh) in [(40_000, 5_000), (20_000, 4_000), (200_000, 16_000)] {
+        assert!(css_after(base, base + thresh), "base {base}: +{thresh} us");
+        assert!(!css_after(base, base + thresh - 1), "base {base}: +{} us", thresh - 1);
+    }
+}
+
+#[test]
+fn cubic_hystart_judges_the_rise_from_the_eighth_sample_of_the_round_on() {
+    // RFC 9406 §4.2: the rise is judged once rttSampleCount >= N_RTT_SAMPLE = 8: a round
+    // whose samples all rose grows by one segment per ACK up to its eighth ACK (slow
+    // start's increase comes first), then by a quarter (CSS)
+    let c = hystart_flow(40_000);
+    let w0 = c.cwnd();
+    let seen = std::cell::RefCell::new(vec![]);
+    c.round_with(45_000, |_| {
+        seen.borrow_mut().push(c.cwnd() - w0);
+        45_000
+    });
+    let seen = seen.into_inner();
+    // seen[i]: growth after i ACKs
+    assert_eq!(&seen[..10], &[0, 1, 2, 3, 4, 5, 6, 7, 8, 8], "growth per ACK");
+    // ACKs without an RTT sample are no samples: seven risen samples and the rest
+    // without any do not make eight
+    let c = hystart_flow(40_000);
+    c.round_with(45_000, |i| if i < 7 { 45_000 } else { u32::MAX });
+    let (g, n) = round_growth(&c, 45_000);
+    assert!(g >= n - 2, "no CSS from seven samples: +{g} for {n} ACKs");
+}
+
+#[test]
+fn cubic_conservative_slow_start_grows_a_quarter_and_lasts_five_rounds() {
+    // RFC 9406 §4.3: in CSS cwnd grows by acked/CSS_GROWTH_DIVISOR (4); after CSS_ROUNDS
+    // (5) rounds, congestion avoidance: ssthresh = cwnd. CSS begins within the round
+    // whose rise it saw; that round ends the first of the five
+    let c = hystart_flow(40_000);
+    c.round(45_000);
+    let (mut total, mut acks) = (0, 0);
+    for k in 1..=3 {
+        let (g, n) = round_growth(&c, 45_000);
+        assert!(g.abs_diff(n / 4) <= 1, "CSS round {k}: +{g} for {n} ACKs");
+        assert_eq!(c.ssthresh(), 100_000, "CSS round {k}");
+        total += g;
+        acks += n;
+    }
+    // (over the three rounds: a quarter of the ACKs, the carry at most one segment)
+    assert!(total.abs_diff(acks / 4) <= 1, "+{total} for {acks} ACKs in CSS");
+    c.round(45_000);
+    assert!(c.ssthresh() < 100_000 && c.cwnd() - c.ssthresh() <= 1,
+            "after five rounds of CSS: cwnd {}, ssthresh {}", c.cwnd(), c.ssthresh());
+}
+
+#[test]
+fn cubic_conservative_slow_start_returns_to_slow_start_when_the_rise_was_spurious() {
+    // RFC 9406 §4.3: in CSS, a round whose minimum RTT (after 8 samples) falls below
+    // cssBaselineMinRtt goes back to slow start: from its eighth ACK on, not before
+    let c = hystart_flow(40_000);
+    c.round(45_000);
+    let (g, n) = round_growth(&c, 45_000);
+    assert!(g <= n / 4 + 1, "CSS");
+    let w0 = c.cwnd();
+    let seen = std::cell::RefCell::new(vec![]);
+    c.round_with(40_000, |_| {
+        seen.borrow_mut().push(c.cwnd() - w0);
+        40_000
+    });
+    let seen = seen.into_inner();
+    assert!(seen[7] <= 2, "CSS for the first seven ACKs: {:?}", &seen[..12]);
+    assert_eq!(seen[11] - seen[8], 3, "slow start from the eighth: {:?}", &seen[..12]);
+    let (g, n) = round_growth(&c, 40_000);
+    assert!(g >= n - 2, "slow start again: +{g} for {n} ACKs");
+    // a later rise enters CSS anew, for five whole rounds again
+    c.round(45_000);
+    for k in 1..=3 {
+        c.round(45_000);
+        assert_eq!(c.ssthresh(), 100_000, "second CSS, round {k}");
+    }
+    c.round(45_000);
+    assert!(c.ssthresh() < 100_000, "five rounds of the second CSS");
+}
+
+#[test]
+fn cubic_hystart_is_used_in_the_initial_slow_start_only() {
+    // RFC 9406 §4.2: HyStart++ only in the initial slow start; later slow starts (after
+    // an undone reduction, after an RTO) are standard ones, rises in RTT or not
+    let c = hystart_flow(40_000);
+    c.enter_recovery();
+    c.undo();
+    c.set_ssthresh(100_000);
+    c.round(40_000);
+    let (g, n) = round_growth(&c, 60_000);
+    assert!(g >= n - 2, "after an undone reduction: +{g} for {n} ACKs");
+    let c = hystart_flow(40_000);
+    c.enter_loss();
+    c.exit_reduction();
+    c.set_ssthresh(100_000);
+    c.round(40_000);
+    c.round(40_000);
+    let (g, n) = round_growth(&c, 60_000);
+    assert!(g >= n - 2, "after an RTO: +{g} for {n} ACKs");
+    // duplicate ACKs without a loss (Disorder) are no reason to stop using it
+    let c = hystart_flow(40_000);
+    c.set_ca_state(DISORDER);
+    c.set_ca_state(OPEN);
+    c.round(45_000);
+    let (g, n) = round_growth(&c, 45_000);
+    assert!(g <= n / 4 + 1, "CSS after a Disorder episode: +{g} for {n} ACKs");
+}
+
 // ---- Scalable ---------------------------------------------------------------------------
 #[test]
 fn scalable_adds_one_segment_per_hundred_acked_and_cuts_an_eighth() {
@@ -306,4 +612,462 @@ fn veno_grows_every_other_rtt_when_the_link_is_full() {
     };
     assert!((7..=9).contains(&grow(20_200)), "N < beta: +1 per RTT");
     assert!((3..=5).contains(&grow(21_000)), "N >= beta: +1 per 2 RTTs");
+}
+
+// ---- Scalable, exact ---------------------------------------------------------------------
+#[test]
+fn scalable_grows_one_segment_per_hundred_acked_and_cuts_an_eighth_rounded_up() {
+    // Kelly 2003: a = 0.01 per ACK (one segment per 100 acked above cwnd 100), b = 0.125
+    // of the window (rounded up: the cut is at least an eighth); at or below the legacy
+    // window of 16, standard TCP (RFC 5681's floor(w/2))
+    let c = Conn::new("scalable");
+    c.start_in_ca(500);
+    c.ack_segments(99, 100, 50_000);
+    assert_eq!(c.cwnd(), 500, "not before 100 acked");
+    c.ack_segments(1, 100, 50_000);
+    assert_eq!(c.cwnd(), 501);
+    for w in [16u32, 17, 23, 24, 25, 31, 32, 1000] {
+        let c = Conn::new("scalable");
+        c.start_in_ca(w);
+        c.enter_recovery();
+        let want = if w <= 16 { w / 2 } else { w - w.div_ceil(8) };
+        assert_eq!(c.ssthresh(), want, "w {w}");
+    }
+}
+
+// ---- Vegas, exact ------------------------------------------------------------------------
+/// cwnd after a Vegas round (congestion avoidance, BaseRTT 20 ms) judged at cwnd `w`
+/// whose every sample is `rtt` (`rtt_of` for each ACK)
+fn vegas_judged(w: u32, rtt_of: impl FnMut(u32) -> u32) -> Conn {
+    let c = Conn::new("vegas");
+    c.start_in_ca(100);
+    c.round(20_000);
+    c.round_then(20_000, rtt_of, |c| c.set_cwnd(w));
+    c
+}
+
+#[test]
+fn vegas_thresholds_are_exact() {
+    // §3.2: Diff < alpha = 1: +1; Diff > beta = 3: -1; else hold. Diff = cwnd (RTT -
+    // BaseRTT)/RTT: 1 exactly at cwnd 101 and RTT 20.2 ms, 3 exactly at cwnd 103 and
+    // 20.6 ms (both hold); 3.5 at cwnd 100 and 20.7254 ms (-1)
+    assert_eq!(vegas_judged(101, |_| 20_200).cwnd(), 101, "Diff = alpha: hold");
+    assert_eq!(vegas_judged(103, |_| 20_600).cwnd(), 103, "Diff = beta: hold");
+    let c = vegas_judged(100, |_| 20_726);
+    assert_eq!(c.cwnd(), 99, "Diff 3.5 > beta: -1");
+    // (Linux's tcp_vegas: a decrease also lowers ssthresh to the window)
+    assert_eq!(c.ssthresh(), 99);
+}
+
+#[test]
+fn vegas_judges_a_round_only_with_two_rtt_samples() {
+    // bpf/cc/vegas.bpf.c (as Linux's tcp_vegas): with fewer than 2 samples in a round
+    // Vegas cannot judge and does Reno's step for the ACK that ends the round instead.
+    // Samples of 23 ms (Diff 13 > beta): two of them are a -1; one is not
+    let rtt = |k: u32| move |i: u32| if i < k { 23_000 } else { u32::MAX }; // -1: none
+    assert_eq!(vegas_judged(100, rtt(2)).cwnd(), 99, "two samples: judged");
+    assert_eq!(vegas_judged(100, rtt(1)).cwnd(), 100, "one sample: not judged");
+    assert_eq!(vegas_judged(100, rtt(0)).cwnd(), 100, "no samples: not judged");
+    // Reno's step: the round's last ACK counts one acked segment towards the next
+    // increase, here the one that completes it
+    let c = Conn::new("vegas");
+    c.start_in_ca(100);
+    c.round(20_000);
+    let w = c.cwnd();
+    c.round_then(20_000, |_| u32::MAX, |c| c.set(Field::CwndCnt, w as u64 - 1));
+    assert_eq!(c.cwnd(), w + 1, "Reno's step completes a segment");
+    // a judged round restarts that count (Vegas sets the window itself): a count left
+    // one short before it does not complete a segment in a later sampleless round
+    let c = Conn::new("vegas");
+    c.start_in_ca(100);
+    c.round(20_000);
+    let w0 = c.cwnd();
+    c.set(Field::CwndCnt, w0 as u64);
+    c.round(20_000); // judged: Diff 0, +1
+    let w = c.cwnd();
+    assert_eq!(w, w0 + 1);
+    c.round_with(20_000, |_| u32::MAX);
+    assert_eq!(c.cwnd(), w, "the count restarted at the judged round");
+    // ... but not while the application limits the flow (RFC 7661)
+    let c = Conn::new("vegas");
+    c.start_in_ca(100);
+    c.round(20_000);
+    let w = c.cwnd();
+    c.round_then(20_000, |_| u32::MAX, |c| {
+        c.set(Field::CwndCnt, w as u64 - 1);
+        c.set_app_unlimited(false);
+        c.set(Field::IsCwndLimited, 0);
+    });
+    assert_eq!(c.cwnd(), w, "no growth while application-limited");
+}
+
+#[test]
+fn vegas_starts_a_new_round_after_an_idle_period() {
+    // Linux's tcp_vegas: after an idle period the sender waits for a whole flight of new
+    // data before judging; a round begun before the pause is not mixed with the one after
+    // (here: 20 ms samples before it, 23 ms after: Diff 13 > beta, -1)
+    // (CWND_RESTART, the restart of an idle window, likewise; another event, e.g. the
+    // end of a CWR episode, does not start a round)
+    for (ev, restart) in [(CA_EVENT_TX_START, true), (CA_EVENT_CWND_RESTART, true), (CA_EVENT_COMPLETE_CWR, false)] {
+        let c = Conn::new("vegas");
+        c.start_in_ca(100);
+        c.round(20_000);
+        c.ack_segments(20, 200, 20_000);
+        advance_us(5_000_000);
+        c.cwnd_event(ev);
+        let w = c.cwnd();
+        c.set(Field::PacketsOut, 0);
+        c.round(23_000);
+        c.round(23_000);
+        if restart {
+            assert!(c.cwnd() < w, "event {ev}: the rounds after the pause judged on their own: {w} -> {}", c.cwnd());
+        } else {
+            assert!(c.cwnd() >= w, "event {ev}: the round goes on: {w} -> {}", c.cwnd());
+        }
+    }
+}
+
+#[test]
+fn vegas_slow_start_exit_never_goes_below_two_segments() {
+    // a window of 4 whose RTT rose tenfold: Actual * BaseRTT + 1 = 1.4 -> the floor of 2
+    let c = vegas_slow_start_round(20_000, 4, 200_000);
+    assert_eq!((c.cwnd(), c.ssthresh()), (2, 2));
+}
+
+// ---- Veno, exact -------------------------------------------------------------------------
+/// ssthresh at a loss after a round judged at cwnd `w` with samples `rtt_of(i)` (BaseRTT
+/// 20 ms); and the window at the loss
+fn veno_loss_after(w: u32, rtt_of: impl FnMut(u32) -> u32) -> (u32, u32) {
+    let c = Conn::new("veno");
+    c.start_in_ca(100);
+    c.round(20_000);
+    c.round_then(20_000, rtt_of, |c| c.set_cwnd(w));
+    let w = c.cwnd();
+    c.enter_recovery();
+    (w, c.ssthresh())
+}
+
+#[test]
+fn veno_s_beta_boundary_is_exact() {
+    // §II-B: N >= beta = 3 segments is congestive (1/2), below random (4/5). N = cwnd (RTT
+    // - BaseRTT)/RTT = 3 exactly at cwnd 103 and 20.6 ms; 3.5 at cwnd 100 and 20.7254 ms
+    let (w, ss) = veno_loss_after(103, |_| 20_600);
+    assert_eq!(ss, w / 2, "N = 3: congestive");
+    let (w, ss) = veno_loss_after(100, |_| 20_726);
+    assert_eq!(ss, w / 2, "N = 3.5: congestive");
+    let (w, ss) = veno_loss_after(100, |_| 20_500);
+    assert_eq!(ss, w * 4 / 5, "N = 2.4: random");
+}
+
+#[test]
+fn veno_takes_the_backlog_from_the_round_s_smallest_rtt() {
+    // §II-A, Vegas' estimate once per round from its minimum RTT: one early ACK at
+    // BaseRTT in a round of 21 ms samples says there is no queue (N = 0: random loss)
+    let (w, ss) = veno_loss_after(100, |i| if i == 3 { 20_000 } else { 21_000 });
+    assert_eq!(ss, w * 4 / 5);
+    // and a round without RTT samples keeps the last round's verdict (random here)
+    let c = Conn::new("veno");
+    c.start_in_ca(100);
+    c.round(20_000);
+    c.round(20_500); // N = 2.4
+    c.round_with(20_000, |_| u32::MAX);
+    let w = c.cwnd();
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), w * 4 / 5);
+}
+
+#[test]
+fn veno_treats_a_loss_before_any_backlog_measurement_as_random() {
+    // N is unknown (0) before the first judged round: N < beta
+    let c = Conn::new("veno");
+    c.start_in_ca(100);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 80);
+}
+
+// ---- Hybla, exact ------------------------------------------------------------------------
+#[test]
+fn hybla_slow_start_adds_two_to_the_rho_minus_one_per_ack() {
+    // §3: slow start cwnd += 2^rho - 1 per acked segment, for fractional rho too (rho in
+    // 1/1024, rounded down; 2^rho from a Taylor series to 0.2 %; the fraction carried
+    // between ACKs)
+    for rtt in [31_250u32, 37_500, 43_750, 49_999, 60_000] {
+        let rho = (rtt as u64 * 1024 / 25_000) as f64 / 1024.0;
+        let c = Conn::new("hybla");
+        c.set_ssthresh(1_000_000);
+        let w = c.cwnd();
+        c.set_app_unlimited(false);
+        c.set(Field::MaxPacketsOut, 1_000_000);
+        for _ in 0..1000 {
+            c.set(Field::PacketsOut, 1_000);
+            c.set(Field::SndNxt, c.get(Field::SndUna) + 1_000 * 1448);
+            c.ack(Ack::new(1, rtt));
+        }
+        let want = 1000.0 * (2f64.powf(rho) - 1.0);
+        let got = (c.cwnd() - w) as f64;
+        assert!((got - want).abs() <= 0.002 * 1000.0 * 2f64.powf(rho) + 1.0,
+                "rho {rho}: +{got} in 1000 ACKs, want {want:.1}");
+    }
+}
+
+#[test]
+fn hybla_slow_start_counts_acked_segments() {
+    // §3: the increase is per acked segment: a delayed ACK of two segments adds
+    // 2 (2^rho - 1) (rho 1.5: 3.66)
+    let c = Conn::new("hybla");
+    c.set_ssthresh(1_000_000);
+    c.set_app_unlimited(false);
+    c.set(Field::MaxPacketsOut, 1_000_000);
+    let w = c.cwnd();
+    for _ in 0..500 {
+        c.set(Field::PacketsOut, 1_000);
+        c.set(Field::SndNxt, c.get(Field::SndUna) + 1_000 * 1448);
+        c.ack(Ack::new(2, 37_500));
+    }
+    let want = 500.0 * 2.0 * (2f64.powf(1.5) - 1.0);
+    let got = (c.cwnd() - w) as f64;
+    assert!((got - want).abs() <= 0.002 * 1000.0 * 2f64.powf(1.5) + 1.0, "+{got}, want {want:.1}");
+}
+
+#[test]
+fn hybla_slow_start_stops_at_ssthresh() {
+    // RFC 5681 §3.1 (Hybla keeps it): slow start ends at ssthresh, however large the
+    // per-ACK increase (rho 8: 255 per ACK)
+    let c = Conn::new("hybla");
+    c.set_ssthresh(300);
+    c.ack_segments(1, 1000, 200_000);
+    assert_eq!(c.cwnd(), 265);
+    c.ack_segments(1, 1000, 200_000);
+    assert_eq!(c.cwnd(), 300);
+}
+
+#[test]
+fn hybla_s_rho_comes_from_the_smallest_rtt() {
+    // bpf/cc/hybla.bpf.c: rho from the smallest RTT seen; a later, longer sample does not
+    // raise it (RTT 200 ms: rho 8, 64 segments per RTT in congestion avoidance)
+    let c = Conn::new("hybla");
+    c.ack_segments(1, 1000, 200_000);
+    c.start_in_ca(2000);
+    c.ack_segments(1, 100, 400_000);
+    let w = c.cwnd();
+    c.ack_segments(2000, 100, 400_000);
+    assert!((c.cwnd() as i64 - (w as i64 + 64)).abs() <= 1, "cwnd {} from {w}", c.cwnd());
+}
+
+#[test]
+fn hybla_is_reno_until_it_has_an_rtt_sample() {
+    // rho = 1 until measured: ACKs without an RTT sample grow slow start by one each
+    let c = Conn::new("hybla");
+    c.set_ssthresh(1000);
+    for _ in 0..10 {
+        advance_us(100);
+        c.ack(Ack { segs: 1, rtt_us: -1, ece: false, ce_segs: 0 });
+    }
+    assert_eq!(c.cwnd(), 20);
+}
+
+// ---- BIC, exact --------------------------------------------------------------------------
+/// growth of a BIC window over `cwnd` acked segments (about one RTT)
+fn bic_rtt_growth(c: &Conn) -> f64 {
+    let w = c.cwnd();
+    c.ack_segments(w, 100, 50_000);
+    (c.cwnd() - w) as f64
+}
+
+#[test]
+fn bic_is_reno_below_fourteen_segments_and_bic_from_there() {
+    // §3: low_window = 14: below, standard TCP (+1 per RTT, cut 1/2); from 14 on, BIC
+    // (here far below W_max = 100: +S_max = 32 per RTT, cut 1/8)
+    for (w, bic) in [(13u32, false), (14, true)] {
+        let c = Conn::new("bic");
+        c.start_in_ca(100);
+        c.enter_recovery(); // W_max = 100
+        c.exit_reduction();
+        c.start_in_ca(w);
+        let g = bic_rtt_growth(&c);
+        if bic {
+            assert!(g >= 10.0, "cwnd {w}: +{g} per RTT");
+        } else {
+            assert_eq!(g, 1.0, "cwnd {w}");
+        }
+        let c = Conn::new("bic");
+        c.start_in_ca(w);
+        c.enter_recovery();
+        assert_eq!(c.ssthresh(), if bic { w - w / 8 } else { w / 2 }, "cwnd {w}");
+    }
+}
+
+#[test]
+fn bic_fast_convergence_lowers_w_max_only_below_the_last_one() {
+    // §3 fast convergence: a loss below W_max sets W_max = cwnd (2 - beta)/2 = 15/16 cwnd;
+    // at or above it, W_max = cwnd. Seen in the next RTT's binary-search step (W_max -
+    // cwnd)/2. Loss at 400, then at 320 < 400: W_max 300, cwnd 280, step 10
+    let c = Conn::new("bic");
+    c.start_in_ca(400);
+    c.enter_recovery();
+    c.exit_reduction();
+    c.start_in_ca(320);
+    c.enter_recovery();
+    c.exit_reduction();
+    let g = bic_rtt_growth(&c);
+    assert!((g - 10.0).abs() <= 1.0, "+{g} per RTT, want (300 - 280)/2");
+    // a loss exactly at W_max (400): W_max stays 400, cwnd 350, step 25
+    let c = Conn::new("bic");
+    c.start_in_ca(400);
+    c.enter_recovery();
+    c.exit_reduction();
+    c.start_in_ca(400);
+    c.enter_recovery();
+    c.exit_reduction();
+    let g = bic_rtt_growth(&c);
+    assert!((g - 25.0).abs() <= 1.0, "+{g} per RTT, want (400 - 350)/2");
+}
+
+#[test]
+fn bic_starts_its_search_over_after_a_time_out() {
+    // bpf/cc/bic.bpf.c: after an RTO W_max is forgotten: from ssthresh on the window
+    // probes upward at S_max = 32 per RTT, not by the binary search towards the old
+    // W_max (400: (400 - 350)/2 = 25)
+    let c = Conn::new("bic");
+    c.start_in_ca(400);
+    c.enter_loss();
+    c.exit_reduction();
+    c.start_in_ca(350);
+    // (32 per RTT spread over the ACKs of a growing window: a little less over cwnd ACKs)
+    let g = bic_rtt_growth(&c);
+    assert!((29.0..=32.0).contains(&g), "+{g} per RTT after an RTO");
+}
+
+#[test]
+fn bic_recomputes_its_step_at_a_loss() {
+    // the per-RTT increase is fixed at the start of a round from the window then; a loss
+    // changes both window and W_max, so the next RTT's step is the new binary-search
+    // step: past W_max at 32 per RTT, then a loss at 400: W_max 400, cwnd 350, step 25
+    let c = Conn::new("bic");
+    c.start_in_ca(200);
+    c.enter_recovery(); // W_max 200
+    c.exit_reduction();
+    c.start_in_ca(300); // far past W_max: max probing at S_max
+    bic_rtt_growth(&c);
+    c.ack_segments(7, 100, 50_000); // into the next round
+    c.set_cwnd(400);
+    c.enter_recovery();
+    c.exit_reduction();
+    let g = bic_rtt_growth(&c);
+    assert!((g - 25.0).abs() <= 1.0, "+{g} per RTT after the loss, want 25");
+}
+
+#[test]
+fn cubic_fast_convergence_only_below_the_last_w_max() {
+    // RFC 9438 §4.7: W_max is lowered only for a loss below it; one exactly at W_max
+    // keeps W_max = cwnd, so the next epoch's plateau (t = K) is at 200, not 170
+    let c = Conn::new("cubic");
+    c.start_in_ca(200);
+    c.round(100_000);
+    c.set_cwnd(200);
+    c.enter_recovery();
+    c.exit_reduction();
+    c.set_cwnd(200);
+    c.enter_recovery(); // exactly at W_max
+    c.exit_reduction();
+    let k = (200.0f64 * 0.3 / 0.4).cbrt();
+    let t0 = now_us();
+    while ((now_us() - t0) as f64) / 1e6 < k {
+        c.round(100_000);
+    }
+    assert!(c.cwnd().abs_diff(200) <= 5, "cwnd {} at K, W_max 200", c.cwnd());
+}
+
+#[test]
+fn cubic_the_first_epoch_starts_when_slow_start_ends() {
+    // RFC 9438 §4.2: t counts from the start of congestion avoidance; slow start (here
+    // 10 -> 100 over 2 s at RTT 500 ms) is not part of the epoch, which then starts at
+    // the window it reached: W = 100 + C t^3
+    let c = Conn::new("cubic");
+    c.set_ssthresh(100);
+    while c.cwnd() < 100 {
+        c.round(500_000);
+    }
+    let t0 = now_us();
+    while now_us() - t0 < 6_000_000 {
+        c.round(500_000);
+    }
+    let t = (now_us() - t0) as f64 / 1e6;
+    let w = |t: f64| 100.0 + 0.4 * t.powi(3);
+    let got = c.cwnd() as f64;
+    assert!(got >= w(t - 0.5) - 2.0 && got <= w(t + 0.5) + 2.0,
+            "t {t:.2}: cwnd {got}, W {:.1} .. {:.1}", w(t - 0.5), w(t + 0.5));
+}
+
+#[test]
+fn cubic_reno_friendly_growth_counts_acked_segments() {
+    // RFC 9438 §4.3: W_est += alpha_cubic * segments_acked / cwnd: with delayed ACKs (two
+    // segments each) the same 0.53 per RTT; and a new flow's first epoch (no reduction
+    // yet) uses alpha_cubic too
+    let c = cubic_epoch(100, 1_000, 0.0);
+    let w = c.cwnd();
+    for _ in 0..30 {
+        c.transmit();
+        let n = (c.get(Field::PacketsOut) / 2).max(1) as u32;
+        for _ in 0..n {
+            advance_us((1_000 / n).max(1) as u64);
+            c.ack(Ack::new(2, 1_000));
+        }
+    }
+    let g = c.cwnd() - w;
+    assert!(g.abs_diff(16) <= 2, "+{g} in 30 RTTs of delayed ACKs, want 0.53 * 30");
+    let c = Conn::new("cubic");
+    c.start_in_ca(70);
+    for _ in 0..30 {
+        c.round(1_000);
+    }
+    assert!((c.cwnd() - 70).abs_diff(16) <= 2, "first epoch: +{} in 30 RTTs", c.cwnd() - 70);
+}
+
+#[test]
+fn cubic_catches_up_with_the_reno_friendly_estimate() {
+    // RFC 9438 §4.3: when W_est > cwnd, cwnd grows by (W_est - cwnd)/cwnd per ACK: a window
+    // held at 70 for 20 RTTs (W_est 70 + 0.53 * 20 = 80.6, RTT 1 ms) closes most of the gap
+    // of 10 in the next RTT (the gap shrinks as cwnd grows: 10 (1 - 1/e) ~ 6.5)
+    let c = cubic_epoch(100, 1_000, 0.0);
+    for _ in 0..20 {
+        c.set_cwnd(70);
+        c.round(1_000);
+    }
+    c.set_cwnd(70);
+    c.set(Field::CwndCnt, 0);
+    let n = c.next_round_acks();
+    c.round(1_000);
+    let g = c.cwnd() - 70;
+    assert!((5..=9).contains(&g), "+{g} in {n} ACKs, want about 6.5");
+}
+
+#[test]
+fn cubic_below_the_cap_the_increase_is_target_minus_cwnd_per_rtt() {
+    // RFC 9438 §4.2: cwnd += (target - cwnd)/cwnd per ACK: held at 200 until W_cubic(t +
+    // RTT) = 260 (1.3 cwnd, below the 1.5 cap): one segment per 200/60 -> 3 ACKs
+    let c = Conn::new("cubic");
+    c.start_in_ca(200);
+    c.round(500_000);
+    c.set_cwnd(200);
+    c.enter_recovery();
+    c.exit_reduction();
+    let k = (200.0f64 * 0.3 / 0.4).cbrt();
+    let t_hold = k + (60.0f64 / 0.4).cbrt() - 0.5; // W_cubic(t + 0.5) = 260
+    let t0 = now_us();
+    c.round(500_000); // the epoch starts at 140 (W_max 200, K 5.3 s)
+    while ((now_us() - t0) as f64) / 1e6 < t_hold - 0.5 {
+        c.set_cwnd(200);
+        c.round(500_000);
+    }
+    set_now_us(t0 + (t_hold * 1e6) as u64);
+    c.set_cwnd(200);
+    c.set(Field::CwndCnt, 0);
+    let mut seen = vec![];
+    for _ in 0..=12 {
+        seen.push(c.cwnd() - 200);
+        c.ack(Ack::new(1, 500_000));
+    }
+    let want: Vec<u32> = (0..=12).map(|i| i / 3).collect();
+    assert_eq!(seen, want);
 }
