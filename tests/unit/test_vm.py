@@ -220,3 +220,18 @@ def test_a_vm_that_died_before_any_run_completed_leaves_nothing(tmp_path):
     p = _results(tmp_path, [])
     _drop_incomplete(p)
     assert not p.exists()
+
+
+def test_a_study_beyond_a_tcg_guest_is_warned_of():
+    from ccarena.study.load import loads_study
+    from ccarena.vm.session import tcg_advice
+    base = ('[study]\nname = "t"\nduration = "5s"\nsample_interval = "{si}"\n'
+            '[bottleneck]\nrate = "{rate}"\n[[flow]]\nfrom = "s1"\nto = "r1"\n')
+    fast = loads_study(base.format(si="10ms", rate="100mbit"))
+    w = tcg_advice(fast, "tcg")
+    assert "100 Mbit/s bottleneck" in w and "samples every 10 ms" in w and "flagged" in w
+    assert tcg_advice(fast, "kvm") is None
+    assert tcg_advice(loads_study(base.format(si="50ms", rate="2mbit")), "tcg") is None
+    swept = loads_study(base.format(si="50ms", rate="2mbit")
+                        + '[sweep]\n"bottleneck.rate" = ["2mbit", "20mbit"]\n')
+    assert "20 Mbit/s bottleneck" in tcg_advice(swept, "tcg")

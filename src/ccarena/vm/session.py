@@ -48,6 +48,13 @@ def run_study(study, *, results_base="results", config: VmConfig | None = None,
     job = {"raw": study.raw, "path": str(study.path), "scale": getattr(study, "scale", None),
            "progress": progress, "kwargs": {**kwargs, "results_base": str(base)}}
     config = config or config_from_env()
+    if log:
+        img = _boot.image_mod.locate()
+        accel, _ = _boot.choose_accel(config.accel, _boot.probe_kvm(img) if config.accel
+                                      != "tcg" else _boot.KvmProbe(False, "not probed"))
+        advice = tcg_advice(study, accel)
+        if advice:
+            log(advice)
     config.rwdirs = tuple(config.rwdirs) + (str(base),)
     config.env = {**config.env, JOB_ENV: json.dumps(job)}
     sink = sys.stdout if progress else None
@@ -70,6 +77,35 @@ def run_study(study, *, results_base="results", config: VmConfig | None = None,
     if rest and progress:       # the guest's warnings, now that it went well
         print("\n".join(rest), file=sys.stderr)
     return open_results(paths[-1])
+
+
+# what a guest under TCG carried with its samples intact on a shared 2-core host
+# (docs/vm.md, Limits): one TCP flow at 2 Mbit/s (5 at most), sampled every 50 ms
+TCG_RATE_BPS = 5e6
+TCG_SAMPLE_S = 0.05
+
+
+def tcg_advice(study, accel: str) -> str | None:
+    """A warning for a study a TCG guest is too slow for (its runs will be flagged
+    invalid, not shown as results), or None."""
+    if accel != "tcg":
+        return None
+    cells = [c.study for c in study.cells] or [study]
+    rates = [r for c in cells for r in (c.bottleneck.rate_bps, c.bottleneck.reverse_rate_bps)
+             if r]
+    fast = max(rates) if rates else None
+    sample = min(c.sample_interval_s for c in cells)
+    why = []
+    if fast is None or fast > TCG_RATE_BPS:
+        why.append("an unlimited bottleneck" if fast is None
+                   else f"a {fast / 1e6:g} Mbit/s bottleneck")
+    if sample < TCG_SAMPLE_S:
+        why.append(f"samples every {sample * 1e3:g} ms")
+    if not why:
+        return None
+    return ("vm: warning: under TCG (no KVM) a guest carries about 2 Mbit/s of TCP with its "
+            f"samples intact, sampled every {TCG_SAMPLE_S * 1e3:g} ms (docs/vm.md, Limits); "
+            f"this study has {' and '.join(why)}: expect its runs to be flagged invalid")
 
 
 def _drop_incomplete(results_dir: Path) -> None:
