@@ -29,7 +29,7 @@ $(STAMP)/vm-venv: $(STAMP)/venv mk/vm.mk
 	@touch $@
 
 vm: python $(STAMP)/vm-apt $(STAMP)/vm-venv
-	@$(PY) -m ccarena.vm.image fetch
+	@$(PY) -c 'import sys; from ccarena.vm.image import main; sys.exit(main(["fetch"]))'
 
 vm-check: vm
 	$(VENV)/bin/ccarena vm -- ccarena doctor

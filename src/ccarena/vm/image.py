@@ -302,7 +302,8 @@ def _check(argv: list[str], what: str) -> None:
 
 
 def main(argv=None) -> int:
-    """`python -m ccarena.vm.image [fetch|where]`, as `make vm` calls it."""
+    """`make vm` calls main(["fetch"]) (not `python -m`, which warns: the package imports
+    this module first); main(["where"]) prints the image folder."""
     import sys
     args = sys.argv[1:] if argv is None else argv
     try:
