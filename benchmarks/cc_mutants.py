@@ -1,5 +1,5 @@
 """Mutation testing of the BPF congestion controls (bpf/cc) through the user-space
-harness (crates/cc-harness, docs/dev/testing.md "Mutation testing of the algorithms").
+harness (crates/cc-harness, docs/dev/testing.md "Mutation testing of the BPF algorithms").
 
 cargo-mutants mutates Rust only; this runner does for the C what it does for the link:
 it changes one small thing in the algorithm's own logic, builds, runs the algorithm's

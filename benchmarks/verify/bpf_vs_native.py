@@ -47,7 +47,7 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1] / "tests" / "integration"))
-from common import _short, diff_ci, equivalence, md, run  # noqa: E402
+from common import _short, diff_ci, equivalence, md, measured_note, run  # noqa: E402
 
 import ccsig  # noqa: E402  (reductions, CA epochs, growth per RTT from the per-ACK trace)
 from ccarena.errors import CcarenaError  # noqa: E402
@@ -209,16 +209,11 @@ def main() -> int:
     for s in scen:
         if s not in SCENARIOS:
             ap.error(f"--scenarios: {s!r} is none of {', '.join(SCENARIOS)}")
-    import platform
-    from ccarena.run.environment import machine
-    vm = machine().get("vm") or {}
     bdp = max(4, round(a.rate * 1e6 * a.rtt / 1e3 / 8 / 1514))
-    print(f"## BPF algorithms vs the kernel's modules\n\nKernel {platform.release()}"
-          + (f" in ccarena's VM ({vm.get('accel')}, {vm.get('cpus')} vCPUs)" if vm else "")
-          + f"; kernel link backend, {a.rate:g} Mbit/s, {a.rtt:g} ms RTT, droptail buffer "
-          f"{bdp} packets (1 BDP), {a.duration:g} s per run ({0.75 * a.duration:g} s for the "
-          f"two sharing scenarios); {a.reps} runs per source and "
-          f"scenario, both sources interleaved in one study; random loss {a.loss:g} % in "
+    print(f"## BPF algorithms vs the kernel's modules\n\nKernel link backend, {a.rate:g} "
+          f"Mbit/s, {a.rtt:g} ms RTT, droptail buffer {bdp} packets (1 BDP), {a.duration:g} s per "
+          f"run ({0.75 * a.duration:g} s for the two sharing scenarios); {a.reps} runs per "
+          f"source and scenario, both sources interleaved in one study; random loss {a.loss:g} % in "
           "the loss scenario.\n", flush=True)
     rows, notes = [], []
     cols = ["alg", "figure", "native", "bpf", "Δ [90 % CI]", "tolerance", "verdict"]
@@ -249,6 +244,7 @@ def main() -> int:
     print(f"\nDisagree: {', '.join(bad) or 'none'}")
     for n in notes:
         print(f"- {n}")
+    print("\n" + measured_note())
     return 0
 
 

@@ -59,6 +59,30 @@ def study_text(name: str, bottleneck: str, *, flows=(), ping: str | None = None,
     return text
 
 
+# where the results read so far were measured (kernel, VM accelerator), from each results
+# directory's environment.json: a re-analysis of stored results says where they came from,
+# not where it runs
+MEASURED_ON: set[str] = set()
+
+
+def measured_on(res) -> None:
+    import json
+    try:
+        env = json.loads((Path(res.path) / "environment.json").read_text())
+    except (OSError, ValueError):
+        return
+    vm = env.get("vm") or {}
+    where = f"kernel {env.get('kernel', '?')}"
+    if vm.get("in_vm"):
+        where += (f" in ccarena's VM ({vm.get('accel')}, {vm.get('cpus')} vCPUs, host "
+                  f"{vm.get('host_kernel')})")
+    MEASURED_ON.add(where)
+
+
+def measured_note() -> str:
+    return ("Measured on " + "; ".join(sorted(MEASURED_ON)) + ".\n") if MEASURED_ON else ""
+
+
 def run(text: str, reuse: bool = True, **kw):
     """Run a study (shuffled cells, as run_study does) -> ResultsDir. With
     CCARENA_VERIFY_REUSE=1 (and `reuse`) the newest stored results of a study of that
@@ -73,9 +97,11 @@ def run(text: str, reuse: bool = True, **kw):
         if stored:
             res = open_results(stored[-1].parent)
             print(f"<!-- results (stored): {res.path} -->", flush=True)
+            measured_on(res)
             return res
     res = run_study(study, results_base=OUT, progress=False, **kw)
     print(f"<!-- results: {res.path} -->", flush=True)
+    measured_on(res)
     return res
 
 

@@ -35,8 +35,8 @@ from scipy.stats import binom
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (PAYLOAD_SHARE, diff_ci, equivalence, link_out, mannwhitney,  # noqa: E402
-                    md, mean_sd, ping_samples, run, split_valid, study_text, two_proportions,
-                    verdict, with_params)
+                    measured_note, md, mean_sd, ping_samples, run, split_valid, study_text,
+                    two_proportions, verdict, with_params)
 
 BACKENDS = '"bottleneck.backend" = ["user", "kernel"]'
 RTT = "40ms"
@@ -230,15 +230,12 @@ def main() -> int:
     a = ap.parse_args()
     if not re.fullmatch(r"\d+(\.\d+)?mbit", a.rate):
         ap.error(f"--rate {a.rate!r}: expected a rate in mbit, e.g. 2mbit")
-    import platform
-    from ccarena.run.environment import machine
-    vm = machine().get("vm") or {}
-    print(f"## User-space link vs kernel qdiscs\n\nKernel {platform.release()}"
-          + (f" in ccarena's VM ({vm.get('accel')}, {vm.get('cpus')} vCPUs, host "
-             f"{vm.get('host_kernel')})" if vm else "") + f"; {a.reps} runs per cell, "
+    # where the runs were measured is printed last, from the results themselves
+    print(f"## User-space link vs kernel qdiscs\n\n{a.reps} runs per cell, "
           "both backends interleaved in one study.\n", flush=True)
     for name in a.tables or TABLES:
         print(TABLES[name](a.reps, a.rate), flush=True)
+    print(measured_note())
     return 0
 
 
