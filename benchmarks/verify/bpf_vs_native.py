@@ -215,7 +215,7 @@ def main() -> int:
           f"run ({0.75 * a.duration:g} s for the two sharing scenarios); {a.reps} runs per "
           f"source and scenario, both sources interleaved in one study; random loss {a.loss:g} % in "
           "the loss scenario.\n", flush=True)
-    rows, notes = [], []
+    rows, notes, failed = [], [], []
     cols = ["alg", "figure", "native", "bpf", "Δ [90 % CI]", "tolerance", "verdict"]
     for alg in a.algs or ALGS:
         got = {}
@@ -224,6 +224,7 @@ def main() -> int:
                 res = run(study(alg, s, a))
             except CcarenaError as e:
                 notes.append(f"{alg} {s}: {e}")
+                failed.append(f"{alg} {s}")
                 continue
             g, n = samples(res, s)
             got.update(g)
@@ -245,7 +246,10 @@ def main() -> int:
     for n in notes:
         print(f"- {n}")
     print("\n" + measured_note())
-    return 0
+    if failed:
+        print(f"bpf_vs_native: {len(failed)} scenario(s) could not run: {', '.join(failed)}",
+              file=sys.stderr)
+    return 1 if failed else 0
 
 
 def _mark(v: str) -> str:
