@@ -188,7 +188,13 @@ def test_unloaded_ping_sees_the_configured_rtt(tmp_path, no_leaks):
 
 # 2 ------------------------------------------------------------------------------------------
 @ci
-def test_bulk_goodput_is_95_to_100_percent_of_the_rate(tmp_path, no_leaks):
+def test_bulk_goodput_is_what_the_rate_allows(tmp_path, no_leaks):
+    """htb sends at its rate while backlogged, and a bulk flow's goodput is what the link
+    sent in the window less what it sent again, never more than the payload rate. The
+    floor is the link's, not the rate's: how much of the link the guest's TCP uses depends
+    on how fast the guest runs (a starved sender leaves the link idle now and then, or
+    resends a window after a spurious time-out), which the run's validity does not judge
+    and a shared host does not promise."""
     res, tl = run_kernel(kb(f'rate = "{RATE_S}"\nrtt = "40ms"\nbuffer = "20p"', flows=1,
                             duration="8s", warmup="2s"), tmp_path)
     (meta, d), = runs(res)
@@ -196,25 +202,33 @@ def test_bulk_goodput_is_95_to_100_percent_of_the_rate(tmp_path, no_leaks):
     row = f[(f["conn"] == -1) & (f["name"] == "bulk0")].iloc[0]
     g, window = row["goodput_bps"], row["window_s"]
     payload_rate = RATE * PAYLOAD_SHARE
-    assert g >= 0.95 * payload_rate, f"goodput {g / 1e6:.3f} Mbit/s {_ctx(meta)} [{tl}]"
-    # the ceiling, as for the user-space link: one sample interval at each end, how late
-    # the receiving engine ran, and what the link had delivered but TCP held behind a
-    # hole when the window began (the qdisc's bytes_out stand for the link's)
-    reader_late = meta["engines"]["r1"]["max_tick_late_ns"] / 1e9
-    slop_s = 2 * meta["sample_interval_s"] + reader_late
     ws = meta["warmup_s"]
     rx = run_table(d, "rx").sort_values("t")
     ls = run_table(d, "link_stats")
     ls = ls[ls["dir"] == 0].sort_values("t")
+    win = ls[(ls["t"] > ws) & (ls["t"] <= meta["duration_s"])]
+    out_bps = win["bytes_out"].sum() * 8 / (meta["duration_s"] - ws)
+    # the shaper: never above its rate in the window (htb's burst of two frames at each
+    # edge), and at it while backlogged (validity's own measure, over the whole run)
+    assert out_bps <= RATE * (1 + 2 * FRAME * 8 / (RATE * window)) * 1.01, out_bps
+    sh = (meta.get("shaper") or {}).get("w2e")
+    assert sh and sh["busy_s"] >= 2.0, f"the bottleneck was hardly backlogged {_ctx(meta)}"
+    assert sh["frac"] >= 0.95, f"htb sent {sh['frac']:.1%} of its rate {_ctx(meta)} [{tl}]"
+    # the window's edges: one sample interval at each end and how late the receiving
+    # engine ran; what the link had delivered but TCP held behind a hole when the window
+    # began counts in goodput, not in the link's window (and at its end the other way,
+    # at most the buffer: 20 frames)
+    reader_late = meta["engines"]["r1"]["max_tick_late_ns"] / 1e9
+    slop_s = 2 * meta["sample_interval_s"] + reader_late
     delivered = np.interp(ws, ls["t"], ls["bytes_out"].cumsum()) * PAYLOAD_SHARE
     held = max(0.0, delivered - np.interp(ws, rx["t"], rx["bytes"]))
     ceiling = payload_rate * (1 + slop_s / window) + held * 8 / window
     assert g <= ceiling, f"goodput {g / 1e6:.3f} > {ceiling / 1e6:.3f} Mbit/s {_ctx(meta)}"
-    # the shaper never beats its rate: frames out of the qdisc in the window (htb's burst
-    # of two frames at each edge)
-    win = ls[(ls["t"] > ws) & (ls["t"] <= meta["duration_s"])]
-    out_bps = win["bytes_out"].sum() * 8 / (meta["duration_s"] - ws)
-    assert out_bps <= RATE * (1 + 2 * FRAME * 8 / (RATE * window)) * 1.01, out_bps
+    anew = out_bps * PAYLOAD_SHARE * (1 - row["retrans_ratio"])
+    floor = anew - payload_rate * slop_s / window - 20 * FRAME * PAYLOAD_SHARE * 8 / window
+    assert g >= floor, (f"goodput {g / 1e6:.3f} < {floor / 1e6:.3f} Mbit/s: the link sent "
+                        f"{out_bps / 1e6:.3f} Mbit/s, {row['retrans_ratio']:.1%} of it again "
+                        f"{_ctx(meta)} [{tl}]")
 
 
 # 3 ------------------------------------------------------------------------------------------

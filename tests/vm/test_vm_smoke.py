@@ -29,13 +29,24 @@ def vm_processes() -> set[int]:
     return {int(p) for p in r.stdout.split()}
 
 
+def vm_sessions() -> set[Path]:
+    sessions = build_dir() / "vm" / "sessions"
+    return set(sessions.iterdir()) if sessions.exists() else set()
+
+
 @pytest.fixture
 def no_vm_left():
-    before = vm_processes()
+    """Nothing of the test's own VM is left: no process, no session folder. Another VM
+    of this checkout running meanwhile (make verify, a user's `ccarena vm`) is not the
+    test's: only what appeared during the test counts."""
+    before, sessions_before = vm_processes(), vm_sessions()
     yield
     assert vm_processes() - before == set(), "VM processes left behind"
-    sessions = build_dir() / "vm" / "sessions"
-    assert not sessions.exists() or not any(sessions.iterdir()), list(sessions.iterdir())
+    alive = subprocess.run(["pgrep", "-af", "ccarena-vm-[0-9a-f]{8}"], capture_output=True,
+                           text=True).stdout
+    left = {p for p in vm_sessions() - sessions_before
+            if p.exists() and f"ccarena-vm-{p.name}" not in alive}   # another VM's: alive
+    assert not left, sorted(left)
 
 
 RATE, BASE = 2e6, 0.060      # a TCG guest carries this (docs/vm.md)
