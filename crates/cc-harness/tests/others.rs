@@ -369,6 +369,23 @@ fn cubic_hystart_is_used_in_the_initial_slow_start_only() {
     c.round(40_000);
     let (g, n) = round_growth(&c, 60_000);
     assert!(g >= n - 2, "after an RTO: +{g} for {n} ACKs");
+    // nor after HyStart++ ended by itself (five rounds of CSS, ssthresh = cwnd): an idle
+    // restart (the kernel lowers cwnd below ssthresh, RFC 5681 §4.1) is a standard slow
+    // start up to that ssthresh, however the RTT moves
+    let c = hystart_flow(40_000);
+    c.round(45_000);
+    for _ in 0..4 {
+        c.round(45_000);
+    }
+    let ss = c.ssthresh();
+    assert!(ss < 100_000, "HyStart++ ended: ssthresh {ss}");
+    c.cwnd_event(CA_EVENT_CWND_RESTART);
+    c.set_cwnd(ss / 4);
+    // a round of more ACKs than the gap: slow start climbs all the way back to ssthresh
+    let n = c.next_round_acks();
+    assert!(n >= ss - ss / 4, "{n} ACKs for a gap of {}", ss - ss / 4);
+    c.round(50_000);
+    assert_eq!((c.cwnd(), c.ssthresh()), (ss, ss), "slow start after an idle restart");
     // duplicate ACKs without a loss (Disorder) are no reason to stop using it
     let c = hystart_flow(40_000);
     c.set_ca_state(DISORDER);
