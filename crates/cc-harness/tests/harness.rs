@@ -74,6 +74,27 @@ fn no_algorithm_grows_while_the_application_limits_the_flow() {
     }
 }
 
+#[test]
+fn in_slow_start_cwnd_may_grow_to_twice_the_largest_flight() {
+    // cca_common.h cca_is_cwnd_limited, as the kernel's tcp_is_cwnd_limited: in slow start
+    // a window below twice the largest flight counts as limiting (the flight may double
+    // in the next round); exactly twice does not
+    for (max_out, grows) in [(21u64, true), (20, false)] {
+        set_now_us(1_000_000);
+        let c = Conn::new("reno");
+        c.set_cwnd(40);
+        c.set_ssthresh(1000);
+        c.set_app_unlimited(false);
+        c.set(Field::IsCwndLimited, 0);
+        c.set(Field::MaxPacketsOut, max_out);
+        c.set(Field::PacketsOut, 10);
+        c.set(Field::SndNxt, c.get(Field::SndUna) + 10 * 1448);
+        advance_us(2_000);
+        c.ack(Ack::new(1, 20_000));
+        assert_eq!(c.cwnd() > 40, grows, "largest flight {max_out}: cwnd {}", c.cwnd());
+    }
+}
+
 /// (cwnd, ssthresh) after each step of one scripted connection of `algo` whose sequence
 /// space starts at `isn`, whose counters of delivered (and CE-marked) segments stand at
 /// `delivered` (and delivered/100) and whose clock reads `t0` when the algorithm is
