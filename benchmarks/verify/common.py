@@ -119,16 +119,21 @@ def with_params(res, df: pd.DataFrame) -> pd.DataFrame:
     return df.join(p[[c for c in p.columns if c not in df.columns]], on="cell")
 
 
+def steady(res, table: str):
+    """Each run's per-run `table` (ping, link_stats, ...) cut to the steady window (after
+    the warm-up, up to the duration): (meta, rows) for every run that has the table."""
+    for d in res.run_dirs():
+        m = res.run_meta(d)
+        p = d / f"{table}.parquet"
+        if p.exists():
+            t = pd.read_parquet(p)
+            yield m, t[(t["t"] > m["warmup_s"]) & (t["t"] <= m["duration_s"])]
+
+
 def ping_samples(res) -> pd.DataFrame:
     """Every steady-state ping reply: cell, rep, rtt_s, with the cell's parameters."""
     parts = []
-    for d in res.run_dirs():
-        m = res.run_meta(d)
-        p = d / "ping.parquet"
-        if not p.exists():
-            continue
-        t = pd.read_parquet(p)
-        t = t[(t["t"] > m["warmup_s"]) & (t["t"] <= m["duration_s"])]
+    for m, t in steady(res, "ping"):
         t = t.assign(cell=m["cell"], rep=m["rep"], valid=m["valid"])
         parts.append(t[["cell", "rep", "valid", "seq", "rtt_s"]])
     return with_params(res, pd.concat(parts, ignore_index=True)) if parts else pd.DataFrame()
@@ -139,13 +144,8 @@ def link_out(res) -> pd.DataFrame:
     steady window, from the link's own count (ccarena-link's link_stats; the kernel
     backend's qdisc sampler) — cell, rep, valid, out_bps, with the cell's parameters."""
     rows = []
-    for d in res.run_dirs():
-        m = res.run_meta(d)
-        p = d / "link_stats.parquet"
-        if not p.exists():
-            continue
-        t = pd.read_parquet(p)
-        t = t[(t["dir"] == 0) & (t["t"] > m["warmup_s"]) & (t["t"] <= m["duration_s"])]
+    for m, t in steady(res, "link_stats"):
+        t = t[t["dir"] == 0]
         rows.append({"cell": m["cell"], "rep": m["rep"], "valid": m["valid"],
                      "out_bps": t["bytes_out"].sum() * 8 / (m["duration_s"] - m["warmup_s"])})
     return with_params(res, pd.DataFrame(rows)) if rows else pd.DataFrame()

@@ -195,7 +195,8 @@ def test_bulk_goodput_is_what_the_rate_allows(tmp_path, no_leaks):
     on how fast the guest runs (a starved sender leaves the link idle now and then, or
     resends a window after a spurious time-out), which the run's validity does not judge
     and a shared host does not promise."""
-    res, tl = run_kernel(kb(f'rate = "{RATE_S}"\nrtt = "40ms"\nbuffer = "20p"', flows=1,
+    buffer = 20
+    res, tl = run_kernel(kb(f'rate = "{RATE_S}"\nrtt = "40ms"\nbuffer = "{buffer}p"', flows=1,
                             duration="8s", warmup="2s"), tmp_path)
     (meta, d), = runs(res)
     f = res.flows
@@ -217,7 +218,7 @@ def test_bulk_goodput_is_what_the_rate_allows(tmp_path, no_leaks):
     # the window's edges: one sample interval at each end and how late the receiving
     # engine ran; what the link had delivered but TCP held behind a hole when the window
     # began counts in goodput, not in the link's window (and at its end the other way,
-    # at most the buffer: 20 frames)
+    # at most the buffer)
     reader_late = meta["engines"]["r1"]["max_tick_late_ns"] / 1e9
     slop_s = 2 * meta["sample_interval_s"] + reader_late
     delivered = np.interp(ws, ls["t"], ls["bytes_out"].cumsum()) * PAYLOAD_SHARE
@@ -225,7 +226,7 @@ def test_bulk_goodput_is_what_the_rate_allows(tmp_path, no_leaks):
     ceiling = payload_rate * (1 + slop_s / window) + held * 8 / window
     assert g <= ceiling, f"goodput {g / 1e6:.3f} > {ceiling / 1e6:.3f} Mbit/s {_ctx(meta)}"
     anew = out_bps * PAYLOAD_SHARE * (1 - row["retrans_ratio"])
-    floor = anew - payload_rate * slop_s / window - 20 * FRAME * PAYLOAD_SHARE * 8 / window
+    floor = anew - payload_rate * slop_s / window - buffer * FRAME * PAYLOAD_SHARE * 8 / window
     assert g >= floor, (f"goodput {g / 1e6:.3f} < {floor / 1e6:.3f} Mbit/s: the link sent "
                         f"{out_bps / 1e6:.3f} Mbit/s, {row['retrans_ratio']:.1%} of it again "
                         f"{_ctx(meta)} [{tl}]")

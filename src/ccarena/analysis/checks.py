@@ -30,8 +30,6 @@ import pandas as pd
 from ccarena import units
 
 _REL = re.compile(r"^\s*([0-9.]+)\s*(%rate|\*base_rtt|\*rate)\s*$")
-TRENDS = ("increasing", "nondecreasing", "decreasing", "nonincreasing")
-
 
 def _bound(v, rate: float, base_rtt: float):
     if v is None:

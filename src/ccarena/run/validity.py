@@ -280,6 +280,15 @@ def link_delivery(stats, rates: dict, windows: dict, t0_ns: int) -> dict:
     return out
 
 
+def _sender_rows(tcpinfo, mine: list[dict]):
+    """The TCP_INFO rows of the data senders of flows `mine` (each flow's rows on its
+    `from` host where the table says which host sampled it); an empty table if none."""
+    parts = [tcpinfo[(tcpinfo["flow"] == f["flow"]) & (tcpinfo["host"] == f["from"])]
+             for f in mine] if "host" in tcpinfo else \
+        [tcpinfo[tcpinfo["flow"] == f["flow"]] for f in mine]
+    return pd.concat([p for p in parts if len(p)] or [tcpinfo.iloc[:0]])
+
+
 def sender_inflight(tcpinfo, flows: list[dict], d: int, window: tuple[float, float],
                     t0_ns: int, interval_s: float) -> dict | None:
     """What the senders of direction `d`'s backlogged flows had in flight during `window`
@@ -291,13 +300,9 @@ def sender_inflight(tcpinfo, flows: list[dict], d: int, window: tuple[float, flo
     if tcpinfo is None or not len(tcpinfo) or not mine or "unacked" not in tcpinfo \
             or not interval_s:
         return None
-    parts = [tcpinfo[(tcpinfo["flow"] == f["flow"]) & (tcpinfo["host"] == f["from"])]
-             for f in mine] if "host" in tcpinfo else \
-        [tcpinfo[tcpinfo["flow"] == f["flow"]] for f in mine]
-    rows = [p for p in parts if len(p)]
-    if not rows:
+    t = _sender_rows(tcpinfo, mine)
+    if not len(t):
         return None
-    t = pd.concat(rows)
     rel = (t["t_ns"].astype("int64") - int(t0_ns)) / 1e9
     t = t[(rel > window[0]) & (rel <= window[1])].assign(
         bin=(rel[(rel > window[0]) & (rel <= window[1])] // interval_s).astype("int64"))
@@ -319,13 +324,9 @@ def sender_losses(tcpinfo, flows: list[dict], d: int) -> dict | None:
     mine = backlogged(flows, d)
     if tcpinfo is None or not len(tcpinfo) or not mine:
         return None
-    parts = [tcpinfo[(tcpinfo["flow"] == f["flow"]) & (tcpinfo["host"] == f["from"])]
-             for f in mine] if "host" in tcpinfo else \
-        [tcpinfo[tcpinfo["flow"] == f["flow"]] for f in mine]
-    rows = [p for p in parts if len(p)]
-    if not rows:
+    t = _sender_rows(tcpinfo, mine).sort_values("t_ns")
+    if not len(t):
         return None
-    t = pd.concat(rows).sort_values("t_ns")
     last = t.groupby(["flow", "conn"]).last()
     mss = last["mss"].astype(float).where(last["mss"] > 0, 1448.0)
     return {"retrans": int(last["total_retrans"].sum()),
@@ -405,10 +406,7 @@ def drops_in_avoidance(stats, tcpinfo, flows: list[dict], d: int,
         return 0
     starts = pd.DataFrame({"t_ns": (w["t_ns"].astype("int64") - interval).to_numpy(),
                            "drops": w["drops"].to_numpy()})
-    parts = [tcpinfo[(tcpinfo["flow"] == f["flow"]) & (tcpinfo["host"] == f["from"])]
-             for f in mine] if "host" in tcpinfo else \
-        [tcpinfo[tcpinfo["flow"] == f["flow"]] for f in mine]
-    t = pd.concat([p for p in parts if len(p)] or [tcpinfo.iloc[:0]])
+    t = _sender_rows(tcpinfo, mine)
     avoiding = pd.Series(True, index=starts.index)
     for _, g in t.groupby(["flow", "conn"]):
         g = g[["t_ns", "cwnd", "ssthresh"]].astype("int64").sort_values("t_ns")

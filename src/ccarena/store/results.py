@@ -42,8 +42,6 @@ from ccarena.store.tables import RUN_METRICS, RUN_TABLES
 
 FORMAT_VERSION = 1
 MARKER = "ccarena-results.json"
-STATES = ("valid", "invalid", "missing")
-
 
 def write_json(path: Path, obj) -> None:
     atomic.write_json(Path(path), obj)

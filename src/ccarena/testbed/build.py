@@ -175,6 +175,3 @@ class Testbed:
         for ns in self.topo.hosts.values():
             subprocess.run(["ip", "-n", ns, "tcp_metrics", "flush", "all"],
                            capture_output=True)
-
-    def host_sysctls(self, keys) -> dict[str, dict]:
-        return {h: netns.sysctl_get(ns, keys) for h, ns in self.topo.hosts.items()}

@@ -193,6 +193,13 @@ def _boot_id() -> str:
         return ""
 
 
+def accel_for(config: "VmConfig", img: image_mod.KernelImage) -> tuple[str, str]:
+    """The accelerator a boot of `img` with `config` uses, and why (KVM probed only when
+    the config allows it; the probe is cached)."""
+    return choose_accel(config.accel, probe_kvm(img) if config.accel != "tcg"
+                        else KvmProbe(False, "not probed"))
+
+
 def probe_kvm(img: image_mod.KernelImage, qemu: str | None = None,
               cache: Path | None = None) -> KvmProbe:
     """Whether KVM boots `img`: the kernel must reach its search for init within
@@ -321,8 +328,7 @@ def boot(argv: list[str], config: VmConfig | None = None, *, capture: bool = Fal
     if not shutil.which("qemu-system-x86_64"):
         raise VmError("cannot boot the reference kernel: qemu-system-x86_64 is not "
                       "installed; run `make vm`")
-    accel, why = choose_accel(config.accel, probe_kvm(img) if config.accel != "tcg"
-                              else KvmProbe(False, "not probed"))
+    accel, why = accel_for(config, img)
     if log:
         log(f"vm: booting {img.release} ({accel}: {why})")
     sid = secrets.token_hex(4)

@@ -49,9 +49,7 @@ def run_study(study, *, results_base="results", config: VmConfig | None = None,
            "progress": progress, "kwargs": {**kwargs, "results_base": str(base)}}
     config = config or config_from_env()
     if log:
-        img = _boot.image_mod.locate()
-        accel, _ = _boot.choose_accel(config.accel, _boot.probe_kvm(img) if config.accel
-                                      != "tcg" else _boot.KvmProbe(False, "not probed"))
+        accel, _ = _boot.accel_for(config, _boot.image_mod.locate())
         advice = tcg_advice(study, accel)
         if advice:
             log(advice)
