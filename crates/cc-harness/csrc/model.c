@@ -210,7 +210,7 @@ enum cch_field {
 	CCH_DELIVERED, CCH_DELIVERED_CE, CCH_SND_UNA, CCH_SND_NXT, CCH_HIGH_SEQ,
 	CCH_PRIOR_CWND, CCH_PRR_OUT, CCH_CWND_CLAMP, CCH_CWND_CNT, CCH_UNDO_MARKER,
 	CCH_REORDERING, CCH_ECN_FLAGS, CCH_PRIOR_SSTHRESH, CCH_RCV_NXT, CCH_PACING_RATE,
-	CCH_ACK_PENDING, CCH_CWND_STAMP, CCH_NETNS_INUM,
+	CCH_ACK_PENDING, CCH_CWND_STAMP, CCH_NETNS_INUM, CCH_MAX_PACING_RATE,
 };
 
 u64 cch_get(struct cch_sock *s, int f)
@@ -247,6 +247,7 @@ u64 cch_get(struct cch_sock *s, int f)
 	case CCH_ACK_PENDING: return tp->inet_conn.icsk_ack.pending;
 	case CCH_CWND_STAMP: return tp->snd_cwnd_stamp;
 	case CCH_NETNS_INUM: return s->net.ns.inum;
+	case CCH_MAX_PACING_RATE: return tp->inet_conn.icsk_inet.sk.sk_max_pacing_rate;
 	}
 	return ~0ull;
 }
@@ -285,6 +286,7 @@ int cch_set(struct cch_sock *s, int f, u64 v)
 	case CCH_PACING_RATE: tp->inet_conn.icsk_inet.sk.sk_pacing_rate = v; break;
 	case CCH_ACK_PENDING: tp->inet_conn.icsk_ack.pending = v; break;
 	case CCH_CWND_STAMP: tp->snd_cwnd_stamp = v; break;
+	case CCH_MAX_PACING_RATE: tp->inet_conn.icsk_inet.sk.sk_max_pacing_rate = v; break;
 	default: return -1;
 	}
 	return 0;

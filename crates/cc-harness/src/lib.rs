@@ -27,7 +27,7 @@ pub enum Field {
     Cwnd, Ssthresh, SrttUs, PacketsOut, SackedOut, LostOut, RetransOut, IsCwndLimited,
     MaxPacketsOut, CaState, Mss, Delivered, DeliveredCe, SndUna, SndNxt, HighSeq, PriorCwnd,
     PrrOut, CwndClamp, CwndCnt, UndoMarker, Reordering, EcnFlags, PriorSsthresh, RcvNxt,
-    PacingRate, AckPending, CwndStamp, NetnsInum,
+    PacingRate, AckPending, CwndStamp, NetnsInum, MaxPacingRate,
 }
 
 /// struct tcp_congestion_ops members (enum cch_op).
@@ -53,7 +53,11 @@ pub const CA_ACK_SLOWPATH: u32 = 1;
 pub const CA_ACK_WIN_UPDATE: u32 = 2;
 pub const CA_ACK_ECE: u32 = 4;
 /// cong_control flags (net/ipv4/tcp_input.c FLAG_*)
+pub const FLAG_DATA: i32 = 0x01;
+pub const FLAG_WIN_UPDATE: i32 = 0x02;
 pub const FLAG_DATA_ACKED: i32 = 0x04;
+pub const FLAG_SYN_ACKED: i32 = 0x10;
+pub const FLAG_DATA_SACKED: i32 = 0x20;
 pub const FLAG_ECE: i32 = 0x40;
 pub const FLAG_SND_UNA_ADVANCED: i32 = 0x400;
 pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
