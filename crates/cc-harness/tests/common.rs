@@ -11,7 +11,7 @@ fn around_powers(n: u32, ks: impl Iterator<Item = u64>) -> Vec<u64> {
     let mut xs: Vec<u64> = (0..=5000).collect();
     for k in ks {
         if let Some(p) = k.checked_pow(n) {
-            xs.extend([p - 1, p, p.saturating_add(1)]);
+            xs.extend([p.saturating_sub(1), p, p.saturating_add(1)]);
         }
     }
     xs.push(u64::MAX);
