@@ -751,6 +751,46 @@ fn vegas_slow_start_exit_never_goes_below_two_segments() {
     assert_eq!((c.cwnd(), c.ssthresh()), (2, 2));
 }
 
+#[test]
+fn vegas_a_diff_just_above_beta_decreases() {
+    // §3.2: Diff > beta = 3: -1. cwnd 100, BaseRTT 20 ms, RTT 20.632 ms: Diff = 100 ·
+    // 632/20632 = 3.063 (cca_vegas resolves Diff to 1/16 segment: above 3 + 1/16)
+    assert_eq!(vegas_judged(100, |_| 20_632).cwnd(), 99);
+}
+
+#[test]
+fn vegas_base_rtt_is_the_smallest_rtt_reading() {
+    // §3.2: BaseRTT is the minimum of all measured RTTs, so a reading can only lower it.
+    // A reading of 0 us (below the clock's resolution) in a round of 21 ms: judged
+    // against 20 ms (or less): Diff >= 100 · 1000/21000 = 4.8 > beta: -1
+    assert_eq!(vegas_judged(100, |i| if i == 0 { 0 } else { 21_000 }).cwnd(), 99);
+    // a reading of 1 us (the clock's resolution) is the new BaseRTT: a later round of
+    // 20 ms has Diff = cwnd · (20000 - 1)/20000, nearly the whole window: -1
+    let c = Conn::new("vegas");
+    c.start_in_ca(100);
+    c.round(20_000);
+    c.round_with(20_000, |i| if i == 0 { 1 } else { 20_000 });
+    let w = c.cwnd();
+    c.round(20_000);
+    assert_eq!(c.cwnd(), w - 1);
+}
+
+#[test]
+fn vegas_a_judged_round_restarts_reno_s_count_at_zero() {
+    // bpf/cc/vegas.bpf.c: a round Vegas cannot judge does Reno's step (RFC 5681: one
+    // segment per cwnd acknowledged) for its last ACK; a judged round sets the window
+    // itself and restarts that count. At cwnd 101 after a judged +1, sampleless rounds
+    // count 1 each: the window grows at the 101st, not before
+    let c = vegas_judged(100, |_| 20_000);
+    assert_eq!(c.cwnd(), 101, "Diff 0 < alpha: +1");
+    for k in 1..=100 {
+        c.round_with(20_000, |_| u32::MAX);
+        assert_eq!(c.cwnd(), 101, "sampleless round {k}");
+    }
+    c.round_with(20_000, |_| u32::MAX);
+    assert_eq!(c.cwnd(), 102, "the 101st sampleless round completes a segment");
+}
+
 // ---- Veno, exact -------------------------------------------------------------------------
 /// ssthresh at a loss after a round judged at cwnd `w` with samples `rtt_of(i)` (BaseRTT
 /// 20 ms); and the window at the loss
