@@ -842,6 +842,25 @@ fn veno_treats_a_loss_before_any_backlog_measurement_as_random() {
     assert_eq!(c.ssthresh(), 80);
 }
 
+#[test]
+fn veno_s_base_rtt_is_the_smallest_rtt_reading() {
+    // §II-A: BaseRTT is the minimum of all measured RTTs, so a reading can only lower it.
+    // A reading of 0 us (below the clock's resolution) in a round of 21 ms: N is judged
+    // against 20 ms (or less): N >= 100 · 1000/21000 = 4.8 >= beta: congestive, 1/2
+    let (w, ss) = veno_loss_after(100, |i| if i == 0 { 0 } else { 21_000 });
+    assert_eq!(ss, w / 2);
+    // a reading of 1 us (the clock's resolution) is the new BaseRTT: a later round of
+    // 20 ms has N = cwnd · (20000 - 1)/20000, nearly the whole window: congestive
+    let c = Conn::new("veno");
+    c.start_in_ca(100);
+    c.round(20_000);
+    c.round_with(20_000, |i| if i == 0 { 1 } else { 20_000 });
+    c.round(20_000);
+    let w = c.cwnd();
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), w / 2);
+}
+
 // ---- Hybla, exact ------------------------------------------------------------------------
 #[test]
 fn hybla_slow_start_adds_two_to_the_rho_minus_one_per_ack() {
