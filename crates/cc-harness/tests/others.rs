@@ -1033,6 +1033,70 @@ fn bic_recomputes_its_step_at_a_loss() {
     assert!((g - 25.0).abs() <= 1.0, "+{g} per RTT after the loss, want 25");
 }
 
+/// ACKs of one segment each until the window grows: how many it took
+fn bic_acks_to_grow(c: &Conn) -> u32 {
+    let w = c.cwnd();
+    for k in 1..=1000 {
+        advance_us(100);
+        c.ack(Ack::new(1, 50_000));
+        if c.cwnd() != w {
+            return k;
+        }
+    }
+    panic!("no growth from {w} in 1000 ACKs");
+}
+
+#[test]
+fn bic_probes_from_w_max_zero_before_a_loss_and_after_a_time_out() {
+    // bpf/cc/bic.bpf.c: W_max is the window at the last loss; before any loss, and after
+    // an RTO (the search starts over), there is none (0): cwnd >= W_max, max probing with
+    // inc = min(cwnd - 0, S_max). At cwnd 20 that is 20 segments per RTT, 20/20 = one
+    // segment at the round's first ACK
+    let c = Conn::new("bic");
+    c.start_in_ca(20);
+    assert_eq!(bic_acks_to_grow(&c), 1, "before any loss");
+    let c = Conn::new("bic");
+    c.start_in_ca(400);
+    c.enter_loss();
+    c.exit_reduction();
+    c.start_in_ca(20);
+    assert_eq!(bic_acks_to_grow(&c), 1, "after an RTO");
+}
+
+#[test]
+fn bic_restarts_at_the_reduced_window_without_a_fraction() {
+    // §3: a loss sets cwnd = (1 - beta) cwnd: the window after it starts at a whole
+    // (1 - beta) cwnd, without the fraction of a segment the window had grown by before.
+    // Here 12 ACKs of max probing at S_max (32 per RTT at cwnd 400: 12 · 32/400 = 0.96
+    // segment) before a loss at 400: W_max 400, cwnd 350, binary-search step (400 -
+    // 350)/2 = 25 per RTT, 25/350 per ACK: the first segment at ACK 350/25 = 14
+    let c = Conn::new("bic");
+    c.start_in_ca(400);
+    c.ack_segments(12, 100, 50_000);
+    assert_eq!(c.cwnd(), 400);
+    c.enter_recovery();
+    c.exit_reduction();
+    assert_eq!(c.cwnd(), 350);
+    assert_eq!(bic_acks_to_grow(&c), 14);
+    // likewise after a repeated time-out, for which the kernel does not ask the ssthresh
+    // op again (tcp_enter_loss: already in Loss, the retransmission timed out again),
+    // only the state change: the fraction grown in Loss (SACKs kept the window growing
+    // past ssthresh) is gone; at cwnd 20 the first ACK adds one segment, not more
+    let c = Conn::new("bic");
+    c.start_in_ca(400);
+    c.enter_loss();
+    c.start_in_ca(300);
+    c.ack_segments(9, 100, 50_000); // 9 · 32/300 = 0.96 segment
+    assert_eq!(c.cwnd(), 300);
+    c.set_cwnd(1);
+    c.set(Field::PacketsOut, 0);
+    c.set_ca_state(LOSS);
+    c.exit_reduction();
+    c.start_in_ca(20);
+    c.ack(Ack::new(1, 50_000));
+    assert_eq!(c.cwnd(), 21);
+}
+
 #[test]
 fn cubic_fast_convergence_only_below_the_last_w_max() {
     // RFC 9438 §4.7: W_max is lowered only for a loss below it; one exactly at W_max
