@@ -224,3 +224,41 @@ fn alpha_survives_a_recovery_and_restarts_at_one_after_a_time_out() {
     c.round(RTT); // one observation window
     assert_eq!(alpha_cut_2048(&c), 960, "alpha 15/16 = 960/1024");
 }
+
+#[test]
+fn alpha_decays_until_a_large_window_is_not_cut() {
+    // §3.3 without marks: α_n = (15/16)^n, about 4·10⁻⁹ after 300 windows; the ECE cut of
+    // §3.4, floor(cwnd·α/2), is then 0 segments even at 131072 segments (100 Gb/s over
+    // 15 ms): the estimate must keep enough resolution to decay that far (dctcp.bpf.c
+    // keeps α in 1/2^20, whose truncation leaves at most 15/2^20 = a cut of 0.94 here)
+    let c = run(2000, 300, 0);
+    c.in_ack_event(CA_ACK_WIN_UPDATE | CA_ACK_ECE);
+    let w = 1u32 << 17;
+    c.set_cwnd(w);
+    c.enter_cwr();
+    let alpha = (15.0f64 / 16.0).powi(300);
+    let want = w - (w as f64 * alpha / 2.0).floor() as u32;
+    assert_eq!(want, w, "the formula's cut is below one segment");
+    assert_eq!(c.ssthresh(), want);
+}
+
+#[test]
+fn a_window_s_marked_fraction_is_at_most_one() {
+    // §3.3: M is the fraction of the window's acknowledged segments that were marked, so
+    // 0 <= M <= 1, even when the CE count of a window exceeds its deliveries (an AccECN
+    // receiver counts CE on every segment that arrives, the duplicates of a spurious
+    // retransmission too: draft-ietf-tcpm-accurate-ecn §3.2). Here α0 = 1; the first
+    // window ends at the connection's first ACK, unmarked: α1 = 15/16; the second is
+    // the rest of what was sent before that ACK, acknowledged at once with twice as many CE counts as
+    // segments: M = 1, α2 = (15/16)² + 1/16 = 241/256, an ECE cut of 2048 by 964 (with
+    // M = 2, α would be clamped at 1: 1024)
+    let c = Conn::new("dctcp");
+    c.start_in_ca(400);
+    let window_end = c.get(Field::SndNxt); // the second window: what is out before the first ACK
+    c.ack(Ack::new(1, RTT));
+    let rest = ((window_end.wrapping_sub(c.get(Field::SndUna)) & 0xffff_ffff) / c.mss() as u64) as u32;
+    assert_eq!(rest, 399);
+    advance_us(RTT as u64);
+    c.ack(Ack { segs: rest, rtt_us: RTT as i32, ece: false, ce_segs: 2 * rest });
+    assert_eq!(alpha_cut_2048(&c), (1024 * 241) / 256);
+}

@@ -122,3 +122,34 @@ fn growth_from_a_loss_on_is_a_of_w_per_rtt() {
         assert_eq!(n, want, "w {w}: a {a}/256");
     }
 }
+
+#[test]
+fn standard_tcp_at_low_window_after_an_idle_restart_from_above() {
+    // RFC 3649 §5: at or below Low_Window = 38, standard TCP: RFC 5681's one segment per
+    // cwnd acknowledged, also when the window comes back there without a loss. A loss at
+    // 70 (b = 120/256: 70 - 32 = 38) sets ssthresh to 38; the window grows past it to 50
+    // and on by 43 ACKs of a(50) = 289/256 per RTT (0.97 of a segment, carried by
+    // HighSpeed's own increase), then sits idle: RFC 5681 §4.1's restart halves it to 25
+    // (tcp_cwnd_restart: ssthresh max(38, 3/4 · 50) = 38; no ssthresh op, no loss), slow
+    // start takes it back to 38, and from there standard TCP: the first segment after
+    // 38 ACKs, not at once
+    let c = Conn::new("highspeed");
+    c.start_in_ca(70);
+    c.enter_recovery();
+    c.exit_reduction();
+    assert_eq!((c.cwnd(), c.ssthresh()), (38, 38));
+    while c.cwnd() < 50 {
+        c.ack_segments(1, 100, 20_000);
+    }
+    c.ack_segments(43, 100, 20_000);
+    assert_eq!(c.cwnd(), 50);
+    advance_us(1_000_000);
+    c.cwnd_event(CA_EVENT_CWND_RESTART);
+    c.set_cwnd(25);
+    c.ack_segments(13, 100, 20_000);
+    assert_eq!((c.cwnd(), c.ssthresh()), (38, 38), "slow start up to ssthresh");
+    c.ack_segments(37, 100, 20_000);
+    assert_eq!(c.cwnd(), 38);
+    c.ack_segments(1, 100, 20_000);
+    assert_eq!(c.cwnd(), 39);
+}

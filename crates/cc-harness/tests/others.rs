@@ -751,6 +751,46 @@ fn vegas_slow_start_exit_never_goes_below_two_segments() {
     assert_eq!((c.cwnd(), c.ssthresh()), (2, 2));
 }
 
+#[test]
+fn vegas_a_diff_just_above_beta_decreases() {
+    // §3.2: Diff > beta = 3: -1. cwnd 100, BaseRTT 20 ms, RTT 20.632 ms: Diff = 100 ·
+    // 632/20632 = 3.063 (cca_vegas resolves Diff to 1/16 segment: above 3 + 1/16)
+    assert_eq!(vegas_judged(100, |_| 20_632).cwnd(), 99);
+}
+
+#[test]
+fn vegas_base_rtt_is_the_smallest_rtt_reading() {
+    // §3.2: BaseRTT is the minimum of all measured RTTs, so a reading can only lower it.
+    // A reading of 0 us (below the clock's resolution) in a round of 21 ms: judged
+    // against 20 ms (or less): Diff >= 100 · 1000/21000 = 4.8 > beta: -1
+    assert_eq!(vegas_judged(100, |i| if i == 0 { 0 } else { 21_000 }).cwnd(), 99);
+    // a reading of 1 us (the clock's resolution) is the new BaseRTT: a later round of
+    // 20 ms has Diff = cwnd · (20000 - 1)/20000, nearly the whole window: -1
+    let c = Conn::new("vegas");
+    c.start_in_ca(100);
+    c.round(20_000);
+    c.round_with(20_000, |i| if i == 0 { 1 } else { 20_000 });
+    let w = c.cwnd();
+    c.round(20_000);
+    assert_eq!(c.cwnd(), w - 1);
+}
+
+#[test]
+fn vegas_a_judged_round_restarts_reno_s_count_at_zero() {
+    // bpf/cc/vegas.bpf.c: a round Vegas cannot judge does Reno's step (RFC 5681: one
+    // segment per cwnd acknowledged) for its last ACK; a judged round sets the window
+    // itself and restarts that count. At cwnd 101 after a judged +1, sampleless rounds
+    // count 1 each: the window grows at the 101st, not before
+    let c = vegas_judged(100, |_| 20_000);
+    assert_eq!(c.cwnd(), 101, "Diff 0 < alpha: +1");
+    for k in 1..=100 {
+        c.round_with(20_000, |_| u32::MAX);
+        assert_eq!(c.cwnd(), 101, "sampleless round {k}");
+    }
+    c.round_with(20_000, |_| u32::MAX);
+    assert_eq!(c.cwnd(), 102, "the 101st sampleless round completes a segment");
+}
+
 // ---- Veno, exact -------------------------------------------------------------------------
 /// ssthresh at a loss after a round judged at cwnd `w` with samples `rtt_of(i)` (BaseRTT
 /// 20 ms); and the window at the loss
@@ -800,6 +840,25 @@ fn veno_treats_a_loss_before_any_backlog_measurement_as_random() {
     c.start_in_ca(100);
     c.enter_recovery();
     assert_eq!(c.ssthresh(), 80);
+}
+
+#[test]
+fn veno_s_base_rtt_is_the_smallest_rtt_reading() {
+    // §II-A: BaseRTT is the minimum of all measured RTTs, so a reading can only lower it.
+    // A reading of 0 us (below the clock's resolution) in a round of 21 ms: N is judged
+    // against 20 ms (or less): N >= 100 · 1000/21000 = 4.8 >= beta: congestive, 1/2
+    let (w, ss) = veno_loss_after(100, |i| if i == 0 { 0 } else { 21_000 });
+    assert_eq!(ss, w / 2);
+    // a reading of 1 us (the clock's resolution) is the new BaseRTT: a later round of
+    // 20 ms has N = cwnd · (20000 - 1)/20000, nearly the whole window: congestive
+    let c = Conn::new("veno");
+    c.start_in_ca(100);
+    c.round(20_000);
+    c.round_with(20_000, |i| if i == 0 { 1 } else { 20_000 });
+    c.round(20_000);
+    let w = c.cwnd();
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), w / 2);
 }
 
 // ---- Hybla, exact ------------------------------------------------------------------------
@@ -972,6 +1031,70 @@ fn bic_recomputes_its_step_at_a_loss() {
     c.exit_reduction();
     let g = bic_rtt_growth(&c);
     assert!((g - 25.0).abs() <= 1.0, "+{g} per RTT after the loss, want 25");
+}
+
+/// ACKs of one segment each until the window grows: how many it took
+fn bic_acks_to_grow(c: &Conn) -> u32 {
+    let w = c.cwnd();
+    for k in 1..=1000 {
+        advance_us(100);
+        c.ack(Ack::new(1, 50_000));
+        if c.cwnd() != w {
+            return k;
+        }
+    }
+    panic!("no growth from {w} in 1000 ACKs");
+}
+
+#[test]
+fn bic_probes_from_w_max_zero_before_a_loss_and_after_a_time_out() {
+    // bpf/cc/bic.bpf.c: W_max is the window at the last loss; before any loss, and after
+    // an RTO (the search starts over), there is none (0): cwnd >= W_max, max probing with
+    // inc = min(cwnd - 0, S_max). At cwnd 20 that is 20 segments per RTT, 20/20 = one
+    // segment at the round's first ACK
+    let c = Conn::new("bic");
+    c.start_in_ca(20);
+    assert_eq!(bic_acks_to_grow(&c), 1, "before any loss");
+    let c = Conn::new("bic");
+    c.start_in_ca(400);
+    c.enter_loss();
+    c.exit_reduction();
+    c.start_in_ca(20);
+    assert_eq!(bic_acks_to_grow(&c), 1, "after an RTO");
+}
+
+#[test]
+fn bic_restarts_at_the_reduced_window_without_a_fraction() {
+    // §3: a loss sets cwnd = (1 - beta) cwnd: the window after it starts at a whole
+    // (1 - beta) cwnd, without the fraction of a segment the window had grown by before.
+    // Here 12 ACKs of max probing at S_max (32 per RTT at cwnd 400: 12 · 32/400 = 0.96
+    // segment) before a loss at 400: W_max 400, cwnd 350, binary-search step (400 -
+    // 350)/2 = 25 per RTT, 25/350 per ACK: the first segment at ACK 350/25 = 14
+    let c = Conn::new("bic");
+    c.start_in_ca(400);
+    c.ack_segments(12, 100, 50_000);
+    assert_eq!(c.cwnd(), 400);
+    c.enter_recovery();
+    c.exit_reduction();
+    assert_eq!(c.cwnd(), 350);
+    assert_eq!(bic_acks_to_grow(&c), 14);
+    // likewise after a repeated time-out, for which the kernel does not ask the ssthresh
+    // op again (tcp_enter_loss: already in Loss, the retransmission timed out again),
+    // only the state change: the fraction grown in Loss (SACKs kept the window growing
+    // past ssthresh) is gone; at cwnd 20 the first ACK adds one segment, not more
+    let c = Conn::new("bic");
+    c.start_in_ca(400);
+    c.enter_loss();
+    c.start_in_ca(300);
+    c.ack_segments(9, 100, 50_000); // 9 · 32/300 = 0.96 segment
+    assert_eq!(c.cwnd(), 300);
+    c.set_cwnd(1);
+    c.set(Field::PacketsOut, 0);
+    c.set_ca_state(LOSS);
+    c.exit_reduction();
+    c.start_in_ca(20);
+    c.ack(Ack::new(1, 50_000));
+    assert_eq!(c.cwnd(), 21);
 }
 
 #[test]

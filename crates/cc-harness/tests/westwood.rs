@@ -109,3 +109,43 @@ fn on_short_paths_the_sampling_interval_is_ten_milliseconds() {
     c.enter_recovery();
     assert_eq!(c.ssthresh(), 8);
 }
+
+/// A flow whose first bandwidth sample spans exactly the interval from the connection's
+/// start, with ACKs of 500 segments at 9.999 ms and at 10 ms, RTT 1 ms
+fn ten_ms_sample() -> Conn {
+    let c = Conn::new("westwood");
+    c.start_in_ca(1000);
+    advance_us(9_999);
+    c.ack(Ack::new(500, 1_000));
+    advance_us(1);
+    c.ack(Ack::new(500, 1_000));
+    c
+}
+
+#[test]
+fn the_ten_millisecond_interval_closes_at_exactly_ten_milliseconds() {
+    // bpf/cc/westwood.bpf.c: a sample per max(RTT, 10 ms); at RTT 1 ms the first one is
+    // taken by the first ACK at least 10 ms after the start, the one at exactly 10 ms
+    // (not at 9.999 ms): 1000 segments in 10 ms, 100000 segments/s; at a loss
+    // ssthresh = BWE·RTT_min/MSS = 100000/s · 1 ms = 100, below the window of 1000
+    let c = ten_ms_sample();
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 100);
+}
+
+#[test]
+fn rtt_min_is_the_smallest_rtt_reading() {
+    // Mascolo et al. 2001: ssthresh = BWE·RTT_min/MSS, RTT_min the smallest RTT
+    // measured (100 segments here, from 1 ms and 100000 segments/s). A reading of 1 us
+    // (the clock's resolution) is a new minimum: 0.1 segments, the floor of 2.
+    let c = ten_ms_sample();
+    c.pkts_acked(1, 1, 1000);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 2);
+    // A reading of 0 us (below that resolution) can only lower the minimum, never make
+    // it unknown: ssthresh stays at most 100 (not Reno's 500)
+    let c = ten_ms_sample();
+    c.pkts_acked(1, 0, 1000);
+    c.enter_recovery();
+    assert!(c.ssthresh() <= 100, "ssthresh {} after a 0 us reading", c.ssthresh());
+}
