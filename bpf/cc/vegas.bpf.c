@@ -11,6 +11,8 @@
  *   Diff     = (Expected - Actual) * BaseRTT = cwnd * (RTT - BaseRTT) / RTT   [segments]
  *   Diff < alpha  -> cwnd + 1;   Diff > beta -> cwnd - 1;   else hold.
  * Slow start doubles cwnd only every other RTT and ends when Diff > gamma.
+ * Diff is compared with alpha, beta, gamma exactly, without a division:
+ *   Diff > k  <=>  cwnd * (RTT - BaseRTT) > k * RTT   (u64: no overflow for any real window).
  * alpha = 1, beta = 3, gamma = 1 segments (the paper's values).
  * With fewer than 2 RTT samples in a round Vegas cannot judge, and does Reno's
  * additive step for the ACK that ends the round instead (as Linux's tcp_vegas, which
@@ -22,7 +24,6 @@
 #define VEGAS_ALPHA 1u
 #define VEGAS_BETA  3u
 #define VEGAS_GAMMA 1u
-#define VEGAS_FP    16u   /* Diff is compared in 1/16 segments */
 
 struct vegas {
 	u32 base_rtt;      /* us, 0 = none yet */
@@ -71,7 +72,8 @@ static __always_inline void vegas_cong_avoid(struct sock *sk, u32 ack, u32 acked
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct vegas *v = inet_csk_ca(sk);
 	u32 cwnd = tp->snd_cwnd;
-	u32 rtt, diff;
+	u32 rtt;
+	u64 excess;        /* Diff * RTT, segment-microseconds */
 
 	if (cca_seq_before(tp->snd_una, v->round_end)) {
 		/* inside a round: only slow start acts per ACK (in its growing rounds) */
@@ -89,11 +91,11 @@ static __always_inline void vegas_cong_avoid(struct sock *sk, u32 ack, u32 acked
 		return;
 	}
 	rtt = cca_max(v->round_min_rtt, v->base_rtt);
-	diff = (u32)((u64)cwnd * (rtt - v->base_rtt) * VEGAS_FP / rtt);
+	excess = (u64)cwnd * (rtt - v->base_rtt);
 	vegas_new_round(v, tp);
 
 	if (cca_in_slow_start(tp)) {
-		if (diff > VEGAS_GAMMA * VEGAS_FP) {
+		if (excess > (u64)VEGAS_GAMMA * rtt) {
 			/* §3.3: leave slow start; bring cwnd down to what the path holds
 			 * (the Actual rate times BaseRTT, cwnd BaseRTT / RTT, plus the gamma
 			 * allowance: Linux's tcp_vegas adds one segment against truncation) */
@@ -106,10 +108,10 @@ static __always_inline void vegas_cong_avoid(struct sock *sk, u32 ack, u32 acked
 		}
 		return;
 	}
-	if (diff < VEGAS_ALPHA * VEGAS_FP) {
+	if (excess < (u64)VEGAS_ALPHA * rtt) {
 		if (cca_is_cwnd_limited(sk))
 			cca_set_cwnd(tp, cwnd + 1);
-	} else if (diff > VEGAS_BETA * VEGAS_FP) {
+	} else if (excess > (u64)VEGAS_BETA * rtt) {
 		cca_set_cwnd(tp, cca_max(cwnd - 1, 2));
 		tp->snd_ssthresh = cca_min(tp->snd_ssthresh, tp->snd_cwnd);
 	}

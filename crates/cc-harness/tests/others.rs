@@ -754,8 +754,20 @@ fn vegas_slow_start_exit_never_goes_below_two_segments() {
 #[test]
 fn vegas_a_diff_just_above_beta_decreases() {
     // §3.2: Diff > beta = 3: -1. cwnd 100, BaseRTT 20 ms, RTT 20.632 ms: Diff = 100 ·
-    // 632/20632 = 3.063 (cca_vegas resolves Diff to 1/16 segment: above 3 + 1/16)
+    // 632/20632 = 3.063; RTT 20.62 ms: Diff = 100 · 620/20620 = 3.007, just above 3
     assert_eq!(vegas_judged(100, |_| 20_632).cwnd(), 99);
+    assert_eq!(vegas_judged(100, |_| 20_620).cwnd(), 99);
+    // and just below alpha = 1: cwnd 100, RTT 20.2 ms: Diff = 100 · 200/20200 = 0.990
+    assert_eq!(vegas_judged(100, |_| 20_200).cwnd(), 101);
+}
+
+#[test]
+fn vegas_leaves_slow_start_at_a_diff_just_above_gamma() {
+    // §3.3: slow start ends when Diff > gamma = 1. cwnd 30, BaseRTT 20 ms, RTT 20.7 ms:
+    // Diff = 30 · 700/20700 = 1.014
+    let c = vegas_slow_start_round(20_000, 30, 20_700);
+    let fit = 30 * 20_000 / 20_700 + 1; // 28.98 -> 29
+    assert_eq!((c.cwnd(), c.ssthresh()), (fit, fit));
 }
 
 #[test]
