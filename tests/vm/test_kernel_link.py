@@ -356,7 +356,9 @@ def test_red_with_default_thresholds_holds_the_queue_between_them(tmp_path, no_l
     (meta, d), = runs(res)
     ls = run_table(d, "link_stats")
     q = steady(ls[ls["dir"] == 0], meta)["qlen_pkts"]
-    assert len(q) > 100
+    # 120 samples in the steady 6 s at 50 ms; a loaded host's guest misses some (validity
+    # judges lateness): the median needs most of the window, not every tick
+    assert len(q) >= 60, f"{len(q)} of the steady window's 120 samples"
     assert lo / 2 <= q.median() <= hi, (f"median queue {q.median()} packets; "
                                         f"{q.describe().to_dict()} {_ctx(meta)}")
     assert ls[ls["dir"] == 0]["drops"].sum() > 0     # RED dropped early
