@@ -574,4 +574,14 @@ fn the_inference_timeout_is_three_smoothed_rtts_at_the_smallest_srtt_too() {
     set_now_us(itt_end);
     c.ack(Ack::new(1, u32::MAX));
     assert_eq!(c.cwnd(), h + 1, "3 srtt after the signal: slow start again");
+    // below 1 us (the kernel's tp->srtt_us of 1..7 eighths reads as 0 us) the time-out
+    // still starts with the signal: the signal's own ACK does not grow the window
+    let c = calibrated(40);
+    let w = c.cwnd();
+    let n = c.next_round_acks();
+    c.round_then(30_000, |i| if i + 1 == n { u32::MAX } else { 30_000 }, |c| {
+        c.set(Field::SrttUs, 0)
+    });
+    assert_eq!(c.srtt_us(), 0);
+    assert_eq!(c.cwnd(), (w + 1) / 2, "the ECI, and no growth on its ACK");
 }
