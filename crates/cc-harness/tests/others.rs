@@ -1007,6 +1007,37 @@ fn hybla_congestion_avoidance_adds_rho_squared_over_cwnd_to_a_1024th() {
     c.exit_reduction();
     c.start_in_ca(w as u32);
     assert_eq!(acks_until_growth(&c), want, "after a loss, cwnd {w}");
+    // RTT0 is 25 ms exactly: 30.004 ms is rho = 1228.96/1024, rounded down 1228, rho^2 =
+    // 1472/1024: at cwnd 1000, ceil(1024000 / 1472) = 696 ACKs (rho 1229: 695)
+    let rtt = 30_004u32;
+    let rho = rtt as u64 * 1024 / 25_000;
+    assert_eq!((rho, rho * rho >> 10), (1228, 1472));
+    let c = Conn::new("hybla");
+    c.start_in_ca(1000);
+    let w0 = c.cwnd();
+    let n = (1..=100_000).find(|_| {
+        c.ack_segments(1, 100, rtt);
+        c.cwnd() > w0
+    });
+    assert_eq!(n, Some(696));
+}
+
+#[test]
+fn hybla_slow_start_after_an_idle_restart_adds_two_to_the_rho_minus_one() {
+    // an idle restart (RFC 5681 §4.1: the kernel lowers cwnd below ssthresh) is slow
+    // start again, §3: 2^rho - 1 per acked segment (rho 1: one). What congestion
+    // avoidance had counted towards its next segment (999 of the 1000 acks of a window of
+    // 1000) is not slow-start growth
+    let c = Conn::new("hybla");
+    c.start_in_ca(1000);
+    c.ack_segments(999, 10, 10_000);
+    assert_eq!(c.cwnd(), 1000);
+    c.cwnd_event(CA_EVENT_CWND_RESTART);
+    c.set_cwnd(10);
+    c.ack_segments(1, 10, 10_000);
+    assert_eq!(c.cwnd(), 11, "one acked segment in slow start at rho 1");
+    c.ack_segments(9, 10, 10_000);
+    assert_eq!(c.cwnd(), 20);
 }
 
 // ---- BIC, exact --------------------------------------------------------------------------
