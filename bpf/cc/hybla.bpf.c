@@ -21,7 +21,9 @@
 #define HYBLA_RHO_MAX  (16u << 10)
 
 struct hybla {
-	u64 acc;          /* fractional increase carried between ACKs (1/1024 seg) */
+	u64 acc;          /* congestion avoidance's credit (1/1024 segment-acks, see
+			   * cca_cong_avoid_frac): up to a window's worth, not slow-start growth */
+	u32 ss_frac;      /* slow start's fraction carried between ACKs (1/1024 segment) */
 	u32 rho;          /* 1/1024 */
 	u32 min_rtt_us;   /* 0 = no sample yet */
 };
@@ -44,6 +46,7 @@ void BPF_PROG(cca_hybla_init, struct sock *sk)
 	struct hybla *ca = inet_csk_ca(sk);
 
 	ca->acc = 0;
+	ca->ss_frac = 0;
 	ca->rho = 1024;
 	ca->min_rtt_us = 0;
 }
@@ -74,11 +77,11 @@ static __always_inline void hybla_cong_avoid(struct sock *sk, u32 ack, u32 acked
 	if (!cca_is_cwnd_limited(sk))
 		return;
 	if (cca_in_slow_start(tp)) {
-		u64 inc = (hybla_pow2(ca->rho) - 1024) * acked + ca->acc;
+		u64 inc = (hybla_pow2(ca->rho) - 1024) * acked + ca->ss_frac;
 		u64 n = inc >> 10;
 		u32 room = tp->snd_ssthresh - tp->snd_cwnd;
 
-		ca->acc = inc & 1023;
+		ca->ss_frac = inc & 1023;
 		if (n > room)
 			n = room;
 		cca_set_cwnd(tp, tp->snd_cwnd + (u32)cca_min64(n, 0xffff));

@@ -360,3 +360,113 @@ fn the_first_throughput_sample_covers_the_connection_s_first_rtt() {
         assert_eq!(c.ssthresh(), w * 819 >> 10, "{first_acks} ACKs before the first event, delivered {delivered}");
     }
 }
+
+#[test]
+fn the_increase_counts_from_nothing_on_a_new_connection_and_after_each_event() {
+    // per ACK alpha·2(1 − β)/cwnd, in 1/1024 segment: the first segment of increase comes
+    // after exactly ⌈1024 cwnd / a⌉ ACKs, counted from nothing on a new connection and
+    // from nothing again after an event (its reduction restarts the count, as
+    // tcp_init_cwnd_reduction does snd_cwnd_cnt). Δ = 1.005 s, β = 0.5: a = 1075
+    // (α = 1.0500625); the window is one where a single 1/1024 carried in would make the
+    // count one ACK shorter (1024 cwnd = 1 mod 1075)
+    let a = alpha_fp(1_005_000, 512);
+    assert_eq!(a, 1075);
+    let w = (300..).find(|w| w * 1024 % a == 1).unwrap();
+    let want = (w * 1024).div_ceil(a) as u32;
+    let t0 = now_us();
+    let c = Conn::new("htcp");
+    c.start_in_ca(w as u32);
+    set_now_us(t0 + 1_005_000);
+    assert_eq!(acks_until_growth(&c), want, "new connection, cwnd {w}");
+    let (c, beta) = after_event(RTT, 2 * RTT, 0);
+    assert!((beta - 0.5).abs() < 0.01);
+    let t_end = now_us();
+    c.set_cwnd(w as u32);
+    set_now_us(t_end + 1_005_000);
+    assert_eq!(acks_until_growth(&c), want, "after an event, cwnd {w}");
+}
+
+#[test]
+fn the_first_throughput_sample_starts_at_init_even_soon_after_boot() {
+    // B is delivered data per second over an RTT from the algorithm's init on, whatever
+    // the clock reads: 1 s after boot a sample from time 0 would give a stretch ACK of 10
+    // segments 10 segments/s, a B the second event (10000/s) would differ from by far
+    // more than 20 %. An event within the first RTT has no B, so the next is not
+    // compared: β from the RTTs (all equal: 0.8)
+    set_now_us(1_000_000);
+    let c = Conn::new("htcp");
+    c.start_in_ca(600);
+    advance_us(100);
+    c.ack(Ack::new(10, RTT));
+    c.enter_recovery();
+    c.exit_reduction();
+    c.ack_segments(2_000, 100, RTT);
+    let w = c.cwnd();
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), w * 819 >> 10, "no adaptive backoff");
+}
+
+#[test]
+fn an_event_before_any_open_state_rtt_sample_uses_half() {
+    // RTT_max comes from the Open state only (bpf/cc/htcp.bpf.c); an event on a
+    // connection whose every RTT sample came with duplicate ACKs (Disorder) knows
+    // RTT_min but no RTT_max: β = 0.5, standard TCP's
+    let c = Conn::new("htcp");
+    c.start_in_ca(400);
+    c.set_ca_state(DISORDER);
+    c.round(RTT);
+    c.round(RTT);
+    c.set_cwnd(1024);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 512);
+}
+
+/// A flow whose RTTs ranged from RTT (the minimum) to 1.5 RTT in the Open state; then an
+/// ACK with the RTT sample `odd` and five more with 1.5 RTT; then an event at cwnd 1024.
+/// Its ssthresh.
+fn cut_after_sample(odd: u32) -> u32 {
+    let c = Conn::new("htcp");
+    c.start_in_ca(400);
+    c.round(RTT);
+    c.round(RTT * 3 / 2);
+    for _ in 0..4 {
+        c.round(RTT);
+    }
+    c.ack_segments(1, 100, odd);
+    c.ack_segments(5, 100, RTT * 3 / 2);
+    c.set_cwnd(1024);
+    c.enter_recovery();
+    c.ssthresh()
+}
+
+#[test]
+fn beta_comes_from_the_smallest_rtt_sample_down_to_a_microsecond() {
+    // draft §4.1: β = RTT_min/RTT_max within [0.5, 0.8]. Without the odd sample: 2/3
+    // (⌊1024 · 2/3⌋ = 682). A 1 us sample is the smallest the kernel's clock gives:
+    // RTT_min = 1 us, β below 0.5, so 0.5
+    assert_eq!(cut_after_sample(RTT), 682);
+    assert_eq!(cut_after_sample(1), 512);
+    // a 0 us sample (below the clock's resolution), read as no sample (β 2/3) or as an
+    // RTT_min of 0 (β 0.5), never leaves RTT_min to the samples after it (1.5 RTT: β 1,
+    // so 0.8)
+    let ss = cut_after_sample(0);
+    assert!(ss == 682 || ss == 512, "ssthresh {ss} of 1024");
+}
+
+#[test]
+fn a_throughput_sample_of_exactly_one_rtt_is_complete() {
+    // B is measured over the last RTT: an interval of exactly srtt (500 ACKs 100 us
+    // apart, srtt 50 ms) is a sample, 10000 segments/s, and the event right after it
+    // knows it. The next event at 7812 segments/s (−22 %) is then compared with it:
+    // adaptive backoff, β = 0.5 (the RTTs alone: 0.8)
+    let c = Conn::new("htcp");
+    c.start_in_ca(600);
+    c.ack_segments(500, 100, RTT);
+    assert_eq!(c.srtt_us(), RTT);
+    c.enter_recovery();
+    c.exit_reduction();
+    c.ack_segments(2_000, 128, RTT);
+    let w = c.cwnd();
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), w * 512 >> 10, "compared with the 10000/s of the first RTT");
+}

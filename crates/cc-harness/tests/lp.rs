@@ -524,3 +524,64 @@ fn a_second_loss_before_any_round_ends_keeps_the_delay_range() {
     c.round(30_000);
     assert!(c.cwnd() <= (w + 2) / 2, "30 ms > 20 + 0.15 * 20: ECI, {w} -> {}", c.cwnd());
 }
+
+#[test]
+fn any_positive_rtt_sample_is_a_delay_sample_and_a_zero_one_does_not_erase_d_min() {
+    // §III-A: d_min is the smallest delay the flow has seen. A 1 us sample is one (the
+    // smallest the kernel's microsecond clock gives): d_min = 1 us, the threshold
+    // 1 + 0.15 (40 ms - 1 us), about 6 ms, and a 20 ms round is then a signal.
+    let c = calibrated(40);
+    let w = c.cwnd();
+    c.round_with(BASE, |i| if i == 5 { 1 } else { BASE });
+    assert_eq!(c.cwnd(), w + 1, "the round of the 1 us sample: d = d_min, no signal");
+    let w = c.cwnd();
+    c.round(BASE);
+    assert_eq!(c.cwnd(), (w + 1) / 2, "20 ms > 1 us + 0.15 * (40 ms - 1 us): ECI");
+    // An RTT of 0 us is below the clock's resolution; read as no sample (the kernel's
+    // "none" is -1) or as a d_min of 0, a 30 ms round is a signal either way (above
+    // 20 + 0.15 * 20 = 23 ms, and above 0 + 0.15 * 40 = 6 ms): it must not leave d_min
+    // unset, to be taken from the next round's own samples.
+    let c = calibrated(40);
+    let w = c.cwnd();
+    c.round_with(BASE, |i| if i == 5 { 0 } else { BASE });
+    assert_eq!(c.cwnd(), w + 1);
+    let w = c.cwnd();
+    c.round(30_000);
+    assert_eq!(c.cwnd(), (w + 1) / 2, "30 ms after a 0 us sample: ECI");
+}
+
+#[test]
+fn the_inference_timeout_is_three_smoothed_rtts_at_the_smallest_srtt_too() {
+    // §III-B, itt = 3 srtt (bpf/cc/lp.bpf.c) for a smoothed RTT of 1 us, the smallest the
+    // kernel keeps (tp->srtt_us in 1/8 us: a host-local path's run of 1 us samples).
+    // The signal comes on a round's last ACK, one without an RTT sample, so srtt is
+    // the 1 us set just before it; growth (slow start: ssthresh is above cwnd/2)
+    // pauses for 3 us and resumes at the 3rd.
+    let c = calibrated(40);
+    let w = c.cwnd();
+    let n = c.next_round_acks();
+    c.round_then(30_000, |i| if i + 1 == n { u32::MAX } else { 30_000 }, |c| {
+        c.set(Field::SrttUs, 1)
+    });
+    assert_eq!(c.srtt_us(), 1);
+    let h = c.cwnd();
+    assert_eq!(h, (w + 1) / 2, "the ECI");
+    assert!(h < c.ssthresh());
+    let itt_end = now_us() + 3;
+    set_now_us(itt_end - 1);
+    c.ack(Ack::new(1, u32::MAX));
+    assert_eq!(c.cwnd(), h, "within itt: no growth");
+    set_now_us(itt_end);
+    c.ack(Ack::new(1, u32::MAX));
+    assert_eq!(c.cwnd(), h + 1, "3 srtt after the signal: slow start again");
+    // below 1 us (the kernel's tp->srtt_us of 1..7 eighths reads as 0 us) the time-out
+    // still starts with the signal: the signal's own ACK does not grow the window
+    let c = calibrated(40);
+    let w = c.cwnd();
+    let n = c.next_round_acks();
+    c.round_then(30_000, |i| if i + 1 == n { u32::MAX } else { 30_000 }, |c| {
+        c.set(Field::SrttUs, 0)
+    });
+    assert_eq!(c.srtt_us(), 0);
+    assert_eq!(c.cwnd(), (w + 1) / 2, "the ECI, and no growth on its ACK");
+}

@@ -368,3 +368,50 @@ fn a_loss_cut_that_leaves_no_queue_starts_the_reno_count_at_any_window() {
     let (w, ss) = slow_rounds_then_loss(&c);
     assert_eq!(ss, w / 2, "a Reno peer: halve");
 }
+
+#[test]
+fn a_flow_switched_to_yeah_mid_way_is_in_fast_mode_until_its_first_round_ends() {
+    // no queue is known before the first judged round, and the first round of a flow
+    // that takes YeAH on with a window in flight (TCP_CONGESTION on an established
+    // connection) is the whole of that window: Scalable's increase throughout it, one
+    // segment per 100 acked, not Reno's one per cwnd
+    let c = Conn::bare("yeah");
+    c.start_in_ca(200); // 200 segments in flight
+    c.init();
+    c.ack_segments(99, 10, BASE);
+    assert_eq!(c.cwnd(), 200, "not before 100 acked segments");
+    c.ack_segments(1, 10, BASE);
+    assert_eq!(c.cwnd(), 201, "fast mode: one segment per 100 acked");
+}
+
+#[test]
+fn a_loss_before_any_measurement_cuts_an_eighth_rounded_down() {
+    // §2: cwnd − max(cwnd/8, Q); before a round has been judged no queue is known
+    // (Q = 0), so the cut is ⌊cwnd/8⌋: 2 of 16, and none of 7 (cwnd/8 < 1 segment)
+    for (w, ss) in [(16u32, 14u32), (7, 7)] {
+        let c = Conn::bare("yeah");
+        c.start_in_ca(w);
+        c.init();
+        c.enter_recovery();
+        assert_eq!(c.ssthresh(), ss, "cwnd {w}");
+    }
+}
+
+#[test]
+fn rtt_base_is_the_smallest_sample_down_to_a_microsecond() {
+    // §2: RTT_base is the smallest RTT seen. A 1 us sample is one (the smallest the
+    // kernel's clock gives): the 20 ms rounds after it are then all queueing delay, Q =
+    // 19.999 ms · 200 / 20 ms = 199 > Q_max, slow mode, and a precautionary decongestion
+    // of min(Q, cwnd/2) = 100
+    let c = flow(200);
+    c.round_with(BASE, |i| if i == 3 { 1 } else { BASE });
+    judged_round(&c, BASE, 200);
+    assert_eq!((c.cwnd(), c.ssthresh()), (100, 100));
+    // a 0 us sample (below the clock's resolution), read as no sample or as an RTT_base
+    // of 0, never lets RTT_base rise to the samples after it: a round of 25 ms after it
+    // is 5 ms of queue at the 20 ms base (> 20/8: slow mode), or more
+    let c = flow(200);
+    c.round_with(BASE + 5_000, |i| if i == 0 { 0 } else { BASE + 5_000 });
+    judged_round(&c, BASE + 5_000, 200);
+    assert!(!grows_fast(&c), "fast mode after a 0 us sample");
+}
