@@ -313,6 +313,12 @@ fn a_late_repair_counts_what_was_corrupted_and_in_which_state() {
     c.set_ssthresh(0x8110_4110);
     c.cong_control(0, 0, 0, 20_000);
     assert_eq!(c.guard_counts(), [2, 1, 1, 2, (1 << RECOVERY) | (1 << OPEN)]);
+    // no window before the loss to go back to (prior_cwnd 0): ten segments
+    let c = Conn::new("reno");
+    c.set(Field::PriorCwnd, 0);
+    c.set_cwnd(SANE_MAX + 1);
+    c.cong_control(0, 0, 0, 20_000);
+    assert_eq!(c.cwnd(), 10);
     // a repair never raises cwnd: a window below prior_cwnd stays
     let c = Conn::new("reno");
     c.set(Field::PriorCwnd, 40);
