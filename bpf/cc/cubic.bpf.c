@@ -54,6 +54,7 @@ struct cubic {
 	u32 css_rounds;
 	u32 css_cnt;          /* acked segments not yet turned into cwnd in CSS */
 	u8  hystart_done;
+	bool after_rto;       /* the next epoch is the first congestion avoidance after an RTO */
 };
 CCA_PRIV_CHECK(struct cubic);
 
@@ -171,6 +172,12 @@ static __always_inline u32 cubic_cnt(struct cubic *ca, const struct tcp_sock *tp
 
 	if (!ca->epoch_start_us) {
 		ca->epoch_start_us = now ? now : 1;
+		/* §4.8: the first congestion avoidance after an RTO starts from its own window:
+		 * W_max = cwnd there, K = 0 (the loss response kept the W_max of the RTO) */
+		if (ca->after_rto) {
+			ca->w_max = cwnd;
+			ca->after_rto = false;
+		}
 		if (cwnd < ca->w_max) {
 			ca->k = cca_cbrt((u64)(ca->w_max - cwnd) * K_SCALE);
 			ca->origin = ca->w_max;
@@ -250,11 +257,13 @@ SEC("struct_ops")
 void BPF_PROG(cca_cubic_set_state, struct sock *sk, u8 new_state)
 {
 	CCA_STATE_GUARD(sk, new_state, cubic_ssthresh_for);
-	/* RTO (§4.8): forget the epoch; slow start again, HyStart++ off (RFC 9406 §4.2) */
+	/* RTO (§4.8): forget the epoch, the next one convex from where it starts; slow start
+	 * again, HyStart++ off (RFC 9406 §4.2) */
 	if (new_state == TCP_CA_Loss) {
 		struct cubic *ca = inet_csk_ca(sk);
 
 		ca->epoch_start_us = 0;
+		ca->after_rto = true;
 		ca->hystart_done = 1;
 	}
 }

@@ -751,6 +751,46 @@ fn cubic_far_below_w_est_the_window_grows_a_segment_per_ack() {
     assert_eq!(seen, [71, 72, 73, 74]);
 }
 
+#[test]
+fn cubic_after_a_timeout_the_first_epoch_is_convex_from_its_start() {
+    // RFC 9438 §4.8: in the first congestion avoidance after a timeout, K = 0 and W_max is
+    // the window at its start: W = cwnd_ca + C t^3. An RTO at 200 (ssthresh 140, and W_max
+    // 200 for the loss response), slow start back to 140 at RTT 500 ms, then 8 s: 140 + 0.4
+    // t^3 = 345, where the concave approach to the 200 of before the RTO would be at 213
+    let c = Conn::new("cubic");
+    c.start_in_ca(200);
+    c.round(500_000);
+    c.set_cwnd(200);
+    c.enter_loss();
+    c.exit_reduction();
+    assert_eq!((c.cwnd(), c.ssthresh()), (1, 140));
+    while c.cwnd() < 140 {
+        c.round(500_000);
+    }
+    let t0 = now_us();
+    while now_us() - t0 < 8_000_000 {
+        c.round(500_000);
+    }
+    let t = (now_us() - t0) as f64 / 1e6;
+    let w = |t: f64| 140.0 + 0.4 * t.powi(3);
+    let got = c.cwnd() as f64;
+    assert!(got >= w(t - 0.5) - 2.0 && got <= w(t + 0.5) + 2.0,
+            "t {t:.2}: cwnd {got}, W {:.1} .. {:.1}", w(t - 0.5), w(t + 0.5));
+    // only the first: after the next loss (at W, above the W_max of 140: W_max = W), the
+    // epoch is concave again (§4.2), K = cbrt(0.3 W / 0.4); 2 s in, cwnd aims at W_cubic(2.5 s)
+    let w_loss = c.cwnd();
+    c.enter_recovery();
+    c.exit_reduction();
+    let t0 = now_us();
+    while now_us() - t0 < 2_000_000 {
+        c.round(500_000);
+    }
+    let t = (now_us() - t0) as f64 / 1e6;
+    let want = w_cubic(t + 0.5, w_loss as f64);
+    let got = c.cwnd() as f64;
+    assert!((got - want).abs() <= 0.02 * want + 2.0, "t {t:.2} after the loss at {w_loss}: cwnd {got}, W_cubic {want:.1}");
+}
+
 // ---- Scalable ---------------------------------------------------------------------------
 #[test]
 fn scalable_adds_one_segment_per_hundred_acked_and_cuts_an_eighth() {
