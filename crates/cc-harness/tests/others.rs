@@ -520,6 +520,32 @@ fn cubic_target_above(loss_at: Option<u32>, w0: u32, t_units: u64, hold: u32) ->
 }
 
 #[test]
+fn cubic_a_window_at_w_max_on_the_plateau_holds_for_99_rtts() {
+    // RFC 9438 §4.2: where W_cubic(t + RTT) = cwnd, (target - cwnd) / cwnd = 0: no growth.
+    // (The code lets such a window grow one segment per 100 RTTs, as Linux does, so that
+    // one stuck there still probes.) After a loss at 1000 (RTT 20 ms; K = cbrt(300 / 0.4)
+    // = 9.1 s), W_cubic is 1000 to the segment while |t - K| < 1.36 s (C |t - K|^3 < 1),
+    // and W_est (0.53 per RTT from 700) stays below 1000: a window held at 1000 from K - 1 s
+    // does not grow in the next 99 RTTs (99000 ACKs)
+    let c = Conn::new("cubic");
+    c.start_in_ca(1000);
+    c.round(20_000);
+    c.set_cwnd(1000);
+    c.enter_recovery();
+    c.exit_reduction();
+    assert_eq!(c.cwnd(), 700);
+    let k = (300.0f64 / 0.4).cbrt();
+    let t0 = now_us();
+    while ((now_us() - t0) as f64) / 1e6 + 0.02 < k - 1.0 {
+        c.round(20_000);
+    }
+    c.set_cwnd(1000);
+    c.set(Field::CwndCnt, 0);
+    c.ack_segments(99_000, 20, 20_000);
+    assert_eq!(c.cwnd(), 1000);
+}
+
+#[test]
 fn cubic_w_cubic_is_exact_to_a_segment_where_it_is_a_whole_number() {
     // RFC 9438 §4.2, W_cubic(t) = C (t - K)^3 + W_max, C = 0.4: at |t - K| = 5 s, C (t - K)^3
     // = 50 segments exactly (time kept in 100 us units: t + RTT = 50000 units); the target
@@ -544,6 +570,18 @@ fn cubic_w_cubic_is_exact_a_hundred_seconds_past_k() {
     // until then
     assert!(cubic_target_above(None, 1000, 1_000_000, 400_999), "target 401000");
     assert!(!cubic_target_above(None, 1000, 1_000_000, 401_000), "target 401000");
+}
+
+#[test]
+fn cubic_hystart_s_threshold_is_4_ms_down_to_the_clock_s_resolution() {
+    // RFC 9406 §4.2: RttThresh = clamp(lastRoundMinRTT / 8, MIN_RTT_THRESH = 4 ms, 16 ms);
+    // every RTT sample counts, down to the 1 us the kernel measures in (a loopback path's
+    // RTT is a few us): from 1 us and 10 us, a rise to base + 4 ms enters CSS, one to
+    // base + 4 ms - 1 us does not
+    for base in [1, 10] {
+        assert!(css_after(base, base + 4_000), "base {base} us: +4 ms");
+        assert!(!css_after(base, base + 3_999), "base {base} us: +3.999 ms");
+    }
 }
 
 #[test]
