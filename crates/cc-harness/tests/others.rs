@@ -434,6 +434,17 @@ fn cubic_the_reno_friendly_estimate_gains_a_segment_after_cwnd_over_alpha_acked_
 }
 
 #[test]
+fn cubic_at_one_segment_w_est_grows_alpha_per_ack() {
+    // RFC 9438 §4.3: W_est += alpha_cubic * segments_acked / cwnd, at cwnd 1 too (congestion
+    // avoidance at one segment: an initial ssthresh of 1 from the route's metrics): W_est
+    // passes 2 on the ceil(1 / 0.5294) = 2nd ACK, and cwnd grows on it
+    let c = Conn::new("cubic");
+    c.set_cwnd(1);
+    c.set_ssthresh(1);
+    assert_eq!(acks_until_growth(&c, 10_000, 10), Some(reno_segments(1, ALPHA_CUBIC)));
+}
+
+#[test]
 fn cubic_alpha_is_one_from_the_moment_w_est_equals_cwnd_prior() {
     // RFC 9438 §4.3: alpha_cubic becomes 1 once W_est >= cwnd_prior, equality included: an
     // epoch that starts at the window of the last reduction (1000 = cwnd_prior = W_max: K = 0,
