@@ -424,24 +424,34 @@ fn reno_segments(cwnd: u32, alpha: f64) -> u32 {
 
 #[test]
 fn cubic_the_reno_friendly_estimate_gains_a_segment_after_cwnd_over_alpha_acked_segments() {
-    // RFC 9438 §4.3: W_est grows by alpha_cubic / cwnd per acked segment; cwnd follows it
-    // once it is a segment above (RTT 10 ms: the cubic curve is flat, K = 0, t < 0.05 s):
-    // at cwnd 1024, ceil(1024 / 0.5294) = 1935 segments
+    // RFC 9438 §4.3: below cwnd_prior, W_est grows by alpha_cubic / cwnd per acked segment;
+    // cwnd follows it once it is a segment above: at cwnd 1024, after ceil(1024 / 0.5294) =
+    // 1935 segments. Losses at 2000 and then 1100 (fast convergence, §4.7: W_max = 1100 *
+    // 0.85 = 935, cwnd_prior 1100), the epoch starting at 1024: above W_max, K = 0 and the
+    // curve flat at RTT 10 ms; W_est (from 1024) below cwnd_prior throughout
     let c = Conn::new("cubic");
-    c.start_in_ca(1024);
+    c.start_in_ca(2000);
+    c.round(10_000);
+    c.set_cwnd(2000);
+    c.enter_recovery();
+    c.exit_reduction();
+    c.set_cwnd(1100);
+    c.enter_recovery();
+    c.exit_reduction();
+    c.set_cwnd(1024);
     assert_eq!(reno_segments(1024, ALPHA_CUBIC), 1935);
     assert_eq!(acks_until_growth(&c, 10_000, 4_000), Some(1935));
 }
 
 #[test]
-fn cubic_at_one_segment_w_est_grows_alpha_per_ack() {
+fn cubic_at_one_segment_w_est_grows_alpha_per_acked_segment() {
     // RFC 9438 §4.3: W_est += alpha_cubic * segments_acked / cwnd, at cwnd 1 too (congestion
-    // avoidance at one segment: an initial ssthresh of 1 from the route's metrics): W_est
-    // passes 2 on the ceil(1 / 0.5294) = 2nd ACK, and cwnd grows on it
+    // avoidance at one segment: an initial ssthresh of 1 from the route's metrics; no loss
+    // yet, so alpha_cubic = 1, §4.10): W_est passes 2 on the first ACK, and cwnd grows on it
     let c = Conn::new("cubic");
     c.set_cwnd(1);
     c.set_ssthresh(1);
-    assert_eq!(acks_until_growth(&c, 10_000, 10), Some(reno_segments(1, ALPHA_CUBIC)));
+    assert_eq!(acks_until_growth(&c, 10_000, 10), Some(reno_segments(1, 1.0)));
 }
 
 #[test]
@@ -672,10 +682,10 @@ fn cubic_conservative_slow_start_judges_the_eighth_sample_whatever_acks_carry_no
 fn cubic_the_ack_that_ends_slow_start_counts_its_leftover_in_congestion_avoidance() {
     // RFC 9438 §4.3 with RFC 5681 §3.1: the segments an ACK acknowledges beyond ssthresh are
     // acked in congestion avoidance, where W_est starts (cwnd_epoch = 1024) and grows by
-    // alpha_cubic / cwnd per segment: cwnd follows it after ceil(1024 / alpha) = 1935
-    // segments in all, the ACK's leftover 2 included. A finite initial ssthresh (1024)
-    // reached by an ACK of 3 segments at cwnd 1023 ...
-    let want = reno_segments(1024, ALPHA_CUBIC) - 2;
+    // alpha_cubic / cwnd per segment, alpha_cubic = 1 without a loss yet (§4.10: cwnd_prior
+    // = cwnd): cwnd follows it after 1024 segments in all, the ACK's leftover 2 included.
+    // A finite initial ssthresh (1024) reached by an ACK of 3 segments at cwnd 1023 ...
+    let want = reno_segments(1024, 1.0) - 2;
     let c = Conn::new("cubic");
     c.set_ssthresh(1024);
     while c.cwnd() < 1023 {
@@ -710,7 +720,7 @@ fn cubic_the_ack_that_ends_slow_start_counts_its_leftover_in_congestion_avoidanc
     c.set_cwnd(1024);
     c.ack(Ack::new(2, 45_000));
     assert_eq!((c.cwnd(), c.ssthresh()), (1024, 1024));
-    assert_eq!(acks_until_growth(&c, 45_000, 4_000), Some(reno_segments(1024, ALPHA_CUBIC) - 2), "from CSS's end");
+    assert_eq!(acks_until_growth(&c, 45_000, 4_000), Some(want), "from CSS's end");
 }
 
 #[test]
@@ -1464,8 +1474,7 @@ fn cubic_the_first_epoch_starts_when_slow_start_ends() {
 #[test]
 fn cubic_reno_friendly_growth_counts_acked_segments() {
     // RFC 9438 §4.3: W_est += alpha_cubic * segments_acked / cwnd: with delayed ACKs (two
-    // segments each) the same 0.53 per RTT; and a new flow's first epoch (no reduction
-    // yet) uses alpha_cubic too
+    // segments each) the same 0.53 per RTT
     let c = cubic_epoch(100, 1_000, 0.0);
     let w = c.cwnd();
     for _ in 0..30 {
@@ -1478,12 +1487,20 @@ fn cubic_reno_friendly_growth_counts_acked_segments() {
     }
     let g = c.cwnd() - w;
     assert!(g.abs_diff(16) <= 2, "+{g} in 30 RTTs of delayed ACKs, want 0.53 * 30");
+}
+
+#[test]
+fn cubic_without_a_loss_yet_the_reno_friendly_estimate_grows_one_segment_per_rtt() {
+    // RFC 9438 §4.10: congestion avoidance reached without a loss (W_max undefined) sets
+    // cwnd_prior = cwnd, so W_est >= cwnd_prior from the start and alpha_cubic = 1 (§4.3):
+    // a new flow's first epoch at 70 (RTT 1 ms: the cubic curve is flat) grows by one
+    // segment per RTT, 30 in 30 RTTs
     let c = Conn::new("cubic");
     c.start_in_ca(70);
     for _ in 0..30 {
         c.round(1_000);
     }
-    assert!((c.cwnd() - 70).abs_diff(16) <= 2, "first epoch: +{} in 30 RTTs", c.cwnd() - 70);
+    assert!((c.cwnd() - 70).abs_diff(30) <= 2, "first epoch: +{} in 30 RTTs", c.cwnd() - 70);
 }
 
 #[test]
