@@ -41,8 +41,8 @@
 struct cubic {
 	u64 epoch_start_us;   /* 0: no epoch (after a reduction, until the next CA ACK) */
 	u32 w_max;            /* segments */
-	u32 cwnd_prior;       /* cwnd at the last reduction, or where congestion avoidance began
-			       * without one (alpha -> 1 when W_est reaches it) */
+	u32 cwnd_prior;       /* cwnd at the last reduction (alpha -> 1 when W_est reaches it);
+			       * 0 before the first */
 	u32 origin;           /* W_max of the epoch, or cwnd when above W_max */
 	u32 k;                /* K in 100 us units */
 	u64 w_est;            /* Reno-friendly window, segments * 2^20 */
@@ -179,10 +179,6 @@ static __always_inline u32 cubic_cnt(struct cubic *ca, const struct tcp_sock *tp
 			ca->w_max = cwnd;
 			ca->after_rto = false;
 		}
-		/* §4.10: congestion avoidance reached without a loss (W_max undefined) sets
-		 * cwnd_prior = cwnd: W_est >= cwnd_prior, alpha = 1 from the start (§4.3) */
-		if (!ca->cwnd_prior)
-			ca->cwnd_prior = cwnd;
 		if (cwnd < ca->w_max) {
 			ca->k = cca_cbrt((u64)(ca->w_max - cwnd) * K_SCALE);
 			ca->origin = ca->w_max;
@@ -212,7 +208,10 @@ static __always_inline u32 cubic_cnt(struct cubic *ca, const struct tcp_sock *tp
 	else
 		cnt = 100 * cwnd;   /* on the plateau: almost no growth */
 
-	/* §4.3: Reno-friendly region */
+	/* §4.3: Reno-friendly region. Without a reduction yet, §4.10 sets cwnd_prior to the
+	 * window congestion avoidance began at, ssthresh (slow start stops there, CSS sets it
+	 * to cwnd); every later epoch starts at cwnd >= ssthresh, which only a reduction
+	 * lowers: W_est >= cwnd_prior, alpha = 1, as with cwnd_prior = 0 here */
 	alpha = (ca->w_est >> 20) >= ca->cwnd_prior ? 1024 : ALPHA_1024;
 	ca->w_est += ((u64)alpha << 10) * acked / cca_max(cwnd, 1);
 	if ((ca->w_est >> 20) > cwnd) {
