@@ -41,7 +41,8 @@
 struct cubic {
 	u64 epoch_start_us;   /* 0: no epoch (after a reduction, until the next CA ACK) */
 	u32 w_max;            /* segments */
-	u32 cwnd_prior;       /* cwnd at the last reduction (alpha -> 1 when W_est reaches it) */
+	u32 cwnd_prior;       /* cwnd at the last reduction (alpha -> 1 when W_est reaches it);
+			       * 0 before the first */
 	u32 origin;           /* W_max of the epoch, or cwnd when above W_max */
 	u32 k;                /* K in 100 us units */
 	u64 w_est;            /* Reno-friendly window, segments * 2^20 */
@@ -54,6 +55,7 @@ struct cubic {
 	u32 css_rounds;
 	u32 css_cnt;          /* acked segments not yet turned into cwnd in CSS */
 	u8  hystart_done;
+	bool after_rto;       /* the next epoch is the first congestion avoidance after an RTO */
 };
 CCA_PRIV_CHECK(struct cubic);
 
@@ -171,6 +173,12 @@ static __always_inline u32 cubic_cnt(struct cubic *ca, const struct tcp_sock *tp
 
 	if (!ca->epoch_start_us) {
 		ca->epoch_start_us = now ? now : 1;
+		/* §4.8: the first congestion avoidance after an RTO starts from its own window:
+		 * W_max = cwnd there, K = 0 (the loss response kept the W_max of the RTO) */
+		if (ca->after_rto) {
+			ca->w_max = cwnd;
+			ca->after_rto = false;
+		}
 		if (cwnd < ca->w_max) {
 			ca->k = cca_cbrt((u64)(ca->w_max - cwnd) * K_SCALE);
 			ca->origin = ca->w_max;
@@ -200,8 +208,11 @@ static __always_inline u32 cubic_cnt(struct cubic *ca, const struct tcp_sock *tp
 	else
 		cnt = 100 * cwnd;   /* on the plateau: almost no growth */
 
-	/* §4.3: Reno-friendly region */
-	alpha = (ca->cwnd_prior && (ca->w_est >> 20) >= ca->cwnd_prior) ? 1024 : ALPHA_1024;
+	/* §4.3: Reno-friendly region. Without a reduction yet, §4.10 sets cwnd_prior to the
+	 * window congestion avoidance began at, ssthresh (slow start stops there, CSS sets it
+	 * to cwnd); every later epoch starts at cwnd >= ssthresh, which only a reduction
+	 * lowers: W_est >= cwnd_prior, alpha = 1, as with cwnd_prior = 0 here */
+	alpha = (ca->w_est >> 20) >= ca->cwnd_prior ? 1024 : ALPHA_1024;
 	ca->w_est += ((u64)alpha << 10) * acked / cca_max(cwnd, 1);
 	if ((ca->w_est >> 20) > cwnd) {
 		u32 reno_cnt = cwnd / (u32)((ca->w_est >> 20) - cwnd);
@@ -250,11 +261,13 @@ SEC("struct_ops")
 void BPF_PROG(cca_cubic_set_state, struct sock *sk, u8 new_state)
 {
 	CCA_STATE_GUARD(sk, new_state, cubic_ssthresh_for);
-	/* RTO (§4.8): forget the epoch; slow start again, HyStart++ off (RFC 9406 §4.2) */
+	/* RTO (§4.8): forget the epoch, the next one convex from where it starts; slow start
+	 * again, HyStart++ off (RFC 9406 §4.2) */
 	if (new_state == TCP_CA_Loss) {
 		struct cubic *ca = inet_csk_ca(sk);
 
 		ca->epoch_start_us = 0;
+		ca->after_rto = true;
 		ca->hystart_done = 1;
 	}
 }
