@@ -307,20 +307,145 @@ fn a_round_without_rtt_samples_leaves_alpha_and_beta() {
 
 #[test]
 fn after_a_time_out_the_first_round_is_judged_on_its_own_samples() {
-    // the round in progress at the RTO is dropped (bpf/cc/illinois.bpf.c): the first
-    // round after it (it ends when everything outstanding at the RTO is acknowledged: two
-    // harness rounds here), all at 25 ms, has d_a = 5 ms of the kept d_m = 100 ms
-    // (β = 1/8), whatever the samples of 70 ms before the RTO
+    // the round in progress at the RTO is dropped (bpf/cc/illinois.bpf.c): the first round
+    // after it ends when everything outstanding at the RTO is acknowledged, and is judged
+    // on its own samples: all at 25 ms, d_a = 5 ms of the kept d_m = 100 ms (β = 1/8),
+    // whatever the 100 samples of 70 ms taken before the RTO (with them the round would
+    // average over 10 ms: β above 1/8)
     let c = flow_at(50_000, 2);
     c.ack_segments(100, 100, BASE + 50_000);
     c.enter_loss();
+    let out = (c.get(Field::HighSeq) + (1 << 32) - c.get(Field::SndUna)) % (1 << 32);
+    let n = (out / c.mss() as u64) as u32;
+    assert!(n > 200, "{n} segments outstanding at the RTO");
     c.exit_reduction();
     c.start_in_ca(400);
-    c.round(BASE + 5_000);
-    c.round(BASE + 5_000);
+    c.ack_segments(n, 100, BASE + 5_000);
     c.set_cwnd(1024);
     c.enter_recovery();
     assert_eq!(1024 - c.ssthresh(), 128);
+}
+
+#[test]
+fn until_the_delay_is_measured_alpha_is_exactly_one() {
+    // Reno's α = 1 until a round has measured the delay (bpf/cc/illinois.bpf.c), from
+    // init on: the algorithm may be set on a connection with data in flight, whose first
+    // round ends only when that is acknowledged. ACKs without RTT samples on a window of
+    // 2^16: exactly 2^16 of them to the first new segment
+    let c = Conn::new("illinois");
+    c.start_in_ca(1 << 16);
+    c.init(); // TCP_CONGESTION on an established connection
+    let mut k = 0u32;
+    while c.cwnd() == 1 << 16 && k <= 1 << 17 {
+        c.ack(Ack::new(1, u32::MAX));
+        k += 1;
+    }
+    assert_eq!(k, 1 << 16);
+}
+
+#[test]
+fn a_round_judged_below_w_thresh_sets_reno_alpha_and_beta() {
+    // W_thresh = 10: a round that ends with the window below 10 sets α = 1 and β = 1/2,
+    // whatever the delay (here d_a = 5 ms: α = f1 = 6.4, β = 1/8)
+    let c = flow_at(5_000, 2);
+    c.round_then(BASE + 5_000, |_| BASE + 5_000, |c| c.set_cwnd(9));
+    c.set_cwnd(1 << 16);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 1 << 15, "beta 1/2 (512/1024)");
+    // α = 1 until the next round is judged (~400 ACKs on): a window of 300 grows after
+    // 300 ACKs (the loss dropped what was carried)
+    c.exit_reduction();
+    c.start_in_ca(300);
+    let mut k = 0;
+    while c.cwnd() == 300 {
+        c.ack(Ack::new(1, BASE + 5_000));
+        k += 1;
+    }
+    assert_eq!(k, 300, "alpha 1");
+}
+
+#[test]
+fn a_loss_drops_the_increase_carried_to_the_last_1024th() {
+    // the fraction of a segment carried before a loss belonged to the window before the
+    // cut (bpf/cc/illinois.bpf.c): afterwards the count starts from nothing. At d_a = d_m,
+    // α = α_min = 307/1024 exactly; a window of 155 then grows after ⌈155·1024/307⌉ = 518
+    // ACKs (155·1024 = 517·307 + 1: a single unit carried would save an ACK)
+    assert_eq!(alpha_fp(DM as u64, DM as u64), 307);
+    let c = flow_at(DM as u32, 2);
+    c.ack_segments(37, 10, BASE + DM as u32);
+    c.enter_recovery();
+    c.exit_reduction();
+    c.start_in_ca(155);
+    let mut k = 0u64;
+    while c.cwnd() == 155 {
+        c.ack(Ack::new(1, BASE + DM as u32));
+        k += 1;
+    }
+    assert_eq!(k, (155u64 * 1024).div_ceil(307));
+}
+
+#[test]
+fn alpha_max_holds_to_d1_inclusive_to_the_microsecond() {
+    // f1: α = α_max for d_a ≤ d_1, k1/(k2 + d_a) above. A flow whose delay never left the
+    // low zone, d_m = 100 ms (one sample at 120 ms among 400 at 20 ms: the round averages
+    // 0.25 ms), then a round with a single sample of d_a = d_1 = 1 ms exactly: still
+    // α_max (10240/1024; 1 µs more would give alpha_fp = 10236). Measured at a window of
+    // 2^16 after a loss: ⌈2^26/10240⌉ ACKs to the first new segment
+    let c = Conn::new("illinois");
+    c.start_in_ca(400);
+    c.round(BASE);
+    c.round_with(BASE, |i| if i == 0 { BASE + DM as u32 } else { BASE });
+    c.round_with(BASE, |i| if i == 0 { BASE + 1_000 } else { u32::MAX });
+    assert_eq!(alpha_fp(DM as u64, 1_001), 10_236);
+    let k = acks_to_first_segment(&c, |_| BASE, BASE);
+    assert_eq!(k, (1u64 << 26).div_ceil(10_240));
+}
+
+/// a flow at cwnd 100 whose delay range is 1 µs (one sample 1 µs above the base), then
+/// rounds at base + `da_us`
+fn one_microsecond_range(da_us: u32) -> Conn {
+    let c = Conn::new("illinois");
+    c.start_in_ca(100);
+    c.round_with(BASE, |i| if i == 0 { BASE + 1 } else { BASE });
+    c.round(BASE + da_us);
+    c
+}
+
+#[test]
+fn on_a_delay_range_of_one_microsecond_f1_and_f2_keep_their_ends() {
+    // f1's and f2's ends hold whatever d_m: d_a = 0 gives α_max and β_min, d_a = d_m
+    // gives α_min and β_max, also when d_m is 1 µs (d_1, d_2 and d_3 round to 0)
+    let c = one_microsecond_range(0);
+    let w = c.cwnd();
+    c.round(BASE);
+    assert!(c.cwnd() - w >= 9, "d_a = 0: alpha_max, +{}", c.cwnd() - w);
+    let c = one_microsecond_range(1);
+    let w = c.cwnd();
+    c.round(BASE + 1);
+    assert!(c.cwnd() - w <= 1, "d_a = d_m: alpha_min, +{}", c.cwnd() - w);
+    for (da, beta) in [(0u32, 128u32), (1, 512)] {
+        let c = one_microsecond_range(da);
+        c.set_cwnd(1024);
+        c.enter_recovery();
+        assert_eq!(1024 - c.ssthresh(), beta, "d_a {da} us of d_m = 1 us");
+    }
+}
+
+#[test]
+fn after_theta_low_rounds_alpha_max_needs_no_new_wait() {
+    // §3's θ rule holds α below α_max only once the delay has been above d_1; after θ low
+    // rounds it has not been, so a round judged with Reno's values (a window below
+    // W_thresh) is followed by α_max at the next low round, not by θ more rounds
+    let c = flow_at(50_000, 3);
+    for _ in 0..5 {
+        c.round(BASE); // the fifth ends the wait: α_max
+    }
+    c.round_then(BASE, |_| BASE, |c| c.set_cwnd(9)); // below W_thresh: α = 1
+    c.start_in_ca(400);
+    c.round(BASE); // low: α_max at its end
+    let w = c.cwnd();
+    c.round(BASE);
+    assert!(c.cwnd() - w >= 9, "+{} after theta rounds and a Reno round", c.cwnd() - w);
 }
 
 #[test]
