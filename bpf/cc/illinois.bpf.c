@@ -16,13 +16,25 @@
  *         = linear b_min -> b_max    d_2 < d_a < d_3
  *         = b_max                    d_a >= d_3
  *   d_1 = 0.01 d_m, d_2 = 0.1 d_m, d_3 = 0.8 d_m;  a in [0.3, 10], b in [0.125, 0.5].
- * Per RTT cwnd grows by alpha; a loss sets cwnd to (1 - beta) cwnd. Below
- * W_thresh = 10 segments (and until delay is measured): alpha = 1, beta = 0.5.
- * alpha reaches alpha_max only after d_a has stayed at or below d_1 for theta = 5
- * consecutive rounds once the delay had been above d_1 (§3: one low-delay RTT must not
- * make the window jump); until then it keeps its last value. A flow whose delay never
- * left the low zone uses alpha_max. After a loss alpha is 1 until the next round's
- * measurement.
+ * Per RTT cwnd grows by alpha (alpha/cwnd per acknowledged segment, the remainder
+ * carried); a loss sets cwnd to (1 - beta) cwnd. Below W_thresh = 10 segments (and until
+ * the delay is measured): alpha = 1, beta = 0.5. alpha and beta are functions of the
+ * measured d_a and change only when a round measures it: a loss cuts the window and
+ * leaves them as measured, and a round without RTT samples leaves them too. alpha
+ * reaches alpha_max only after d_a has stayed at or below d_1 for theta = 5 consecutive
+ * rounds once the delay had been above d_1 (§3: one low-delay RTT must not make the
+ * window jump); until then it keeps its last value. A flow whose delay never left the
+ * low zone uses alpha_max. The base RTT and the max RTT (hence d_m, the largest
+ * queueing delay seen) belong to the path: a time-out keeps them; it only sets
+ * alpha = 1, beta = 0.5 and starts a new round, as the flow starts over in slow start.
+ *
+ * Where Linux's tcp_illinois differs (docs/algorithms.md, "Against Linux's own
+ * modules"), this keeps to the paper's W += alpha/W per acknowledged segment: Linux
+ * adds a whole segment once its count reaches cwnd/alpha and drops the remainder (with
+ * delayed ACKs up to a quarter of the increase when alpha is several segments per RTT),
+ * and it counts the ACK that ends a recovery with every segment that ACK removes, those
+ * SACKed during the recovery included (its window starts 1-2 segments above ssthresh).
+ * Its window threshold is 15 segments, this one the 10 of §3.
  */
 #include "cca_common.h"
 
@@ -92,11 +104,13 @@ static __always_inline void il_update(struct illinois *ca, const struct tcp_sock
 {
 	u64 dm, da, d1, d2, d3;
 
-	if (tp->snd_cwnd < IL_WIN_THRESH || !ca->cnt_rtt || !ca->base_rtt) {
+	if (tp->snd_cwnd < IL_WIN_THRESH || !ca->base_rtt) {
 		ca->alpha = IL_ALPHA_BASE;
 		ca->beta = IL_BETA_BASE;
 		return;
 	}
+	if (!ca->cnt_rtt)       /* nothing measured this round: alpha and beta stay */
+		return;
 	dm = ca->max_rtt - ca->base_rtt;
 	da = ca->sum_rtt / ca->cnt_rtt;
 	da = da > ca->base_rtt ? da - ca->base_rtt : 0;
@@ -152,8 +166,7 @@ static __always_inline u32 illinois_ssthresh_for(struct sock *sk, u32 cwnd)
 	struct illinois *ca = inet_csk_ca(sk);
 	u32 beta = cwnd < IL_WIN_THRESH ? IL_BETA_BASE : ca->beta;
 
-	ca->alpha = IL_ALPHA_BASE;
-	ca->acc = 0;
+	ca->acc = 0;            /* the fraction carried belonged to the window before the cut */
 	return cca_max(cwnd - (u32)((u64)cwnd * beta >> 10), 2);
 }
 
@@ -163,13 +176,11 @@ SEC("struct_ops")
 void BPF_PROG(cca_illinois_set_state, struct sock *sk, u8 new_state)
 {
 	CCA_STATE_GUARD(sk, new_state, illinois_ssthresh_for);
-	if (new_state == TCP_CA_Loss) {   /* RTO: forget the delay range */
+	if (new_state == TCP_CA_Loss) {   /* RTO: Reno values until a round measures again */
 		struct illinois *ca = inet_csk_ca(sk);
 
 		ca->alpha = IL_ALPHA_BASE;
 		ca->beta = IL_BETA_BASE;
-		ca->max_rtt = 0;
-		ca->base_rtt = 0;
 		il_round_reset(ca, tcp_sk(sk));
 	}
 }

@@ -2,7 +2,8 @@
 //! Eval. 2008 (bpf/cc/illinois.bpf.c): per RTT cwnd += α, at a loss cwnd ← (1 − β)cwnd,
 //! α = f1(d_a), β = f2(d_a) of the average queueing delay d_a; α_max = 10, α_min = 0.3,
 //! β_min = 1/8, β_max = 1/2, d_1 = 0.01 d_m, d_2 = 0.1 d_m, d_3 = 0.8 d_m; α_max only
-//! after θ = 5 rounds with d_a ≤ d_1.
+//! after θ = 5 rounds with d_a ≤ d_1; α and β change only with a new measurement (a loss
+//! or a round without RTT samples leaves them), and the delay range outlives a time-out.
 use ccarena_cc_harness::*;
 
 const BASE: u32 = 20_000;
@@ -109,11 +110,9 @@ fn alpha_fp(dm: u64, da: u64) -> u64 {
 
 #[test]
 fn alpha_is_exact_to_a_1024th() {
-    // after a loss α is 1 until a round has measured the delay (bpf/cc/illinois.bpf.c),
-    // and the increase carried before the loss is dropped. At a window of 2^16 nothing
-    // grows for a while, so the count of ACKs to the first new segment tells α exactly:
-    // the n − 1 ACKs of the measuring round add 1/cwnd each, its last α/cwnd, and then
-    // every ACK α/cwnd (per RTT: α)
+    // a loss cuts the window and drops the increase carried before it; α stays as
+    // measured (bpf/cc/illinois.bpf.c). At a window of 2^16 nothing grows for a while, so
+    // the count of ACKs to the first new segment tells α exactly: every ACK adds α/cwnd
     for da in [5_000u64, 20_000, 50_000, 100_000] {
         let a = alpha_fp(DM as u64, da);
         assert!((a as f64 / 1024.0 - f1(da as f64)).abs() < 0.01, "d_a {da}: {a}/1024");
@@ -130,9 +129,36 @@ fn alpha_is_exact_to_a_1024th() {
             c.ack(Ack::new(1, BASE + da as u32));
             k += 1;
         }
-        let want = ((1u64 << 26) - (n - 1) * 1024).div_ceil(a) - 1;
-        assert_eq!(k, want, "d_a {da}: alpha {a}/1024");
+        assert_eq!(k, (1u64 << 26).div_ceil(a) - n, "d_a {da}: alpha {a}/1024");
     }
+}
+
+/// ACKs of one segment each at `rtt` on a window of 2^16 after a loss (nothing carried)
+/// until the window grows: with α constant, ⌈2^26 / α⌉ in all (α in 1/1024)
+fn acks_to_first_segment(c: &Conn, first_round: impl FnMut(u32) -> u32, rtt: u32) -> u64 {
+    c.enter_recovery();
+    c.exit_reduction();
+    c.set_cwnd(1 << 16);
+    let n = c.next_round_acks() as u64;
+    c.round_with(rtt, first_round);
+    assert_eq!(c.cwnd(), 1 << 16);
+    let mut k = n;
+    while c.cwnd() == 1 << 16 {
+        c.ack(Ack::new(1, rtt));
+        k += 1;
+    }
+    k
+}
+
+#[test]
+fn a_loss_leaves_alpha_as_measured() {
+    // §3: α = f1(d_a) of the last measured round; a loss changes the window, not α. Here
+    // the rounds after the loss have d_a = 0 ≤ d_1 after a delay above d_1, so α may not
+    // jump to α_max for θ rounds and keeps its value: α(50 ms), not Reno's 1
+    let a = alpha_fp(DM as u64, 50_000);
+    let c = flow_at(50_000, 3);
+    let k = acks_to_first_segment(&c, |_| BASE, BASE);
+    assert_eq!(k, (1u64 << 26).div_ceil(a), "alpha {a}/1024 through the loss");
 }
 
 #[test]
@@ -202,16 +228,11 @@ fn a_flow_whose_delay_stays_low_uses_alpha_max_from_the_start() {
 #[test]
 fn without_a_delay_measurement_it_is_reno() {
     // until the delay is measured (bpf/cc/illinois.bpf.c) α = 1, β = 1/2: a loss before
-    // any ACK halves, and so does one after a round whose ACKs carried no RTT sample
+    // any ACK halves
     let c = Conn::new("illinois");
     c.start_in_ca(100);
     c.enter_recovery();
     assert_eq!(c.ssthresh(), 50);
-    let c = flow_at(5_000, 2); // β would be 1/8
-    c.round_with(BASE, |_| u32::MAX); // rtt_us -1: no samples
-    c.set_cwnd(1024);
-    c.enter_recovery();
-    assert_eq!(c.ssthresh(), 512);
 }
 
 #[test]
@@ -228,23 +249,31 @@ fn the_delay_rules_start_at_a_window_of_ten() {
 }
 
 #[test]
-fn a_recovery_keeps_the_delay_range_and_a_time_out_forgets_it() {
-    // d_m and the base RTT are the path's: a fast-retransmit recovery keeps them; after
-    // an RTO nothing is known (bpf/cc/illinois.bpf.c): α = 1, β = 1/2 until measured, and
-    // the range is measured anew
+fn recoveries_and_time_outs_keep_the_delay_range() {
+    // d_m and the base RTT are the path's (bpf/cc/illinois.bpf.c): a fast-retransmit
+    // recovery and a time-out keep them. Two rounds of 30 and 40 ms after either: with
+    // base 20 ms and max 120 ms kept, d_m = 100 ms and d_a = 15 ms, in the linear zone:
+    // β = 128 + 384 (15 - 10)/(80 - 10) = 155/1024 (a range measured anew would be base
+    // 30, max 40 ms: d_a = 5 of d_m = 10 ms, β = 347/1024)
     let mixed = |i: u32| if i % 2 == 0 { BASE + 10_000 } else { BASE + 20_000 };
-    // after a recovery: d_m = 100 ms, d_a = 15 ms: linear zone, 128 + 384 * 5/70 = 155
-    let c = flow_at(5_000, 2);
-    c.enter_recovery();
-    c.exit_reduction();
-    c.start_in_ca(400);
-    for _ in 0..2 {
-        c.round_with(BASE, mixed);
+    for rto in [false, true] {
+        let c = flow_at(5_000, 2);
+        if rto {
+            c.enter_loss();
+        } else {
+            c.enter_recovery();
+        }
+        c.exit_reduction();
+        c.start_in_ca(400);
+        for _ in 0..2 {
+            c.round_with(BASE, mixed);
+        }
+        c.set_cwnd(1024);
+        c.enter_recovery();
+        assert_eq!(1024 - c.ssthresh(), 128 + 384 * 5_000 / 70_000, "after an RTO: {rto}");
     }
-    c.set_cwnd(1024);
-    c.enter_recovery();
-    assert_eq!(1024 - c.ssthresh(), 128 + 384 * 5_000 / 70_000);
-    // after an RTO: Reno until measured
+    // right after an RTO, until a round has measured: Reno's α = 1 and β = 1/2, as the
+    // flow starts over from slow start
     let c = flow_at(5_000, 2);
     c.enter_loss();
     c.exit_reduction();
@@ -258,56 +287,187 @@ fn a_recovery_keeps_the_delay_range_and_a_time_out_forgets_it() {
     let w = c.cwnd();
     c.round(BASE + 5_000);
     assert!(c.cwnd() - w <= 1, "alpha 1 right after an RTO: +{}", c.cwnd() - w);
-    // ... and the range anew: base 25 ms (that round), max 40 ms, so d_m = 15 ms
-    // (d_2 = 1.5, d_3 = 12 ms) and d_a = 35 - 25 = 10 ms
-    for _ in 0..2 {
-        c.round_with(BASE, mixed);
-    }
-    c.set_cwnd(1024);
-    c.enter_recovery();
-    assert_eq!(1024 - c.ssthresh(), 128 + 384 * 8_500 / 10_500);
 }
 
 #[test]
-fn a_round_without_rtt_samples_sets_alpha_back_to_one() {
-    // until the delay is measured again α = 1 (bpf/cc/illinois.bpf.c): after a round whose
-    // ACKs carried no RTT sample the next round grows by about one segment, not by the
-    // α ~ 6 of d_a = 5 ms ...
+fn a_round_without_rtt_samples_leaves_alpha_and_beta() {
+    // α and β are functions of the measured d_a (§3); a round whose ACKs carried no RTT
+    // sample measured nothing, so both stay as the last round set them
+    // (bpf/cc/illinois.bpf.c): here d_a = 5 ms, α = f1(5 ms), β = 1/8
+    let a = alpha_fp(DM as u64, 5_000);
     let c = flow_at(5_000, 2);
-    c.round_with(BASE, |_| u32::MAX);
-    let w = c.cwnd();
-    c.round(BASE + 5_000);
-    assert!(c.cwnd() - w <= 2, "+{} in the round after a round without samples", c.cwnd() - w);
-    // ... and exactly: from a loss (α = 1, nothing carried), at a window of 2^16, the
-    // sampleless round's n ACKs and the ones after it add 1/cwnd each
+    let k = acks_to_first_segment(&c, |_| u32::MAX, BASE + 5_000);
+    assert_eq!(k, (1u64 << 26).div_ceil(a), "alpha {a}/1024 after a round without samples");
     let c = flow_at(5_000, 2);
+    c.round_with(BASE, |_| u32::MAX); // rtt_us -1: no samples
+    c.set_cwnd(1024);
     c.enter_recovery();
-    c.exit_reduction();
-    c.set_cwnd(1 << 16);
-    let n = c.next_round_acks() as u64;
-    c.round_with(BASE, |_| u32::MAX);
-    let mut k = 0u64;
-    while c.cwnd() == 1 << 16 {
-        c.ack(Ack::new(1, BASE));
-        k += 1;
-    }
-    assert_eq!(k, ((1u64 << 26) - n * 1024).div_ceil(1024));
+    assert_eq!(c.ssthresh(), 1024 - 128, "beta 1/8 after a round without samples");
 }
 
 #[test]
 fn after_a_time_out_the_first_round_is_judged_on_its_own_samples() {
-    // the round in progress at the RTO is dropped with the delay range (bpf/cc/
-    // illinois.bpf.c): the first round after it (it ends when everything outstanding at
-    // the RTO is acknowledged: two harness rounds here), all at 25 ms, is a new base with
-    // no queue (β = 1/8), whatever the samples of 70 ms before the RTO
+    // the round in progress at the RTO is dropped (bpf/cc/illinois.bpf.c): the first round
+    // after it ends when everything outstanding at the RTO is acknowledged, and is judged
+    // on its own samples: all at 25 ms, d_a = 5 ms of the kept d_m = 100 ms (β = 1/8),
+    // whatever the 100 samples of 70 ms taken before the RTO (with them the round would
+    // average over 10 ms: β above 1/8)
     let c = flow_at(50_000, 2);
     c.ack_segments(100, 100, BASE + 50_000);
     c.enter_loss();
+    let out = (c.get(Field::HighSeq) + (1 << 32) - c.get(Field::SndUna)) % (1 << 32);
+    let n = (out / c.mss() as u64) as u32;
+    assert!(n > 200, "{n} segments outstanding at the RTO");
     c.exit_reduction();
     c.start_in_ca(400);
-    c.round(BASE + 5_000);
-    c.round(BASE + 5_000);
+    c.ack_segments(n, 100, BASE + 5_000);
     c.set_cwnd(1024);
     c.enter_recovery();
     assert_eq!(1024 - c.ssthresh(), 128);
+}
+
+#[test]
+fn until_the_delay_is_measured_alpha_is_exactly_one() {
+    // Reno's α = 1 until a round has measured the delay (bpf/cc/illinois.bpf.c), from
+    // init on: the algorithm may be set on a connection with data in flight, whose first
+    // round ends only when that is acknowledged. ACKs without RTT samples on a window of
+    // 2^16: exactly 2^16 of them to the first new segment
+    let c = Conn::new("illinois");
+    c.start_in_ca(1 << 16);
+    c.init(); // TCP_CONGESTION on an established connection
+    let mut k = 0u32;
+    while c.cwnd() == 1 << 16 && k <= 1 << 17 {
+        c.ack(Ack::new(1, u32::MAX));
+        k += 1;
+    }
+    assert_eq!(k, 1 << 16);
+}
+
+#[test]
+fn a_round_judged_below_w_thresh_sets_reno_alpha_and_beta() {
+    // W_thresh = 10: a round that ends with the window below 10 sets α = 1 and β = 1/2,
+    // whatever the delay (here d_a = 5 ms: α = f1 = 6.4, β = 1/8)
+    let c = flow_at(5_000, 2);
+    c.round_then(BASE + 5_000, |_| BASE + 5_000, |c| c.set_cwnd(9));
+    c.set_cwnd(1 << 16);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 1 << 15, "beta 1/2 (512/1024)");
+    // α = 1 until the next round is judged (~400 ACKs on): a window of 300 grows after
+    // 300 ACKs (the loss dropped what was carried)
+    c.exit_reduction();
+    c.start_in_ca(300);
+    let mut k = 0;
+    while c.cwnd() == 300 {
+        c.ack(Ack::new(1, BASE + 5_000));
+        k += 1;
+    }
+    assert_eq!(k, 300, "alpha 1");
+}
+
+#[test]
+fn a_loss_drops_the_increase_carried_to_the_last_1024th() {
+    // the fraction of a segment carried before a loss belonged to the window before the
+    // cut (bpf/cc/illinois.bpf.c): afterwards the count starts from nothing. At d_a = d_m,
+    // α = α_min = 307/1024 exactly; a window of 155 then grows after ⌈155·1024/307⌉ = 518
+    // ACKs (155·1024 = 517·307 + 1: a single unit carried would save an ACK)
+    assert_eq!(alpha_fp(DM as u64, DM as u64), 307);
+    let c = flow_at(DM as u32, 2);
+    c.ack_segments(37, 10, BASE + DM as u32);
+    c.enter_recovery();
+    c.exit_reduction();
+    c.start_in_ca(155);
+    let mut k = 0u64;
+    while c.cwnd() == 155 {
+        c.ack(Ack::new(1, BASE + DM as u32));
+        k += 1;
+    }
+    assert_eq!(k, (155u64 * 1024).div_ceil(307));
+}
+
+#[test]
+fn alpha_max_holds_to_d1_inclusive_to_the_microsecond() {
+    // f1: α = α_max for d_a ≤ d_1, k1/(k2 + d_a) above. A flow whose delay never left the
+    // low zone, d_m = 100 ms (one sample at 120 ms among 400 at 20 ms: the round averages
+    // 0.25 ms), then a round with a single sample of d_a = d_1 = 1 ms exactly: still
+    // α_max (10240/1024; 1 µs more would give alpha_fp = 10236). Measured at a window of
+    // 2^16 after a loss: ⌈2^26/10240⌉ ACKs to the first new segment
+    let c = Conn::new("illinois");
+    c.start_in_ca(400);
+    c.round(BASE);
+    c.round_with(BASE, |i| if i == 0 { BASE + DM as u32 } else { BASE });
+    c.round_with(BASE, |i| if i == 0 { BASE + 1_000 } else { u32::MAX });
+    assert_eq!(alpha_fp(DM as u64, 1_001), 10_236);
+    let k = acks_to_first_segment(&c, |_| BASE, BASE);
+    assert_eq!(k, (1u64 << 26).div_ceil(10_240));
+}
+
+/// a flow at cwnd 100 whose delay range is 1 µs (one sample 1 µs above the base), then
+/// rounds at base + `da_us`
+fn one_microsecond_range(da_us: u32) -> Conn {
+    let c = Conn::new("illinois");
+    c.start_in_ca(100);
+    c.round_with(BASE, |i| if i == 0 { BASE + 1 } else { BASE });
+    c.round(BASE + da_us);
+    c
+}
+
+#[test]
+fn on_a_delay_range_of_one_microsecond_f1_and_f2_keep_their_ends() {
+    // f1's and f2's ends hold whatever d_m: d_a = 0 gives α_max and β_min, d_a = d_m
+    // gives α_min and β_max, also when d_m is 1 µs (d_1, d_2 and d_3 round to 0)
+    let c = one_microsecond_range(0);
+    let w = c.cwnd();
+    c.round(BASE);
+    assert!(c.cwnd() - w >= 9, "d_a = 0: alpha_max, +{}", c.cwnd() - w);
+    let c = one_microsecond_range(1);
+    let w = c.cwnd();
+    c.round(BASE + 1);
+    assert!(c.cwnd() - w <= 1, "d_a = d_m: alpha_min, +{}", c.cwnd() - w);
+    for (da, beta) in [(0u32, 128u32), (1, 512)] {
+        let c = one_microsecond_range(da);
+        c.set_cwnd(1024);
+        c.enter_recovery();
+        assert_eq!(1024 - c.ssthresh(), beta, "d_a {da} us of d_m = 1 us");
+    }
+}
+
+#[test]
+fn after_theta_low_rounds_alpha_max_needs_no_new_wait() {
+    // §3's θ rule holds α below α_max only once the delay has been above d_1; after θ low
+    // rounds it has not been, so a round judged with Reno's values (a window below
+    // W_thresh) is followed by α_max at the next low round, not by θ more rounds
+    let c = flow_at(50_000, 3);
+    for _ in 0..5 {
+        c.round(BASE); // the fifth ends the wait: α_max
+    }
+    c.round_then(BASE, |_| BASE, |c| c.set_cwnd(9)); // below W_thresh: α = 1
+    c.start_in_ca(400);
+    c.round(BASE); // low: α_max at its end
+    let w = c.cwnd();
+    c.round(BASE);
+    assert!(c.cwnd() - w >= 9, "+{} after theta rounds and a Reno round", c.cwnd() - w);
+}
+
+#[test]
+fn acks_of_two_segments_add_alpha_over_w_per_segment() {
+    // §3: W += α/W for each acknowledged segment, so after S segments W² = W0² + 2αS
+    // (the continuous form; the window is whole segments, the remainder carried). Delayed
+    // ACKs acknowledge two at a time, which must not lose any of it: at α_max = 10 from a
+    // window of 15, 60 segments in 30 ACKs give √(225 + 1200) = 37.7 (a rule that adds one
+    // segment once the count reaches W/α and drops the rest reaches 33)
+    let c = Conn::new("illinois");
+    c.start_in_ca(100);
+    for _ in 0..3 {
+        c.round(BASE); // d_a = 0 from the start: α_max
+    }
+    c.enter_recovery(); // nothing carried from the window of 100
+    c.exit_reduction();
+    c.set_cwnd(15);
+    c.set_ssthresh(15);
+    for _ in 0..30 {
+        c.transmit();
+        c.ack(Ack::new(2, BASE));
+    }
+    let want = (15.0f64 * 15.0 + 2.0 * 10.0 * 60.0).sqrt();
+    assert!((c.cwnd() as f64 - want).abs() <= 1.0, "cwnd {} after 60 segments, want {want:.1}", c.cwnd());
 }
