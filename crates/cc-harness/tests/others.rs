@@ -276,11 +276,9 @@ fn cubic_hystart_leaves_slow_start_when_the_round_s_minimum_rtt_rises_by_the_thr
     }
 }
 
-#[test]
-fn cubic_hystart_judges_the_rise_from_the_eighth_sample_of_the_round_on() {
-    // RFC 9406 §4.2: the rise is judged once rttSampleCount >= N_RTT_SAMPLE = 8: a round
-    // whose samples all rose grows by one segment per ACK up to its eighth ACK (slow
-    // start's increase comes first), then by a quarter (CSS)
+/// A HyStart++ flow's next round with every RTT sample risen (40 → 45 ms): the growth of
+/// cwnd since the round began, seen at each ACK (seen[i]: after i ACKs)
+fn growth_by_ack_in_a_risen_round() -> Vec<u32> {
     let c = hystart_flow(40_000);
     let w0 = c.cwnd();
     let seen = std::cell::RefCell::new(vec![]);
@@ -288,7 +286,15 @@ fn cubic_hystart_judges_the_rise_from_the_eighth_sample_of_the_round_on() {
         seen.borrow_mut().push(c.cwnd() - w0);
         45_000
     });
-    let seen = seen.into_inner();
+    seen.into_inner()
+}
+
+#[test]
+fn cubic_hystart_judges_the_rise_from_the_eighth_sample_of_the_round_on() {
+    // RFC 9406 §4.2: the rise is judged once rttSampleCount >= N_RTT_SAMPLE = 8: a round
+    // whose samples all rose grows by one segment per ACK up to its eighth ACK (slow
+    // start's increase comes first), then by a quarter (CSS)
+    let seen = growth_by_ack_in_a_risen_round();
     // seen[i]: growth after i ACKs
     assert_eq!(&seen[..10], &[0, 1, 2, 3, 4, 5, 6, 7, 8, 8], "growth per ACK");
     // ACKs without an RTT sample are no samples: seven risen samples and the rest
@@ -648,14 +654,7 @@ fn cubic_conservative_slow_start_adds_one_segment_per_four_acked_from_its_start(
     // RFC 9406 §4.3: in CSS, cwnd += acked / CSS_GROWTH_DIVISOR (4). The round whose samples
     // rose grows one segment per ACK up to its eighth (the rise is judged there), then one
     // per four ACKs counted from there: after i ACKs, 8 + (i - 8) / 4
-    let c = hystart_flow(40_000);
-    let w0 = c.cwnd();
-    let seen = std::cell::RefCell::new(vec![]);
-    c.round_with(45_000, |_| {
-        seen.borrow_mut().push(c.cwnd() - w0);
-        45_000
-    });
-    let seen = seen.into_inner();
+    let seen = growth_by_ack_in_a_risen_round();
     assert!(seen.len() >= 24, "{} ACKs", seen.len());
     let want: Vec<u32> = (0..seen.len() as u32).map(|i| if i <= 8 { i } else { 8 + (i - 8) / 4 }).collect();
     assert_eq!(seen, want);
