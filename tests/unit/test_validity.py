@@ -261,7 +261,7 @@ def _burst_study(buffer="100p", queue="droptail", more=""):
 
 
 def _burst_tables(study, inflight_bdp, frac=0.62, slow_start=False, drops_every=10,
-                  mss=1448):
+                  mss=1448, rwnd_bdp=None):
     """4 s at 10 ms of a 200 Mbit/s, 10 ms RTT path: the link delivers `frac` of its rate
     and drops 5 packets every `drops_every` intervals from a queue that overflows in
     bursts; the sender keeps `inflight_bdp` BDPs in flight (a +-10 % ripple), in
@@ -281,6 +281,8 @@ def _burst_tables(study, inflight_bdp, frac=0.62, slow_start=False, drops_every=
                          "ssthresh": [c + 50 if slow_start else c - 20 for c in cwnd],
                          "mss": [mss] * n, "total_retrans": [0] * n,
                          "bytes_sent": [0] * n})
+    if rwnd_bdp is not None:
+        info["snd_wnd"] = int(rwnd_bdp * bdp)
     return {"link_stats": stats, "tcpinfo": info}
 
 
@@ -317,6 +319,11 @@ def test_what_the_network_itself_does_is_not_taken_for_bursts():
     assert _judge_saturation(study, _burst_tables(study, 0.8, frac=0.9))[0] == []
     # too few drops to speak of (one interval of 5 in the judged 3 s; 10 needed)
     assert _judge_saturation(study, _burst_tables(study, 0.8, drops_every=200))[0] == []
+    # a receive window below the BDP held the sender there: its updates release bursts
+    # (delay-throughput's quick runs at 60 ms: a 393 KB window on a 750 KB BDP)
+    assert _judge_saturation(study, _burst_tables(study, 0.8, rwnd_bdp=0.85))[0] == []
+    # a receive window that would let it fill the queue does not excuse the bursts
+    assert len(_judge_saturation(study, _burst_tables(study, 0.8, rwnd_bdp=4))[0]) == 1
     # a buffer one offload burst (64 KiB) can fill, or under a tenth of the BDP
     small = _burst_study(buffer="40p")
     assert _judge_saturation(small, _burst_tables(small, 0.8))[0] == []

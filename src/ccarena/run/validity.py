@@ -311,9 +311,14 @@ def sender_inflight(tcpinfo, flows: list[dict], d: int, window: tuple[float, flo
     mss = t["mss"].astype(float).where(t["mss"] > 0, 1448.0)
     t = t.assign(inflight=t["unacked"].astype(float) * mss).sort_values("t_ns")
     per_bin = t.groupby(["bin", "flow", "conn"])["inflight"].last().groupby("bin").sum()
-    return {"p95_bytes": float(per_bin.quantile(BURST_INFLIGHT_QUANTILE)),
-            "max_bytes": float(per_bin.max()), "samples": int(len(per_bin)),
-            "conns": int(t.groupby(["flow", "conn"]).ngroups)}
+    out = {"p95_bytes": float(per_bin.quantile(BURST_INFLIGHT_QUANTILE)),
+           "max_bytes": float(per_bin.max()), "samples": int(len(per_bin)),
+           "conns": int(t.groupby(["flow", "conn"]).ngroups)}
+    if "snd_wnd" in t:
+        # the receivers' advertised windows, summed like the in-flight bytes
+        wnd = t.groupby(["bin", "flow", "conn"])["snd_wnd"].last().groupby("bin").sum()
+        out["wnd_p95_bytes"] = float(wnd.astype(float).quantile(BURST_INFLIGHT_QUANTILE))
+    return out
 
 
 def sender_losses(tcpinfo, flows: list[dict], d: int) -> dict | None:
@@ -449,7 +454,9 @@ def judge_cpu_bursts(delivery: dict, inflight: dict, buffer_bytes: int, base_rtt
       senders were in congestion avoidance (v["avoidance_drops"], drops_in_avoidance:
       slow start's bursts are TCP's own),
     - the senders' in-flight bytes stayed below BDP + buffer/2 for
-      BURST_INFLIGHT_QUANTILE of the window,
+      BURST_INFLIGHT_QUANTILE of the window, while the receivers' advertised windows
+      did not (a window smaller than that is what held the senders back, and its
+      updates release bursts of their own),
     - and the buffer holds at least BURST_GSO_BYTES per connection and
       BURST_MIN_BUFFER_BDP of the BDP (so neither offload bursts nor a sawtooth's trough
       explain the drops).
@@ -474,6 +481,12 @@ def judge_cpu_bursts(delivery: dict, inflight: dict, buffer_bytes: int, base_rtt
             continue
         need = bdp + buffer_bytes / 2
         if f["p95_bytes"] >= need:
+            continue
+        if f.get("wnd_p95_bytes") is not None and f["wnd_p95_bytes"] < need:
+            # the receivers' windows, not the machine, kept the senders below the BDP:
+            # each window update opens many segments at once (a receive buffer the
+            # application drained, autotuning growing it) and the sender releases them
+            # in one burst, by TCP's own doing
             continue
         out.append(f"the machine, not the link, limited the run: {d} delivered "
                    f"{_of_rate(v['delivered_bps'], v['rate_bps'])} ({v['frac']:.0%}; limit "
