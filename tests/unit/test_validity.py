@@ -322,8 +322,10 @@ def test_what_the_network_itself_does_is_not_taken_for_bursts():
     # a receive window below the BDP held the sender there: its updates release bursts
     # (delay-throughput's quick runs at 60 ms: a 393 KB window on a 750 KB BDP)
     assert _judge_saturation(study, _burst_tables(study, 0.8, rwnd_bdp=0.85))[0] == []
-    # a receive window that would let it fill the queue does not excuse the bursts
+    # a receive window that would let it fill the queue does not excuse the bursts, nor
+    # does a kernel that reports no window (tcpi_snd_wnd 0)
     assert len(_judge_saturation(study, _burst_tables(study, 0.8, rwnd_bdp=4))[0]) == 1
+    assert len(_judge_saturation(study, _burst_tables(study, 0.8, rwnd_bdp=0))[0]) == 1
     # a buffer one offload burst (64 KiB) can fill, or under a tenth of the BDP
     small = _burst_study(buffer="40p")
     assert _judge_saturation(small, _burst_tables(small, 0.8))[0] == []

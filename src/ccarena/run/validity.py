@@ -314,8 +314,9 @@ def sender_inflight(tcpinfo, flows: list[dict], d: int, window: tuple[float, flo
     out = {"p95_bytes": float(per_bin.quantile(BURST_INFLIGHT_QUANTILE)),
            "max_bytes": float(per_bin.max()), "samples": int(len(per_bin)),
            "conns": int(t.groupby(["flow", "conn"]).ngroups)}
-    if "snd_wnd" in t:
-        # the receivers' advertised windows, summed like the in-flight bytes
+    if "snd_wnd" in t and (t["snd_wnd"] > 0).any():
+        # the receivers' advertised windows, summed like the in-flight bytes (a kernel
+        # without tcpi_snd_wnd reports 0: unknown, not a closed window)
         wnd = t.groupby(["bin", "flow", "conn"])["snd_wnd"].last().groupby("bin").sum()
         out["wnd_p95_bytes"] = float(wnd.astype(float).quantile(BURST_INFLIGHT_QUANTILE))
     return out
