@@ -351,6 +351,19 @@ impl Conn {
         self.transmit();
     }
 
+    /// Rounds of [`Conn::round`] at `rtt_us` until cwnd reaches `w` (slow start or growth
+    /// back to a window); returns how many it took. Panics past `max` rounds: a window
+    /// that does not get there is the test's finding, not a reason to loop for ever.
+    pub fn rounds_until(&self, w: u32, rtt_us: u32, max: u32) -> u32 {
+        let mut n = 0;
+        while self.cwnd() < w {
+            assert!(n < max, "{}: cwnd {} after {max} rounds, not {w}", self.algo, self.cwnd());
+            self.round(rtt_us);
+            n += 1;
+        }
+        n
+    }
+
     /// One round trip: the ACKs of the data outstanding when the previous round ended,
     /// one ACK per segment, spread evenly over `rtt_us` of the fake clock, each carrying
     /// the RTT sample `rtt_us`.

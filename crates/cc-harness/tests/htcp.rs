@@ -87,9 +87,7 @@ fn rtt_max_survives_a_congestion_event() {
     // new epoch saw only RTT_min
     let (c, beta) = after_event(RTT, RTT * 3 / 2, 0);
     assert!((beta - 2.0 / 3.0).abs() < 0.006, "beta {beta}");
-    while c.cwnd() < 400 {
-        c.round(RTT);
-    }
+    c.rounds_until(400, RTT, 1000);
     let w = c.cwnd();
     c.enter_recovery();
     let b2 = c.ssthresh() as f64 / w as f64;
@@ -138,9 +136,7 @@ fn alpha_restarts_when_an_event_begins() {
     }
     c.enter_loss();
     let ss = c.ssthresh();
-    while c.cwnd() < ss {
-        c.round(RTT);
-    }
+    c.rounds_until(ss, RTT, 1000);
     let w0 = c.cwnd();
     for _ in 0..5 {
         c.round(RTT);

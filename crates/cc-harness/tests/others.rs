@@ -172,9 +172,7 @@ fn cubic_the_reno_friendly_estimate_grows_one_segment_per_rtt_once_past_the_prio
     }
     let slow = c.cwnd() - w;
     assert!(slow.abs_diff(16) <= 2, "+{slow} in 30 RTTs below cwnd_prior, want 0.53 * 30");
-    while c.cwnd() < 105 {
-        c.round(1_000);
-    }
+    c.rounds_until(105, 1_000, 1000);
     let w = c.cwnd();
     for _ in 0..30 {
         c.round(1_000);
@@ -733,9 +731,7 @@ fn cubic_hystart_takes_no_rtt_samples_outside_slow_start() {
     // would be one, 40 + 5), so slow start climbs back to ssthresh
     let c = Conn::new("cubic");
     c.set_ssthresh(1000);
-    while c.cwnd() < 1000 {
-        c.round(45_000);
-    }
+    c.rounds_until(1000, 45_000, 1000);
     for _ in 0..3 {
         c.round(40_000);
     }
@@ -775,9 +771,7 @@ fn cubic_hystart_is_off_after_a_timeout_that_keeps_ssthresh() {
     c.set_ca_state(LOSS);
     assert_eq!(c.ssthresh(), 700);
     c.exit_reduction();
-    while c.cwnd() < 700 {
-        c.round(40_000);
-    }
+    c.rounds_until(700, 40_000, 1000);
     c.round(40_000);
     c.cwnd_event(CA_EVENT_CWND_RESTART);
     c.set_cwnd(175);
@@ -822,9 +816,7 @@ fn cubic_after_a_timeout_the_first_epoch_is_convex_from_its_start() {
     c.enter_loss();
     c.exit_reduction();
     assert_eq!((c.cwnd(), c.ssthresh()), (1, 140));
-    while c.cwnd() < 140 {
-        c.round(500_000);
-    }
+    c.rounds_until(140, 500_000, 1000);
     let t0 = now_us();
     while now_us() - t0 < 8_000_000 {
         c.round(500_000);
@@ -1001,12 +993,7 @@ fn bic_max_probing_past_w_max_mirrors_the_binary_search() {
     c.start_in_ca(100);
     c.enter_recovery(); // W_max = 100
     c.exit_reduction();
-    let mut rounds = 0;
-    while c.cwnd() < 100 {
-        c.round(50_000);
-        rounds += 1;
-        assert!(rounds < 30, "binary search did not reach W_max: {}", c.cwnd());
-    }
+    c.rounds_until(100, 50_000, 30); // the binary search reaches W_max
     let mut past = vec![];
     for _ in 0..14 {
         c.round(50_000);
@@ -1748,9 +1735,7 @@ fn cubic_the_first_epoch_starts_when_slow_start_ends() {
     // the window it reached: W = 100 + C t^3
     let c = Conn::new("cubic");
     c.set_ssthresh(100);
-    while c.cwnd() < 100 {
-        c.round(500_000);
-    }
+    c.rounds_until(100, 500_000, 1000);
     let t0 = now_us();
     while now_us() - t0 < 6_000_000 {
         c.round(500_000);
