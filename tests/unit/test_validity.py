@@ -261,11 +261,14 @@ def _burst_study(buffer="100p", queue="droptail", more=""):
 
 
 def _burst_tables(study, inflight_bdp, frac=0.62, slow_start=False, drops_every=10,
-                  mss=1448, rwnd_bdp=None):
+                  mss=1448, rwnd_bdp=None, ca_state=None, limited=None):
     """4 s at 10 ms of a 200 Mbit/s, 10 ms RTT path: the link delivers `frac` of its rate
     and drops 5 packets every `drops_every` intervals from a queue that overflows in
     bursts; the sender keeps `inflight_bdp` BDPs in flight (a +-10 % ripple), in
-    congestion avoidance (cwnd >= ssthresh) or, with `slow_start`, below ssthresh."""
+    congestion avoidance (cwnd >= ssthresh) or, with `slow_start`, below ssthresh.
+    With `ca_state` (0 Open, 3 Recovery), the kernel's accounting too: the state, and
+    the rwnd- and sndbuf-limited times, which grow by 1 ms per sample in the one named
+    by `limited` ("rwnd_limited_us", "sndbuf_limited_us") and stay 0 otherwise."""
     import pandas as pd
     rate, dt, n = study.bottleneck.rate_bps, 0.01, 400
     bdp = rate * study.base_rtt_s / 8
@@ -283,6 +286,10 @@ def _burst_tables(study, inflight_bdp, frac=0.62, slow_start=False, drops_every=
                          "bytes_sent": [0] * n})
     if rwnd_bdp is not None:
         info["snd_wnd"] = int(rwnd_bdp * bdp)
+    if ca_state is not None:
+        info["ca_state"] = ca_state
+        for k in ("rwnd_limited_us", "sndbuf_limited_us"):
+            info[k] = [1000 * i if k == limited else 0 for i in range(n)]
     return {"link_stats": stats, "tcpinfo": info}
 
 
@@ -339,6 +346,50 @@ def test_what_the_network_itself_does_is_not_taken_for_bursts():
     assert _judge_saturation(two_way, _burst_tables(two_way, 0.8))[0] == []
 
 
+def test_a_drop_below_the_window_that_fills_the_queue_is_a_burst_at_its_own_time():
+    """--jobs 2 at 200 Mbit/s: one run delivered 78 % of the rate and lost 6 packets
+    from a full queue in congestion avoidance with cwnd 166 (BDP 173 segments, the
+    queue fills with 273): too few drops for the count over the window, but a sender
+    that the ACKs clock cannot fill a queue with less than the BDP in flight. One
+    interval of 5 drops in the judged 3 s, the window 0.8 BDP, in the Open state."""
+    study = _burst_study()
+    r, meta = _judge_saturation(study, _burst_tables(study, 0.8, drops_every=200,
+                                                     ca_state=0))
+    assert len(r) == 1, r
+    assert r[0].startswith("the machine, not the link, limited the run: w2e delivered "
+                           "124 of 200 Mbit/s (62%; limit 80%) and dropped 5 packets from a "
+                           "full queue in congestion avoidance while the senders' windows "
+                           "summed to at most "), r[0]
+    assert "the 151 KB buffer fills only with 401 KB" in r[0], r[0]
+    d = meta["link_delivery"]["w2e"]
+    assert d["below_drops"] == 5 and d["avoidance_drops"] == 5
+    assert 0.7 * 250e3 < d["below_window_bytes"] < 0.9 * 250e3
+
+
+def test_a_drop_the_senders_state_explains_is_not_a_burst():
+    study = _burst_study()
+    one = dict(drops_every=200)
+    # the same drop with the window at the BDP plus most of the buffer: ACK-clocked
+    # windows fill the queue themselves
+    assert _judge_saturation(study, _burst_tables(study, 1.45, ca_state=0, **one))[0] == []
+    # in loss recovery: the window shrinks under a queue the old window filled
+    assert _judge_saturation(study, _burst_tables(study, 0.8, ca_state=3, **one))[0] == []
+    # held by the receive window or the send buffer, not cwnd: their updates release
+    # many segments at once
+    for k in ("rwnd_limited_us", "sndbuf_limited_us"):
+        assert _judge_saturation(study, _burst_tables(study, 0.8, ca_state=0, limited=k,
+                                                      **one))[0] == [], k
+    # slow start
+    assert _judge_saturation(study, _burst_tables(study, 0.8, slow_start=True, ca_state=0,
+                                                  **one))[0] == []
+    # a link that delivers its rate
+    assert _judge_saturation(study, _burst_tables(study, 0.8, frac=0.9, ca_state=0,
+                                                  **one))[0] == []
+    # a buffer one offload burst fills
+    small = _burst_study(buffer="40p")
+    assert _judge_saturation(small, _burst_tables(small, 0.8, ca_state=0, **one))[0] == []
+
+
 def test_drops_count_only_when_every_sender_was_in_congestion_avoidance():
     import pandas as pd
     flows = [{"flow": 0, "kind": "bulk", "from": "s1", "to": "r1", "bytes": None},
@@ -351,8 +402,43 @@ def test_drops_count_only_when_every_sender_was_in_congestion_avoidance():
                          "conn": [0] * 4, "t_ns": [T0, T0, T0 + 25 * ms, T0 + 25 * ms],
                          "cwnd": [50, 10, 50, 40], "ssthresh": [40, 2**31 - 1, 40, 30]})
     # intervals (10, 20] and (20, 30] began in flow 1's slow start; (30, 40] did not
-    assert validity.drops_in_avoidance(stats, info, flows, 0, (0.0, 1.0), T0) == 6
-    assert validity.drops_in_avoidance(stats, info, flows, 0, (0.0, 0.035), T0) == 0
+    assert validity.drops_in_avoidance(stats, info, flows, 0, (0.0, 1.0), T0) == \
+        {"drops": 6, "below": None}
+    assert validity.drops_in_avoidance(stats, info, flows, 0, (0.0, 0.035), T0)["drops"] == 0
+
+
+def test_drops_below_a_window_need_every_sender_open_and_held_by_cwnd_through_the_span():
+    import pandas as pd
+    flows = [{"flow": 0, "kind": "bulk", "from": "s1", "to": "r1", "bytes": None},
+             {"flow": 1, "kind": "bulk", "from": "s2", "to": "r2", "bytes": None}]
+    ms = 10**6
+    stats = pd.DataFrame({"t_ns": [T0 + k * 20 * ms for k in range(1, 5)], "dir": [0] * 4,
+                          "drops": [2, 3, 4, 6]})
+    # samples 5 ms into each 10 ms; both in avoidance with windows of 50 x 1000 bytes,
+    # but flow 0's is 80 at 55 ms, flow 1 is in recovery at 75 ms, and its
+    # receive-window limited time grew between 5 and 15 ms
+    t = [T0 + (5 + 10 * k) * ms for k in range(10)]
+    info = pd.DataFrame({
+        "host": ["s1"] * 10 + ["s2"] * 10, "flow": [0] * 10 + [1] * 10, "conn": [0] * 20,
+        "t_ns": t + t, "cwnd": [50] * 5 + [80] + [50] * 14, "ssthresh": [40] * 20,
+        "mss": [1000] * 20, "ca_state": [0] * 17 + [3] + [0] * 2,
+        "rwnd_limited_us": [0] * 10 + [0] + [900] * 9, "sndbuf_limited_us": [0] * 20})
+    # each interval is judged from the last sample at or before its start to the first
+    # at or after its end: (10, 20] the receive window held flow 1; (30, 40] 100 kB,
+    # below; (50, 60] 130 kB, over; (70, 80] flow 1 recovering
+    got = validity.drops_in_avoidance(stats, info, flows, 0, (0.0, 1.0), T0,
+                                      below_bytes=120e3)
+    assert got == {"drops": 15, "below": 3, "below_window_bytes": 100e3}, got
+    # looking 20 ms further back, (30, 40] reaches the growth of the receive-window time
+    assert validity.drops_in_avoidance(stats, info, flows, 0, (0.0, 1.0), T0,
+                                       below_bytes=120e3, lookback_s=0.02)["below"] == 0
+    # without the kernel's accounting the drops are counted, none judged at its time;
+    # nor where another flow crosses the bottleneck the same way
+    assert validity.drops_in_avoidance(stats, info.drop(columns="ca_state"), flows, 0,
+                                       (0.0, 1.0), T0, below_bytes=120e3)["below"] is None
+    web = flows + [{"flow": 2, "kind": "download", "from": "s1", "to": "r1", "bytes": 10**5}]
+    assert validity.drops_in_avoidance(stats, info, web, 0, (0.0, 1.0), T0,
+                                       below_bytes=120e3)["below"] is None
 
 
 def _delay_paths(ping, tcp=(), base=0.040, jitter=0.0):

@@ -138,9 +138,17 @@ def judge_saturation(study, tables: dict, meta: dict) -> list[str]:
             if f:
                 inflight[name] = f
                 delivery[name]["inflight_p95_bytes"] = f["p95_bytes"]
-                delivery[name]["avoidance_drops"] = validity.drops_in_avoidance(
+                a = validity.drops_in_avoidance(
                     tables.get("link_stats"), tables.get("tcpinfo"), flows, d, w,
-                    int(meta["t0_ns"]))
+                    int(meta["t0_ns"]), validity.burst_need_bytes(
+                        rates[d], study.base_rtt_s, b.buffer.bytes(study.mtu)),
+                    # the queue's packets arrived within its drain time, sent up to
+                    # a round trip before
+                    b.buffer.bytes(study.mtu) * 8 / rates[d] + study.base_rtt_s) or {}
+                delivery[name]["avoidance_drops"] = a.get("drops")
+                delivery[name]["below_drops"] = a.get("below")
+                if a.get("below_window_bytes") is not None:
+                    delivery[name]["below_window_bytes"] = a["below_window_bytes"]
         judged = {r.split(": ", 1)[1].split(" ", 1)[0] for r in out}
         out += validity.judge_cpu_bursts(delivery, inflight, b.buffer.bytes(study.mtu),
                                          study.base_rtt_s, meta["cpu"], judged)

@@ -390,14 +390,28 @@ def judge_cpu_limited(delivery: dict, losses: dict, buffer_kind: str, buffer_siz
 
 
 def drops_in_avoidance(stats, tcpinfo, flows: list[dict], d: int,
-                       window: tuple[float, float], t0_ns: int) -> int | None:
+                       window: tuple[float, float], t0_ns: int,
+                       below_bytes: float | None = None, lookback_s: float = 0.0) -> dict | None:
     """The packets the link dropped in direction `d` during `window` (seconds after t0)
     in intervals that began with every sender of the direction's backlogged flows in
     congestion avoidance (its last TCP_INFO sample before the interval: cwnd >=
     ssthresh), i.e. ACK-clocked, adding about one packet per RTT. Slow start (cwnd below
     ssthresh, also after a timeout) sends two packets per ACK in bursts that overflow a
     queue before the windows reach the BDP, by TCP's design; its drops are not counted.
-    None without the tables to tell."""
+
+    -> {"drops": those packets, "below": the part of them dropped in intervals where,
+    from `lookback_s` before the interval to its end (the time the queue's packets
+    took to arrive: the caller gives the buffer's drain time plus the base RTT), every
+    sender stayed in congestion avoidance and in the Open state (ca_state 0: no loss
+    being repaired), was held by its congestion window alone (the kernel's rwnd- and
+    sndbuf-limited times did not grow over that span, up to the first sample after
+    it), and the largest windows (cwnd x mss) summed to less than `below_bytes`}. Such
+    senders release packets only as ACKs return, at most an offload unit per ACK, so
+    their queue holds their windows less the BDP plus one such burst: a drop below
+    that is a burst the windows cannot make ("below_window_bytes": the largest such
+    sum). "below" is judged only where the backlogged flows are the only ones crossing
+    the bottleneck that way (other flows fill the queue too), else None, as without
+    `below_bytes` or the columns to tell; the result None without the tables."""
     mine = backlogged(flows, d)
     if stats is None or tcpinfo is None or not len(stats) or not len(tcpinfo) or not mine \
             or not {"cwnd", "ssthresh"} <= set(tcpinfo.columns):
@@ -408,10 +422,15 @@ def drops_in_avoidance(stats, tcpinfo, flows: list[dict], d: int,
     interval = int(s["t_ns"].diff().median())
     rel = (s["t_ns"].astype("int64") - int(t0_ns)) / 1e9
     w = s[(rel > window[0]) & (rel <= window[1]) & (s["drops"] > 0)]
+    side = ("s", "r") if d == 0 else ("r", "s")
+    crossing = [f for f in flows if str(f["from"]).startswith(side[0])
+                and str(f["to"]).startswith(side[1])]
+    judge_below = below_bytes is not None and len(crossing) == len(mine) and {
+        "ca_state", "mss", "rwnd_limited_us", "sndbuf_limited_us"} <= set(tcpinfo.columns)
     if not len(w):
-        return 0
-    starts = pd.DataFrame({"t_ns": (w["t_ns"].astype("int64") - interval).to_numpy(),
-                           "drops": w["drops"].to_numpy()})
+        return {"drops": 0, "below": 0 if judge_below else None}
+    ends = w["t_ns"].astype("int64").to_numpy()
+    starts = pd.DataFrame({"t_ns": ends - interval, "drops": w["drops"].to_numpy()})
     t = _sender_rows(tcpinfo, mine)
     avoiding = pd.Series(True, index=starts.index)
     for _, g in t.groupby(["flow", "conn"]):
@@ -419,7 +438,42 @@ def drops_in_avoidance(stats, tcpinfo, flows: list[dict], d: int,
         m = pd.merge_asof(starts[["t_ns"]], g, on="t_ns", direction="backward")
         sampled = m["cwnd"].notna()
         avoiding &= ~sampled | (m["cwnd"] >= m["ssthresh"])
-    return int(starts["drops"][avoiding].sum())
+    out = {"drops": int(starts["drops"][avoiding].sum()), "below": None}
+    if judge_below:
+        held, window_bytes = _held_by_cwnd(t, starts["t_ns"].to_numpy(), ends,
+                                           int(lookback_s * 1e9))
+        below = avoiding & held & (window_bytes < below_bytes)
+        out["below"] = int(starts["drops"][below].sum())
+        if below.any():
+            out["below_window_bytes"] = float(window_bytes[below].max())
+    return out
+
+
+def _held_by_cwnd(t, starts, ends, lookback_ns: int):
+    """For each span (starts[i] - lookback_ns, ends[i]]: were all the connections of
+    TCP_INFO rows `t` sampled through it (a sample at or before its beginning and one at
+    or after its end) in congestion avoidance and the Open state at every sample, with
+    no growth of their rwnd- and sndbuf-limited times -> (a boolean Series), and the
+    sum over the connections of their largest cwnd x mss in it (a float Series)."""
+    n = len(starts)
+    held = np.ones(n, dtype=bool)
+    total = np.zeros(n)
+    for _, g in t.groupby(["flow", "conn"]):
+        g = g.sort_values("t_ns")
+        ts = g["t_ns"].astype("int64").to_numpy()
+        ok = ((g["ca_state"] == 0) & (g["cwnd"] >= g["ssthresh"])).to_numpy()
+        wnd = (g["cwnd"] * g["mss"].where(g["mss"] > 0, 1448)).astype(float).to_numpy()
+        lim = (g["rwnd_limited_us"] + g["sndbuf_limited_us"]).astype("int64").to_numpy()
+        first = np.searchsorted(ts, starts - lookback_ns, side="right") - 1
+        last = np.searchsorted(ts, ends, side="left")
+        for i in range(n):
+            a, z = first[i], last[i]
+            if a < 0 or z >= len(ts):
+                held[i] = False
+                continue
+            held[i] &= bool(ok[a:z + 1].all()) and lim[z] == lim[a]
+            total[i] += wnd[a:z + 1].max()
+    return pd.Series(held), pd.Series(total)
 
 
 def _bytes(n: float) -> str:
@@ -427,6 +481,12 @@ def _bytes(n: float) -> str:
         if n >= m:
             return f"{n / m:.3g} {unit}"
     return f"{n:.0f} B"
+
+
+def burst_need_bytes(rate_bps: float, base_rtt_s: float, buffer_bytes: int) -> float:
+    """What backlogged, ACK-clocked senders keep in flight when their drop-tail queue is
+    half full: the BDP plus half the buffer (judge_cpu_bursts)."""
+    return rate_bps * base_rtt_s / 8 + buffer_bytes / 2
 
 
 def judge_cpu_bursts(delivery: dict, inflight: dict, buffer_bytes: int, base_rtt_s: float,
@@ -450,17 +510,19 @@ def judge_cpu_bursts(delivery: dict, inflight: dict, buffer_bytes: int, base_rtt
 
     Per direction (`delivery` from link_delivery, `inflight` {direction: sender_inflight},
     `judged`: directions judge_cpu_limited already named), the machine is named when
-    - the link delivered below CPU_LIMIT_UTIL_MAX of its rate in the window,
-    - it dropped at least CPU_LIMIT_LOST_MIN_PKTS packets in the window while the
-      senders were in congestion avoidance (v["avoidance_drops"], drops_in_avoidance:
-      slow start's bursts are TCP's own),
-    - the senders' in-flight bytes stayed below BDP + buffer/2 for
-      BURST_INFLIGHT_QUANTILE of the window, while the receivers' advertised windows
-      did not (a window smaller than that is what held the senders back, and its
-      updates release bursts of their own),
-    - and the buffer holds at least BURST_GSO_BYTES per connection and
-      BURST_MIN_BUFFER_BDP of the BDP (so neither offload bursts nor a sawtooth's trough
-      explain the drops).
+    the link delivered below CPU_LIMIT_UTIL_MAX of its rate in the window, the buffer
+    holds at least BURST_GSO_BYTES per connection and BURST_MIN_BUFFER_BDP of the BDP
+    (so neither offload bursts nor a sawtooth's trough explain the drops), and either
+    - at its own time: a drop came while every sender was in congestion avoidance, in
+      the Open state and held by its congestion window alone, the windows summing to
+      less than burst_need_bytes (v["below_drops"], drops_in_avoidance: such a sender
+      is ACK-clocked, and its queue never fills), or
+    - over the window: it dropped at least CPU_LIMIT_LOST_MIN_PKTS packets while the
+      senders were in congestion avoidance (v["avoidance_drops"]: slow start's bursts
+      are TCP's own) while their in-flight bytes stayed below burst_need_bytes for
+      BURST_INFLIGHT_QUANTILE of the window, and the receivers' advertised windows did
+      not (a window smaller than that is what held the senders back, and its updates
+      release bursts of their own).
     The CPU's busy and stolen time are given, not judged: a share of one CPU whose link
     emulator polls is busy whether or not it keeps up, and bursts were seen from a share
     88 % busy. The caller judges only a drop-tail queue with no data crossing the other
@@ -473,30 +535,34 @@ def judge_cpu_bursts(delivery: dict, inflight: dict, buffer_bytes: int, base_rtt
     out = []
     for d, v in sorted(delivery.items()):
         f = inflight.get(d)
-        drops = int(v.get("avoidance_drops") or 0)
-        if d in judged or not f or v["frac"] >= CPU_LIMIT_UTIL_MAX \
-                or drops < CPU_LIMIT_LOST_MIN_PKTS:
+        if d in judged or not f or v["frac"] >= CPU_LIMIT_UTIL_MAX:
             continue
         bdp = v["rate_bps"] * base_rtt_s / 8
         if buffer_bytes < max(BURST_GSO_BYTES * f["conns"], BURST_MIN_BUFFER_BDP * bdp):
             continue
-        need = bdp + buffer_bytes / 2
-        if f["p95_bytes"] >= need:
-            continue
-        if f.get("wnd_p95_bytes") is not None and f["wnd_p95_bytes"] < need:
-            # the receivers' windows, not the machine, kept the senders below the BDP:
-            # each window update opens many segments at once (a receive buffer the
-            # application drained, autotuning growing it) and the sender releases them
-            # in one burst, by TCP's own doing
+        need = burst_need_bytes(v["rate_bps"], base_rtt_s, buffer_bytes)
+        drops = int(v.get("avoidance_drops") or 0)
+        below = int(v.get("below_drops") or 0)
+        if below:
+            held = (f"dropped {below} packets from a full queue in congestion avoidance "
+                    f"while the senders' windows summed to at most "
+                    f"{_bytes(v['below_window_bytes'])} "
+                    f"({v['below_window_bytes'] / bdp:.2f} BDP")
+        elif drops >= CPU_LIMIT_LOST_MIN_PKTS and f["p95_bytes"] < need and not (
+                f.get("wnd_p95_bytes") is not None and f["wnd_p95_bytes"] < need):
+            # (a receive window below `need` is what kept the senders there: each
+            # window update opens many segments at once, a burst by TCP's own doing)
+            held = (f"dropped {drops} packets from a full queue in congestion avoidance "
+                    f"while the senders had at most {_bytes(f['p95_bytes'])} in flight "
+                    f"{BURST_INFLIGHT_QUANTILE:.0%} of the time "
+                    f"({f['p95_bytes'] / bdp:.2f} BDP")
+        else:
             continue
         out.append(f"the machine, not the link, limited the run: {d} delivered "
                    f"{_of_rate(v['delivered_bps'], v['rate_bps'])} ({v['frac']:.0%}; limit "
-                   f"{CPU_LIMIT_UTIL_MAX:.0%}) and dropped {drops} packets from a full "
-                   f"queue in congestion avoidance while the senders had at most {_bytes(f['p95_bytes'])} in flight "
-                   f"{BURST_INFLIGHT_QUANTILE:.0%} of the time ({f['p95_bytes'] / bdp:.2f} "
-                   f"BDP; the {_bytes(buffer_bytes)} buffer fills only with "
-                   f"{_bytes(bdp + buffer_bytes)}): packets reached the link in bursts the "
-                   f"windows cannot make (the CPU was "
+                   f"{CPU_LIMIT_UTIL_MAX:.0%}) and {held}; the {_bytes(buffer_bytes)} "
+                   f"buffer fills only with {_bytes(bdp + buffer_bytes)}): packets reached "
+                   f"the link in bursts the windows cannot make (the CPU was "
                    f"{float(cpu.get('busy_frac') or 0.0):.0%} busy, "
                    f"{float(cpu.get('steal_frac') or 0.0):.0%} stolen)")
     return out
