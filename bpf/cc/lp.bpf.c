@@ -26,11 +26,15 @@
  *   filter follows single late ACKs and the flow's own bursts, and reads them as
  *   early congestion. The round that follows a reaction is not judged: its packets
  *   left before the reaction and carry the queue it is meant to drain.
- * - d_min is the smallest round sample of the connection; d_max the largest RTT
- *   sample of the current and the previous loss epoch (refreshed at each loss), not a
- *   raw all-time maximum that one outlier would hold high for ever. d_max is taken from
- *   each round's second-largest sample (one late ACK in a round does not stretch the
- *   range; a full buffer delays many), not from the rounds' minima: in slow start a round's burst queues at
+ * - d_min is the smallest round sample of the connection and d_max the largest, as the
+ *   paper has them ("throughout the connection"), but d_max is taken from each round's
+ *   second-largest sample (one late ACK in a round does not stretch the range; a full
+ *   buffer delays many). It is not forgotten at a loss: a loss that is not the
+ *   buffer's (random loss on the path) ends an epoch whose largest delay is LP's own
+ *   early-signal level or the base RTT plus noise, and a range refreshed from such
+ *   epochs shrinks, loss after loss, until every noisy round reads as early
+ *   congestion and LP, alone on the path, holds a window far below the BDP. d_max
+ *   comes from the rounds' top samples, not from their minima: in slow start a round's burst queues at
  *   the bottleneck and drains before the next, so the round's first ACK sees little of
  *   the queue that overflows the buffer; the minima would give a range of a fraction of
  *   the buffer's delay, and 0.15 of it lies within the delay of the flow's own pair of
@@ -70,8 +74,7 @@ struct lp {
 	u32 d_min;          /* smallest round sample of the connection (0: none) */
 	u32 round_max[2];   /* two largest RTT samples of this round, of round_min's class */
 	u32 round_max1[2];  /* the same for round_min1 */
-	u32 d_max;          /* largest sample of this and the previous loss epoch */
-	u32 d_max_epoch;    /* largest sample since the last loss */
+	u32 d_max;          /* largest round sample (second-largest RTT) of the connection */
 	u8  calibrated;     /* a loss was seen: d_max reflects a full buffer */
 	u8  skip_round;     /* the round after a reaction is not judged */
 	u8  delayed_acks;   /* an ACK of >= 2 segments was seen: only those are used */
@@ -106,7 +109,6 @@ void BPF_PROG(cca_lp_init, struct sock *sk)
 	ca->itt_end_us = 0;
 	ca->d_min = 0;
 	ca->d_max = 0;
-	ca->d_max_epoch = 0;
 	ca->calibrated = 0;
 	ca->skip_round = 0;
 	ca->delayed_acks = 0;
@@ -123,7 +125,6 @@ static __always_inline void lp_round_end(struct sock *sk, struct lp *ca, u32 d, 
 
 	if (!ca->d_min || d < ca->d_min)
 		ca->d_min = d;
-	ca->d_max_epoch = cca_max(ca->d_max_epoch, dm);
 	ca->d_max = cca_max(ca->d_max, dm);
 
 	if (ca->itt_end_us && now >= ca->itt_end_us)
@@ -192,17 +193,13 @@ static __always_inline void lp_cong_avoid(struct sock *sk, u32 ack, u32 acked)
 	cca_cong_avoid_ai(tp, tp->snd_cwnd, acked);
 }
 
-/* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h); a loss
- * also closes the delay range's epoch */
+/* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h); the
+ * first loss makes the delay range trusted (ECIs are believed from then on) */
 static __always_inline u32 lp_ssthresh_for(struct sock *sk, u32 cwnd)
 {
 	struct lp *ca = inet_csk_ca(sk);
 
 	ca->calibrated = 1;
-	if (ca->d_max_epoch) {
-		ca->d_max = ca->d_max_epoch;
-		ca->d_max_epoch = 0;
-	}
 	return cca_rfc5681_ssthresh(cwnd);
 }
 
