@@ -445,6 +445,32 @@ fn the_delay_range_ends_at_the_round_s_second_largest_sample_whatever_their_orde
     }
 }
 
+#[test]
+fn each_round_s_second_largest_sample_is_its_own_not_a_running_one() {
+    // The top two samples are kept per round: a late ACK of an earlier round must not
+    // make a later round's single late ACK its "second-largest" sample. Two rounds of
+    // 30 ms, each with one late ACK (100 ms, then 60 ms): d_max = 30 ms, threshold
+    // 20 + 0.15 * 10 = 21.5 ms, and a 24 ms round is an ECI (carried over, the 100 ms
+    // sample would let the 60 ms one count: d_max 60 ms, threshold 26 ms, no ECI)
+    let c = Conn::new("lp");
+    c.start_in_ca(40);
+    for _ in 0..3 {
+        c.round(BASE);
+    }
+    c.set_ca_state(DISORDER);
+    c.round_with(30_000, |i| if i == 5 { 100_000 } else { 30_000 });
+    c.round_with(30_000, |i| if i == 5 { 60_000 } else { 30_000 });
+    c.enter_recovery();
+    c.exit_reduction();
+    c.start_in_ca(40);
+    for _ in 0..4 {
+        c.round(BASE);
+    }
+    let w = c.cwnd();
+    c.round(24_000);
+    assert_eq!(c.cwnd(), (w + 1) / 2, "a 24 ms round above the 21.5 ms threshold");
+}
+
 /// An LP flow whose receiver delays its ACKs, calibrated like `calibrate` (d_min 20 ms)
 /// with a full-buffer round of samples `full(i)`, and in congestion avoidance at 40.
 fn calibrated_with_delayed_acks(full: impl FnMut(u32) -> u32) -> Conn {
