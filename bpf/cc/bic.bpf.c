@@ -15,7 +15,8 @@
  * one segment past W_max after ~7 RTTs; with the whole-segment window it would stay at
  * S_min until a whole segment had been added, 1/S_min = 100 RTTs.
  * On loss: fast convergence W_max = cwnd (2 - beta) / 2 if cwnd < W_max else cwnd;
- *   cwnd = cwnd (1 - beta), beta = 0.125.
+ *   cwnd = cwnd (1 - beta), beta = 0.125. On an RTO (also a repeated one) the whole
+ *   search starts over: W_max = 0, and the step and its round are recomputed.
  * Below low_window = 14 segments: standard TCP (RFC 5681). The per-RTT increase is
  * fixed at the start of each round (from the window then: the midpoint is one RTT
  * away) and spread over the ACKs of the round (inc / cwnd per acked segment);
@@ -100,11 +101,21 @@ SEC("struct_ops")
 void BPF_PROG(cca_bic_set_state, struct sock *sk, u8 new_state)
 {
 	CCA_STATE_GUARD(sk, new_state, bic_ssthresh_for);
-	if (new_state == TCP_CA_Loss) {   /* RTO: the search starts over */
+	/*
+	 * RTO: the search starts over, as on a new connection (slow start, then the search
+	 * from the window reached). All of its state goes: W_max, the fraction, and the
+	 * round's step (inc 0: the next ACK in congestion avoidance begins a new round,
+	 * round_end included, and computes the step from the window then). On a repeated
+	 * time-out the kernel calls no ssthresh op (tcp_enter_loss, already in Loss), only
+	 * this state change: a step computed in Loss at the larger window before it would
+	 * otherwise be spent at the new one.
+	 */
+	if (new_state == TCP_CA_Loss) {
 		struct bic *ca = inet_csk_ca(sk);
 
 		ca->w_max = 0;
 		ca->acc = 0;
+		ca->inc = 0;
 	}
 }
 

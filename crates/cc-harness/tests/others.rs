@@ -1707,6 +1707,67 @@ fn bic_restarts_at_the_reduced_window_without_a_fraction() {
     assert_eq!(c.cwnd(), 21);
 }
 
+/// The windows after each of `acks` ACKs of one segment in a round of BIC whose increase
+/// is `inc` segments per RTT, spread over the round's ACKs (inc / cwnd per acked segment,
+/// the remainder carried in 1/1024 segment-acks as bpf/cc/bic.bpf.c counts it), from a
+/// window `w` and no fraction
+fn bic_round_windows(mut w: u32, inc: u64, acks: u32) -> Vec<u32> {
+    let mut acc = 0u64;
+    (0..acks)
+        .map(|_| {
+            acc += inc << 10;
+            let unit = (w as u64) << 10;
+            w += (acc / unit) as u32;
+            acc %= unit;
+            w
+        })
+        .collect()
+}
+
+#[test]
+fn bic_a_repeated_time_out_starts_the_search_over_from_the_new_window() {
+    // after an RTO the search starts over (bpf/cc/bic.bpf.c): W_max is forgotten (0), and
+    // from ssthresh on the step is the rule at that window: max probing from W_max 0,
+    // min(cwnd - 0, S_max) per RTT. A repeated time-out (the retransmission timed out
+    // again: tcp_enter_loss asks no ssthresh op, only the state change) starts it over as
+    // well; a step computed in Loss at a larger window must not outlive it.
+    // RTO at 18: ssthresh 18 - 18/8 = 16. In Loss the window climbs back (slow start to
+    // 16, then max probing) past S_max = 32, where the step is 32 per RTT
+    let c = Conn::new("bic");
+    c.start_in_ca(18);
+    c.enter_loss();
+    assert_eq!((c.cwnd(), c.ssthresh()), (1, 16));
+    c.ack_segments(15, 100, 50_000);
+    assert_eq!(c.cwnd(), 16, "slow start up to ssthresh");
+    c.rounds_until(33, 50_000, 10);
+    c.ack_segments(3, 100, 50_000); // into a round whose step is S_max
+    let w = c.cwnd();
+    assert!(w > 32, "the step was computed at {w}");
+    // the retransmission times out again, mid-round
+    c.set_cwnd(1);
+    c.set(Field::PacketsOut, 0);
+    c.set_ca_state(LOSS);
+    c.ack_segments(15, 100, 50_000);
+    assert_eq!((c.cwnd(), c.ssthresh()), (16, 16), "slow start up to ssthresh");
+    // from 16 on: min(16, 32) = 16 segments per RTT, one segment at the first ACK, not
+    // the 32/16 = 2 of the old step
+    let mut got = vec![];
+    for _ in 0..10 {
+        c.ack(Ack::new(1, 50_000));
+        got.push(c.cwnd());
+    }
+    assert_eq!(got, bic_round_windows(16, 16, 10), "after the repeated time-out");
+    // the same as a connection that never saw a loss (W_max 0) at that window
+    let fresh = Conn::new("bic");
+    fresh.start_in_ca(16);
+    let mut want = vec![];
+    for _ in 0..10 {
+        fresh.ack(Ack::new(1, 50_000));
+        want.push(fresh.cwnd());
+    }
+    assert_eq!(got, want, "a fresh connection at 16");
+}
+
 #[test]
 fn cubic_fast_convergence_only_below_the_last_w_max() {
     // RFC 9438 §4.7: W_max is lowered only for a loss below it; one exactly at W_max
