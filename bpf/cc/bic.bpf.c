@@ -30,7 +30,7 @@
 #define BIC_BETA_SHIFT 3             /* beta = 1/8 */
 
 struct bic {
-	u64 acc;
+	struct cca_frac frac;
 	u64 inc;        /* this round's increase, 1/1024 segments per RTT */
 	u32 w_max;
 	u32 round_end;  /* snd_nxt when the round began */
@@ -42,7 +42,7 @@ void BPF_PROG(cca_bic_init, struct sock *sk)
 {
 	struct bic *ca = inet_csk_ca(sk);
 
-	ca->acc = 0;
+	ca->frac.acc = 0;
 	ca->inc = 0;
 	ca->w_max = 0;
 	ca->round_end = tcp_sk(sk)->snd_una;
@@ -64,8 +64,8 @@ static __always_inline void bic_cong_avoid(struct sock *sk, u32 ack, u32 acked)
 		return;
 	}
 	if (!cca_seq_before(tp->snd_una, ca->round_end) || !ca->inc) {
-		/* the window with its fraction, 1/1024 segments (acc: see cca_cong_avoid_frac) */
-		u64 pos = ((u64)cwnd << 10) + ca->acc / cwnd;
+		/* the window with its fraction, 1/1024 segments (see cca_cong_avoid_frac) */
+		u64 pos = ((u64)cwnd << 10) + cca_frac_credit(tp, &ca->frac) / cwnd;
 		u64 w_max = (u64)ca->w_max << 10;
 
 		if (pos < w_max)
@@ -75,7 +75,7 @@ static __always_inline void bic_cong_avoid(struct sock *sk, u32 ack, u32 acked)
 		ca->inc = cca_max64(BIC_SMIN_FP, cca_min64(inc, BIC_SMAX_FP));
 		ca->round_end = tp->snd_nxt;
 	}
-	cca_cong_avoid_frac(tp, &ca->acc, ca->inc, acked);
+	cca_cong_avoid_frac(tp, &ca->frac, ca->inc, acked);
 }
 
 /* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
@@ -83,7 +83,7 @@ static __always_inline u32 bic_ssthresh_for(struct sock *sk, u32 cwnd)
 {
 	struct bic *ca = inet_csk_ca(sk);
 
-	ca->acc = 0;
+	ca->frac.acc = 0;
 	ca->inc = 0;          /* the next round recomputes it */
 	/* fast convergence: (2 - beta) / 2 = 15/16 */
 	if (cwnd < ca->w_max)
@@ -114,7 +114,7 @@ void BPF_PROG(cca_bic_set_state, struct sock *sk, u8 new_state)
 		struct bic *ca = inet_csk_ca(sk);
 
 		ca->w_max = 0;
-		ca->acc = 0;
+		ca->frac.acc = 0;
 		ca->inc = 0;
 	}
 }
