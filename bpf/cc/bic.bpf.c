@@ -15,7 +15,8 @@
  * one segment past W_max after ~7 RTTs; with the whole-segment window it would stay at
  * S_min until a whole segment had been added, 1/S_min = 100 RTTs.
  * On loss: fast convergence W_max = cwnd (2 - beta) / 2 if cwnd < W_max else cwnd;
- *   cwnd = cwnd (1 - beta), beta = 0.125.
+ *   cwnd = cwnd (1 - beta), beta = 0.125. On an RTO (also a repeated one) the whole
+ *   search starts over: W_max = 0, and the step and its round are recomputed.
  * Below low_window = 14 segments: standard TCP (RFC 5681). The per-RTT increase is
  * fixed at the start of each round (from the window then: the midpoint is one RTT
  * away) and spread over the ACKs of the round (inc / cwnd per acked segment);
@@ -29,7 +30,7 @@
 #define BIC_BETA_SHIFT 3             /* beta = 1/8 */
 
 struct bic {
-	u64 acc;
+	struct cca_frac frac;
 	u64 inc;        /* this round's increase, 1/1024 segments per RTT */
 	u32 w_max;
 	u32 round_end;  /* snd_nxt when the round began */
@@ -41,7 +42,7 @@ void BPF_PROG(cca_bic_init, struct sock *sk)
 {
 	struct bic *ca = inet_csk_ca(sk);
 
-	ca->acc = 0;
+	ca->frac.acc = 0;
 	ca->inc = 0;
 	ca->w_max = 0;
 	ca->round_end = tcp_sk(sk)->snd_una;
@@ -63,8 +64,8 @@ static __always_inline void bic_cong_avoid(struct sock *sk, u32 ack, u32 acked)
 		return;
 	}
 	if (!cca_seq_before(tp->snd_una, ca->round_end) || !ca->inc) {
-		/* the window with its fraction, 1/1024 segments (acc: see cca_cong_avoid_frac) */
-		u64 pos = ((u64)cwnd << 10) + ca->acc / cwnd;
+		/* the window with its fraction, 1/1024 segments (see cca_cong_avoid_frac) */
+		u64 pos = ((u64)cwnd << 10) + cca_frac_credit(tp, &ca->frac) / cwnd;
 		u64 w_max = (u64)ca->w_max << 10;
 
 		if (pos < w_max)
@@ -74,7 +75,7 @@ static __always_inline void bic_cong_avoid(struct sock *sk, u32 ack, u32 acked)
 		ca->inc = cca_max64(BIC_SMIN_FP, cca_min64(inc, BIC_SMAX_FP));
 		ca->round_end = tp->snd_nxt;
 	}
-	cca_cong_avoid_frac(tp, &ca->acc, ca->inc, acked);
+	cca_cong_avoid_frac(tp, &ca->frac, ca->inc, acked);
 }
 
 /* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
@@ -82,7 +83,7 @@ static __always_inline u32 bic_ssthresh_for(struct sock *sk, u32 cwnd)
 {
 	struct bic *ca = inet_csk_ca(sk);
 
-	ca->acc = 0;
+	ca->frac.acc = 0;
 	ca->inc = 0;          /* the next round recomputes it */
 	/* fast convergence: (2 - beta) / 2 = 15/16 */
 	if (cwnd < ca->w_max)
@@ -100,11 +101,21 @@ SEC("struct_ops")
 void BPF_PROG(cca_bic_set_state, struct sock *sk, u8 new_state)
 {
 	CCA_STATE_GUARD(sk, new_state, bic_ssthresh_for);
-	if (new_state == TCP_CA_Loss) {   /* RTO: the search starts over */
+	/*
+	 * RTO: the search starts over, as on a new connection (slow start, then the search
+	 * from the window reached). All of its state goes: W_max, the fraction, and the
+	 * round's step (inc 0: the next ACK in congestion avoidance begins a new round,
+	 * round_end included, and computes the step from the window then). On a repeated
+	 * time-out the kernel calls no ssthresh op (tcp_enter_loss, already in Loss), only
+	 * this state change: a step computed in Loss at the larger window before it would
+	 * otherwise be spent at the new one.
+	 */
+	if (new_state == TCP_CA_Loss) {
 		struct bic *ca = inet_csk_ca(sk);
 
 		ca->w_max = 0;
-		ca->acc = 0;
+		ca->frac.acc = 0;
+		ca->inc = 0;
 	}
 }
 

@@ -204,20 +204,50 @@ static __always_inline void cca_cong_avoid_ai(struct tcp_sock *tp, u32 w, u32 ac
 
 /*
  * Fractional additive increase: `inc_fp` / 1024 segments per RTT, spread over
- * the cwnd segments acked in one RTT; `acc` (in the algorithm's private state)
- * keeps the remainder in units of 1/1024 segment-acks.
+ * the cwnd segments acked in one RTT. struct cca_frac (in the algorithm's private
+ * state, zeroed at init) keeps the remainder in units of 1/1024 segment-acks and the
+ * window it was counted at: a remainder of c is c / cwnd of a segment at that window.
+ *
+ * A window found smaller than the one the remainder was counted at drops it. Without a
+ * loss (the algorithms drop it in their ssthresh rule) that is the restart after an
+ * idle period, RFC 5681 §4.1 (or the kernel's decay of a window the application left
+ * unused): the window starts over because what the sender knew of the path is stale,
+ * and the credit is part of that knowledge, earned by the ACKs of a window the path
+ * carried before. Spent at the smaller window it would also be worth more, c / w > c / W,
+ * up to more than a whole segment at once: growth beyond the rule at the new window on
+ * no evidence from the path now (the concern of RFC 7661, see cca_is_cwnd_limited).
+ * Applying an over-full remainder as one segment (as cca_cong_avoid_ai does with
+ * snd_cwnd_cnt) would still add that segment; dropping it costs at most the fraction of
+ * one segment, and the first round at the new window grows by exactly its rule.
  */
-static __always_inline void cca_cong_avoid_frac(struct tcp_sock *tp, u64 *acc, u64 inc_fp, u32 acked)
+struct cca_frac {
+	u64 acc;     /* 1/1024 segment-acks, less than one segment of `cwnd` */
+	u32 cwnd;    /* the window it was counted at */
+};
+
+/* The remainder, dropped first if the window is smaller than the one it was counted
+ * at (see above): for a rule that reads the window with its fraction. */
+static __always_inline u64 cca_frac_credit(const struct tcp_sock *tp, struct cca_frac *f)
+{
+	if (tp->snd_cwnd < f->cwnd)
+		f->acc = 0;
+	return f->acc;
+}
+
+static __always_inline void cca_cong_avoid_frac(struct tcp_sock *tp, struct cca_frac *f,
+						u64 inc_fp, u32 acked)
 {
 	u64 unit = (u64)cca_max(tp->snd_cwnd, 1) << 10;
+	u64 acc = cca_frac_credit(tp, f) + (u64)acked * inc_fp;
 
-	*acc += (u64)acked * inc_fp;
-	if (*acc >= unit) {
-		u64 n = *acc / unit;
+	if (acc >= unit) {
+		u64 n = acc / unit;
 
-		*acc -= n * unit;
+		acc -= n * unit;
 		cca_set_cwnd(tp, tp->snd_cwnd + (u32)cca_min64(n, 0xffff));
 	}
+	f->acc = acc;
+	f->cwnd = tp->snd_cwnd;
 }
 
 /*

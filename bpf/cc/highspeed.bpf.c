@@ -98,7 +98,7 @@ static const struct hs_row hs_table[HS_ROWS] = {
 };
 
 struct highspeed {
-	u64 acc;   /* fractional increase carried between ACKs */
+	struct cca_frac frac;   /* fractional increase carried between ACKs */
 };
 CCA_PRIV_CHECK(struct highspeed);
 
@@ -122,7 +122,7 @@ void BPF_PROG(cca_highspeed_init, struct sock *sk)
 {
 	struct highspeed *ca = inet_csk_ca(sk);
 
-	ca->acc = 0;
+	ca->frac.acc = 0;
 }
 
 /* growth rule, run by cca_highspeed_cong_control (cca_common.h) */
@@ -140,7 +140,7 @@ static __always_inline void highspeed_cong_avoid(struct sock *sk, u32 ack, u32 a
 	}
 	a = hs_table[hs_row_of(tp->snd_cwnd)].a;
 	/* a / 256 segments per RTT = (a * 4) / 1024 */
-	cca_cong_avoid_frac(tp, &ca->acc, (u64)a << 2, acked);
+	cca_cong_avoid_frac(tp, &ca->frac, (u64)a << 2, acked);
 }
 
 /* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
@@ -149,7 +149,7 @@ static __always_inline u32 highspeed_ssthresh_for(struct sock *sk, u32 cwnd)
 	struct highspeed *ca = inet_csk_ca(sk);
 	u32 b;
 
-	ca->acc = 0;
+	ca->frac.acc = 0;
 	if (cwnd <= HS_LOW_WINDOW)
 		return cca_rfc5681_ssthresh(cwnd);
 	b = hs_table[hs_row_of(cwnd)].b;

@@ -21,8 +21,8 @@
 #define HYBLA_RHO_MAX  (16u << 10)
 
 struct hybla {
-	u64 acc;          /* congestion avoidance's credit (1/1024 segment-acks, see
-			   * cca_cong_avoid_frac): up to a window's worth, not slow-start growth */
+	struct cca_frac frac; /* congestion avoidance's credit (see cca_cong_avoid_frac):
+			       * up to a window's worth, not slow-start growth */
 	u32 ss_frac;      /* slow start's fraction carried between ACKs (1/1024 segment) */
 	u32 rho;          /* 1/1024 */
 	u32 min_rtt_us;   /* 0 = no sample yet */
@@ -45,7 +45,7 @@ void BPF_PROG(cca_hybla_init, struct sock *sk)
 {
 	struct hybla *ca = inet_csk_ca(sk);
 
-	ca->acc = 0;
+	ca->frac.acc = 0;
 	ca->ss_frac = 0;
 	ca->rho = 1024;
 	ca->min_rtt_us = 0;
@@ -88,7 +88,7 @@ static __always_inline void hybla_cong_avoid(struct sock *sk, u32 ack, u32 acked
 		return;
 	}
 	/* rho^2 segments per RTT */
-	cca_cong_avoid_frac(tp, &ca->acc, (u64)ca->rho * ca->rho >> 10, acked);
+	cca_cong_avoid_frac(tp, &ca->frac, (u64)ca->rho * ca->rho >> 10, acked);
 }
 
 /* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
@@ -96,7 +96,7 @@ static __always_inline u32 hybla_ssthresh_for(struct sock *sk, u32 cwnd)
 {
 	struct hybla *ca = inet_csk_ca(sk);
 
-	ca->acc = 0;
+	ca->frac.acc = 0;
 	return cca_rfc5681_ssthresh(cwnd);
 }
 

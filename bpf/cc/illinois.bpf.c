@@ -48,7 +48,7 @@
 #define IL_THETA      5u             /* low-delay rounds before alpha_max */
 
 struct illinois {
-	u64 acc;
+	struct cca_frac frac;
 	u64 sum_rtt;        /* this round */
 	u32 cnt_rtt;
 	u32 base_rtt;       /* us */
@@ -73,7 +73,7 @@ void BPF_PROG(cca_illinois_init, struct sock *sk)
 {
 	struct illinois *ca = inet_csk_ca(sk);
 
-	ca->acc = 0;
+	ca->frac.acc = 0;
 	ca->base_rtt = 0;
 	ca->max_rtt = 0;
 	ca->alpha = IL_ALPHA_BASE;
@@ -157,7 +157,7 @@ static __always_inline void illinois_cong_avoid(struct sock *sk, u32 ack, u32 ac
 	}
 	if (!cca_grow_prologue(sk, &acked))
 		return;
-	cca_cong_avoid_frac(tp, &ca->acc, ca->alpha, acked);
+	cca_cong_avoid_frac(tp, &ca->frac, ca->alpha, acked);
 }
 
 /* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
@@ -166,7 +166,7 @@ static __always_inline u32 illinois_ssthresh_for(struct sock *sk, u32 cwnd)
 	struct illinois *ca = inet_csk_ca(sk);
 	u32 beta = cwnd < IL_WIN_THRESH ? IL_BETA_BASE : ca->beta;
 
-	ca->acc = 0;            /* the fraction carried belonged to the window before the cut */
+	ca->frac.acc = 0;            /* the fraction carried belonged to the window before the cut */
 	return cca_max(cwnd - (u32)((u64)cwnd * beta >> 10), 2);
 }
 

@@ -20,10 +20,11 @@ int cch_seq_after(u32 a, u32 b) { return cca_seq_after(a, b); }
 void cch_set_cwnd(struct sock *sk, u32 cwnd) { cca_set_cwnd(tcp_sk(sk), cwnd); }
 u32 cch_slow_start(struct sock *sk, u32 acked) { return cca_slow_start(tcp_sk(sk), acked); }
 void cch_cong_avoid_ai(struct sock *sk, u32 w, u32 acked) { cca_cong_avoid_ai(tcp_sk(sk), w, acked); }
-void cch_cong_avoid_frac(struct sock *sk, u64 *acc, u64 inc_fp, u32 acked)
+void cch_cong_avoid_frac(struct sock *sk, struct cca_frac *f, u64 inc_fp, u32 acked)
 {
-	cca_cong_avoid_frac(tcp_sk(sk), acc, inc_fp, acked);
+	cca_cong_avoid_frac(tcp_sk(sk), f, inc_fp, acked);
 }
+u64 cch_frac_credit(struct sock *sk, struct cca_frac *f) { return cca_frac_credit(tcp_sk(sk), f); }
 void cch_cong_avoid_frac_one(struct sock *sk, u64 *acc, u64 inc_fp, u32 acked)
 {
 	cca_cong_avoid_frac_one(tcp_sk(sk), acc, inc_fp, acked);

@@ -514,6 +514,15 @@ pub mod common {
     use super::Conn;
     use std::ffi::c_void;
 
+    /// struct cca_frac: the remainder of a fractional increase (1/1024 segment-acks) and
+    /// the window it was counted at
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Frac {
+        pub acc: u64,
+        pub cwnd: u32,
+    }
+
     extern "C" {
         fn cch_sqrt(x: u64) -> u32;
         fn cch_cbrt(x: u64) -> u32;
@@ -524,7 +533,8 @@ pub mod common {
         fn cch_set_cwnd(sk: *mut c_void, cwnd: u32);
         fn cch_slow_start(sk: *mut c_void, acked: u32) -> u32;
         fn cch_cong_avoid_ai(sk: *mut c_void, w: u32, acked: u32);
-        fn cch_cong_avoid_frac(sk: *mut c_void, acc: *mut u64, inc_fp: u64, acked: u32);
+        fn cch_cong_avoid_frac(sk: *mut c_void, f: *mut Frac, inc_fp: u64, acked: u32);
+        fn cch_frac_credit(sk: *mut c_void, f: *mut Frac) -> u64;
         fn cch_cong_avoid_frac_one(sk: *mut c_void, acc: *mut u64, inc_fp: u64, acked: u32);
         fn cch_grow_prologue(sk: *mut c_void, acked: *mut u32) -> i32;
         fn cch_half_cwnd(sk: *mut c_void) -> u32;
@@ -563,8 +573,12 @@ pub mod common {
     pub fn cong_avoid_ai(c: &Conn, w: u32, acked: u32) {
         unsafe { cch_cong_avoid_ai(c.s, w, acked) }
     }
-    pub fn cong_avoid_frac(c: &Conn, acc: &mut u64, inc_fp: u64, acked: u32) {
-        unsafe { cch_cong_avoid_frac(c.s, acc, inc_fp, acked) }
+    pub fn cong_avoid_frac(c: &Conn, f: &mut Frac, inc_fp: u64, acked: u32) {
+        unsafe { cch_cong_avoid_frac(c.s, f, inc_fp, acked) }
+    }
+    /// the remainder, dropped first if cwnd is below the window it was counted at
+    pub fn frac_credit(c: &Conn, f: &mut Frac) -> u64 {
+        unsafe { cch_frac_credit(c.s, f) }
     }
     pub fn cong_avoid_frac_one(c: &Conn, acc: &mut u64, inc_fp: u64, acked: u32) {
         unsafe { cch_cong_avoid_frac_one(c.s, acc, inc_fp, acked) }

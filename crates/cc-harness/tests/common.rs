@@ -144,24 +144,72 @@ fn additive_increase_adds_one_segment_per_w_acked_segments() {
 fn fractional_increase_adds_inc_over_1024_segments_per_window_of_acks() {
     let c = Conn::new("reno");
     c.set_cwnd(10);
-    let mut acc = 0u64;
-    cong_avoid_frac(&c, &mut acc, 3 * 1024 / 2, 9); // 1.5 segments per RTT
-    assert_eq!((c.cwnd(), acc), (11, 9 * 1536 - 10 * 1024), "13824 units: one segment of 10240");
+    let mut f = Frac::default();
+    cong_avoid_frac(&c, &mut f, 3 * 1024 / 2, 9); // 1.5 segments per RTT
+    assert_eq!((c.cwnd(), f.acc), (11, 9 * 1536 - 10 * 1024), "13824 units: one segment of 10240");
+    assert_eq!(f.cwnd, 11, "the remainder is counted at the window after the increase");
     // a one-segment window: one acked segment at inc 1 is a whole segment
     c.set_cwnd(1);
-    let mut acc = 0;
-    cong_avoid_frac(&c, &mut acc, 1024, 1);
-    assert_eq!((c.cwnd(), acc), (2, 0));
+    let mut f = Frac::default();
+    cong_avoid_frac(&c, &mut f, 1024, 1);
+    assert_eq!((c.cwnd(), f.acc), (2, 0));
     // a zero window (never set by the stack) counts as one segment: no division by zero
     c.set(Field::Cwnd, 0);
-    let mut acc = 0;
-    cong_avoid_frac(&c, &mut acc, 1024, 1);
+    let mut f = Frac::default();
+    cong_avoid_frac(&c, &mut f, 1024, 1);
     assert_eq!(c.cwnd(), 1);
     // one call adds at most 0xffff segments
     c.set_cwnd(1);
-    let mut acc = 0;
-    cong_avoid_frac(&c, &mut acc, 1 << 40, 1);
+    let mut f = Frac::default();
+    cong_avoid_frac(&c, &mut f, 1 << 40, 1);
     assert_eq!(c.cwnd(), 1 + 0xffff);
+}
+
+#[test]
+fn fractional_increase_drops_a_remainder_counted_at_a_larger_window() {
+    // cca_common.h: the remainder is c/cwnd of a segment at the window it was counted at;
+    // a window found smaller than that (without a loss: an idle restart, RFC 5681 §4.1)
+    // drops it rather than spending it against the smaller window's unit, where it would
+    // be worth more; the first round at the new window grows by exactly the rule
+    let c = Conn::new("reno");
+    c.set_cwnd(100);
+    let mut f = Frac::default();
+    cong_avoid_frac(&c, &mut f, 1024, 99); // 99 of the 100 acks of a segment at 100
+    assert_eq!((c.cwnd(), f), (100, Frac { acc: 99 * 1024, cwnd: 100 }));
+    // 99/50 of a segment at 50: not two segments at once; this ack counts from nothing,
+    // and the next segment comes after the 50 acks of the rule at 50
+    c.set_cwnd(50);
+    cong_avoid_frac(&c, &mut f, 1024, 1);
+    assert_eq!((c.cwnd(), f), (50, Frac { acc: 1024, cwnd: 50 }), "over-full at the smaller window");
+    cong_avoid_frac(&c, &mut f, 1024, 48);
+    assert_eq!(c.cwnd(), 50);
+    cong_avoid_frac(&c, &mut f, 1024, 1);
+    assert_eq!((c.cwnd(), f), (51, Frac { acc: 0, cwnd: 51 }), "a segment after 50 acks at 50");
+    // a remainder below one segment of the smaller window goes too: 30/100 would be 30/60
+    c.set_cwnd(100);
+    let mut f = Frac { acc: 30 * 1024, cwnd: 100 };
+    c.set_cwnd(60);
+    cong_avoid_frac(&c, &mut f, 1024, 59);
+    assert_eq!((c.cwnd(), f.acc), (60, 59 * 1024), "30/100 of a segment is not carried to 60");
+    cong_avoid_frac(&c, &mut f, 1024, 1);
+    assert_eq!(c.cwnd(), 61);
+    // at the same window or a larger one (grown by slow start, say) it is kept
+    let mut f = Frac { acc: 30 * 1024, cwnd: 60 };
+    c.set_cwnd(60);
+    cong_avoid_frac(&c, &mut f, 1024, 29);
+    assert_eq!((c.cwnd(), f.acc), (60, 59 * 1024), "the same window");
+    let mut f = Frac { acc: 30 * 1024, cwnd: 60 };
+    c.set_cwnd(70);
+    cong_avoid_frac(&c, &mut f, 1024, 40);
+    assert_eq!((c.cwnd(), f), (71, Frac { acc: 0, cwnd: 71 }), "a larger window: 30 + 40 acks of 70");
+    // the credit a rule reads (BIC's window with its fraction) is the same
+    let mut f = Frac { acc: 5000, cwnd: 10 };
+    c.set_cwnd(10);
+    assert_eq!(frac_credit(&c, &mut f), 5000);
+    c.set_cwnd(11);
+    assert_eq!(frac_credit(&c, &mut f), 5000, "a larger window");
+    c.set_cwnd(9);
+    assert_eq!((frac_credit(&c, &mut f), f.acc), (0, 0), "a smaller window");
 }
 
 #[test]

@@ -153,3 +153,58 @@ fn standard_tcp_at_low_window_after_an_idle_restart_from_above() {
     c.ack_segments(1, 100, 20_000);
     assert_eq!(c.cwnd(), 39);
 }
+
+/// The window after `acks` ACKs of one segment in congestion avoidance from a window `w`
+/// and no credit, by §5's rule as the table gives it: a(w)/256 segments per RTT at the
+/// window w (its row), a(w)/w per acked segment, the remainder carried in 1/1024
+/// segment-acks
+fn window_by_the_rule(mut w: u32, acks: u32) -> u32 {
+    let mut acc = 0u64;
+    for _ in 0..acks {
+        acc += (row(w).1 as u64) << 2;
+        let unit = (w as u64) << 10;
+        w += (acc / unit) as u32;
+        acc %= unit;
+    }
+    w
+}
+
+#[test]
+fn the_first_round_after_an_idle_restart_grows_by_a_of_the_new_window() {
+    // RFC 3649 §5: a(w) per RTT at the window w. A window of 120, past its ssthresh of 80,
+    // has counted all but one ACK's worth of a segment (a(120)/120 per ACK) when the
+    // application stops sending; the flight is acknowledged without growth (not
+    // cwnd-limited, RFC 7661), the connection sits idle, and RFC 5681 §4.1's restart
+    // (tcp_cwnd_restart: ssthresh max(80, 3/4 · 120) = 90, cwnd halved for one RTO of
+    // idle: 60; no loss, no ssthresh op) is followed by slow start back to 90. From there
+    // the growth is a(90) per RTT from nothing: the credit counted at 120 is not spent at
+    // 90, where it would be more than a whole segment at once
+    let c = Conn::new("highspeed");
+    c.start_in_ca(80);
+    c.set_cwnd(120);
+    let k = (120u32 * 256).div_ceil(row(120).1) - 1;
+    c.ack_segments(k, 100, 20_000);
+    assert_eq!(c.cwnd(), 120, "one ACK short of the next segment");
+    c.set_app_unlimited(false);
+    c.set(Field::IsCwndLimited, 0);
+    let rest = c.get(Field::PacketsOut) as u32;
+    c.ack_segments(rest, 100, 20_000);
+    assert_eq!((c.cwnd(), c.get(Field::PacketsOut)), (120, 0), "the flight acknowledged, no growth");
+    advance_us(1_000_000);
+    c.cwnd_event(CA_EVENT_CWND_RESTART);
+    c.set_ssthresh(90);
+    c.set_cwnd(60);
+    c.set_app_unlimited(true);
+    c.ack_segments(30, 100, 20_000);
+    assert_eq!((c.cwnd(), c.ssthresh()), (90, 90), "slow start up to ssthresh");
+    // the first segment after ⌈90 · 256/a(90)⌉ ACKs, and the round (90 ACKs) by the rule
+    let first = (90u32 * 256).div_ceil(row(90).1);
+    let mut n = 0;
+    while c.cwnd() == 90 && n < 1000 {
+        c.ack(Ack::new(1, 20_000));
+        n += 1;
+    }
+    assert_eq!((n, c.cwnd()), (first, 91), "a(90) = {}/256", row(90).1);
+    c.ack_segments(90 - n, 100, 20_000);
+    assert_eq!(c.cwnd(), window_by_the_rule(90, 90), "the first round after the restart");
+}

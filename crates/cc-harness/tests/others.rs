@@ -1707,6 +1707,121 @@ fn bic_restarts_at_the_reduced_window_without_a_fraction() {
     assert_eq!(c.cwnd(), 21);
 }
 
+/// The windows after each of `acks` ACKs of one segment in a round of BIC whose increase
+/// is `inc_fp`/1024 segments per RTT, spread over the round's ACKs (inc / cwnd per acked
+/// segment, the remainder carried in 1/1024 segment-acks as bpf/cc/bic.bpf.c counts it),
+/// from a window `w` and no fraction
+fn bic_round_windows(mut w: u32, inc_fp: u64, acks: u32) -> Vec<u32> {
+    let mut acc = 0u64;
+    (0..acks)
+        .map(|_| {
+            acc += inc_fp;
+            let unit = (w as u64) << 10;
+            w += (acc / unit) as u32;
+            acc %= unit;
+            w
+        })
+        .collect()
+}
+
+#[test]
+fn bic_a_repeated_time_out_starts_the_search_over_from_the_new_window() {
+    // after an RTO the search starts over (bpf/cc/bic.bpf.c): W_max is forgotten (0), and
+    // from ssthresh on the step is the rule at that window: max probing from W_max 0,
+    // min(cwnd - 0, S_max) per RTT. A repeated time-out (the retransmission timed out
+    // again: tcp_enter_loss asks no ssthresh op, only the state change) starts it over as
+    // well; a step computed in Loss at a larger window must not outlive it.
+    // RTO at 18: ssthresh 18 - 18/8 = 16. In Loss the window climbs back (slow start to
+    // 16, then max probing) past S_max = 32, where the step is 32 per RTT
+    let c = Conn::new("bic");
+    c.start_in_ca(18);
+    c.enter_loss();
+    assert_eq!((c.cwnd(), c.ssthresh()), (1, 16));
+    c.ack_segments(15, 100, 50_000);
+    assert_eq!(c.cwnd(), 16, "slow start up to ssthresh");
+    c.rounds_until(33, 50_000, 10);
+    c.ack_segments(3, 100, 50_000); // into a round whose step is S_max
+    let w = c.cwnd();
+    assert!(w > 32, "the step was computed at {w}");
+    // the retransmission times out again, mid-round
+    c.set_cwnd(1);
+    c.set(Field::PacketsOut, 0);
+    c.set_ca_state(LOSS);
+    c.ack_segments(15, 100, 50_000);
+    assert_eq!((c.cwnd(), c.ssthresh()), (16, 16), "slow start up to ssthresh");
+    // from 16 on: min(16, 32) = 16 segments per RTT, one segment at the first ACK, not
+    // the 32/16 = 2 of the old step
+    let mut got = vec![];
+    for _ in 0..10 {
+        c.ack(Ack::new(1, 50_000));
+        got.push(c.cwnd());
+    }
+    assert_eq!(got, bic_round_windows(16, 16 << 10, 10), "after the repeated time-out");
+    // the same as a connection that never saw a loss (W_max 0) at that window
+    let fresh = Conn::new("bic");
+    fresh.start_in_ca(16);
+    let mut want = vec![];
+    for _ in 0..10 {
+        fresh.ack(Ack::new(1, 50_000));
+        want.push(fresh.cwnd());
+    }
+    assert_eq!(got, want, "a fresh connection at 16");
+}
+
+/// `n` ACKs of one segment each; the windows after each
+fn bic_windows_of_acks(c: &Conn, n: u32) -> Vec<u32> {
+    (0..n)
+        .map(|_| {
+            advance_us(100);
+            c.ack(Ack::new(1, 50_000));
+            c.cwnd()
+        })
+        .collect()
+}
+
+#[test]
+fn bic_the_first_round_after_an_idle_restart_is_the_search_step_of_the_new_window() {
+    // §3: the step of a round is (W_max - cwnd)/2 from the window at the round's start,
+    // spread over its ACKs. A loss at 200 (W_max 200, cwnd 175); the window is at 190
+    // (step (200 - 190)/2 = 5 per RTT, 5/190 per ACK: a segment at ACK 38), and has
+    // counted 37 more ACKs (37/38 of a segment) when the application stops sending; the
+    // flight is acknowledged without growth (not cwnd-limited, RFC 7661), the connection
+    // sits idle, and RFC 5681 §4.1's restart (tcp_cwnd_restart: ssthresh max(175, 3/4 ·
+    // 191) = 175, cwnd halved for one RTO of idle: 95; no loss, no ssthresh op) is
+    // followed by slow start back to 175. From there the round's step is the rule at 175,
+    // (200 - 175)/2 = 12.5 per RTT from no fraction: the fraction counted at 191 is
+    // neither part of the window the step is computed from nor spent at 175
+    let c = Conn::new("bic");
+    c.start_in_ca(200);
+    c.enter_recovery();
+    c.exit_reduction();
+    assert_eq!((c.cwnd(), c.ssthresh()), (175, 175));
+    c.set_cwnd(190);
+    let w = bic_windows_of_acks(&c, 38 + 37);
+    assert_eq!((w[36], w[37], w[74]), (190, 191, 191), "5/190 per ACK");
+    c.set_app_unlimited(false);
+    c.set(Field::IsCwndLimited, 0);
+    let rest = c.get(Field::PacketsOut) as u32;
+    c.ack_segments(rest, 100, 50_000);
+    assert_eq!((c.cwnd(), c.get(Field::PacketsOut)), (191, 0), "the flight acknowledged, no growth");
+    advance_us(1_000_000);
+    c.cwnd_event(CA_EVENT_CWND_RESTART);
+    c.set_cwnd(95);
+    c.set_app_unlimited(true);
+    c.ack_segments(80, 100, 50_000);
+    assert_eq!((c.cwnd(), c.ssthresh()), (175, 175), "slow start up to ssthresh");
+    let got = bic_windows_of_acks(&c, 100);
+    let want = bic_round_windows(175, (200 - 175) << 10 >> 1, 100);
+    assert_eq!(want[13], 176, "the first segment at ACK 175/12.5 = 14");
+    assert_eq!(got, want, "the first round after the restart");
+    // the same as a connection at that window and W_max that never went idle
+    let fresh = Conn::new("bic");
+    fresh.start_in_ca(200);
+    fresh.enter_recovery();
+    fresh.exit_reduction();
+    assert_eq!(bic_windows_of_acks(&fresh, 100), want, "without the idle period");
+}
+
 #[test]
 fn cubic_fast_convergence_only_below_the_last_w_max() {
     // RFC 9438 §4.7: W_max is lowered only for a loss below it; one exactly at W_max
