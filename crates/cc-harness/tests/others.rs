@@ -841,6 +841,75 @@ fn cubic_after_a_timeout_the_first_epoch_is_convex_from_its_start() {
     assert!((got - want).abs() <= 0.02 * want + 2.0, "t {t:.2} after the loss at {w_loss}: cwnd {got}, W_cubic {want:.1}");
 }
 
+/// cwnd after each of `rounds` rounds at RTT 100 ms of a CUBIC flow 1 s into the concave
+/// epoch after a loss at 200 (W_max 200, K = 5.3 s), where `event` happens first (at no
+/// cost in time). The AI counter snd_cwnd_cnt is zeroed after it in every run: the kernel
+/// zeroes it at a reduction and an undo does not bring it back, and it is no CUBIC state.
+fn cubic_rounds_after(event: impl FnOnce(&Conn), rounds: u32) -> Vec<u32> {
+    let c = cubic_epoch(200, 100_000, 1.0);
+    event(&c);
+    c.set(Field::CwndCnt, 0);
+    (0..rounds).map(|_| {
+        c.round(100_000);
+        c.cwnd()
+    }).collect()
+}
+
+#[test]
+fn cubic_an_undone_reduction_leaves_growth_as_if_it_had_not_happened() {
+    // RFC 9438 §4.9.2: a reduction found spurious restores cwnd and, if cwnd is lower than
+    // cwnd_prior, ssthresh, W_max, K, t_epoch and W_est as they were before it ("CUBIC's
+    // performance is similar to what it would be without spurious losses"). 1 s into the
+    // epoch after a loss at 200, cwnd is about 170: the reduction sets W_max = 0.85 * 170
+    // (§4.7) and ends the epoch; the undo must give them back, so the window keeps the
+    // concave curve toward 200, round for round.
+    let without = cubic_rounds_after(|_| (), 20);
+    assert!(without[19] > without[0] + 10, "the reference climbs the curve: {without:?}");
+    // a loss detected by ACKs, undone once PRR brought cwnd to ssthresh
+    let undone = cubic_rounds_after(|c| {
+        c.enter_recovery();
+        c.set_cwnd(c.ssthresh());
+        c.undo();
+    }, 20);
+    assert_eq!(undone, without, "recovery undone below cwnd_prior");
+    // undone before cwnd went below cwnd_prior: not "already higher" (§4.9.2), restored too
+    let undone = cubic_rounds_after(|c| {
+        c.enter_recovery();
+        c.undo();
+    }, 20);
+    assert_eq!(undone, without, "recovery undone at cwnd_prior");
+    // a timeout undone (§4.9.1: restore the congestion control state): the epoch resumed
+    // is not a first one after an RTO (§4.8). The model's outstanding data is put back
+    // as it was: it was delivered, the RTO was spurious.
+    let undone = cubic_rounds_after(|c| {
+        let out = c.get(Field::PacketsOut);
+        c.enter_loss();
+        c.undo();
+        c.set(Field::PacketsOut, out);
+    }, 20);
+    assert_eq!(undone, without, "RTO undone");
+}
+
+#[test]
+fn cubic_an_undo_after_cwnd_regrew_past_the_prior_window_keeps_the_current_state() {
+    // RFC 9438 §4.9.2: "when the detection happens long after a spurious loss event and
+    // the current cwnd is already higher than cwnd_prior, CUBIC SHOULD continue to use the
+    // current and the most recent values": an undo at cwnd_prior + 5 leaves cwnd and the
+    // epoch the reduction began, as a run whose reduction was never undone
+    let regrown = |c: &Conn| c.get(Field::PriorCwnd) as u32 + 5;
+    let kept = cubic_rounds_after(|c| {
+        c.enter_recovery();
+        c.exit_reduction();
+        c.set_cwnd(regrown(c));
+    }, 20);
+    let undone = cubic_rounds_after(|c| {
+        c.enter_recovery();
+        c.set_cwnd(regrown(c));
+        c.undo();
+    }, 20);
+    assert_eq!(undone, kept);
+}
+
 // ---- Scalable ---------------------------------------------------------------------------
 #[test]
 fn scalable_adds_one_segment_per_hundred_acked_and_cuts_an_eighth() {
