@@ -147,17 +147,18 @@ static __always_inline u32 cubic_slow_start(struct sock *sk, struct cubic *ca, u
 			ca->hystart_done = 1;
 			return acked;
 		}
-		if (ca->rtt_samples >= HS_N_RTT_SAMPLE && ca->cur_round_min_rtt < ca->css_baseline) {
-			ca->css_baseline = 0;   /* the RTT rise was spurious: back to slow start */
-			ca->css_rounds = 0;
-			return cca_slow_start(tp, acked);
-		}
+		/* §4.2, per ACK in CSS: the growth first, then the check of the round's
+		 * samples, so the ACK that finds the rise spurious still grows by a quarter */
 		ca->css_cnt += acked;
 		if (ca->css_cnt >= HS_CSS_GROWTH_DIV) {
 			u32 inc = ca->css_cnt / HS_CSS_GROWTH_DIV;
 
 			ca->css_cnt -= inc * HS_CSS_GROWTH_DIV;
 			cca_slow_start(tp, inc);
+		}
+		if (ca->rtt_samples >= HS_N_RTT_SAMPLE && ca->cur_round_min_rtt < ca->css_baseline) {
+			ca->css_baseline = 0;   /* the RTT rise was spurious: back to slow start */
+			ca->css_rounds = 0;
 		}
 		return 0;
 	}

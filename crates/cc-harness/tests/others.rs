@@ -659,6 +659,32 @@ fn cubic_conservative_slow_start_adds_one_segment_per_four_acked_from_its_start(
 }
 
 #[test]
+fn cubic_conservative_slow_start_grows_a_quarter_on_the_ack_that_finds_the_rise_spurious() {
+    // RFC 9406 §4.2, per ACK in CSS: first cwnd += N / CSS_GROWTH_DIVISOR (4), then the RTT
+    // sample is counted, then "if currentRoundMinRTT < cssBaselineMinRtt" (once
+    // rttSampleCount >= N_RTT_SAMPLE = 8) slow start resumes. So the ACK that brings the
+    // eighth sample still grows by a quarter; one segment per ACK starts with the next.
+    let c = hystart_flow(40_000);
+    let n = c.next_round_acks();
+    c.round(45_000);
+    // CSS from the eighth ACK of the risen round on: n - 8 ACKs counted at a quarter
+    let carry = (n - 8) % 4;
+    // the next round: two ACKs without an RTT sample, then samples at the base RTT (below
+    // the baseline of 45 ms): the eighth sample comes with the tenth ACK
+    let w0 = c.cwnd();
+    let seen = std::cell::RefCell::new(vec![]);
+    c.round_with(40_000, |i| {
+        seen.borrow_mut().push(c.cwnd() - w0);
+        if i < 2 { u32::MAX } else { 40_000 }
+    });
+    let seen = seen.into_inner();
+    // growth after i ACKs: a quarter of min(i, 10) with the carry, then one per ACK
+    let want: Vec<u32> = (0..seen.len() as u32).map(|i| (carry + i.min(10)) / 4 + i.saturating_sub(10)).collect();
+    assert!(seen.len() > 14, "{} ACKs", seen.len());
+    assert_eq!(seen, want);
+}
+
+#[test]
 fn cubic_conservative_slow_start_judges_the_eighth_sample_whatever_acks_carry_none() {
     // RFC 9406 §4.3: in CSS, once rttSampleCount >= N_RTT_SAMPLE (8) and currentRoundMinRTT <
     // cssBaselineMinRtt, slow start resumes: a round whose only samples are eight at the base
@@ -692,8 +718,9 @@ fn cubic_the_ack_that_ends_slow_start_counts_its_leftover_in_congestion_avoidanc
     c.ack(Ack::new(3, 40_000));
     assert_eq!((c.cwnd(), c.ssthresh()), (1024, 1024));
     assert_eq!(acks_until_growth(&c, 40_000, 4_000), Some(want), "from standard slow start");
-    // ... also when the ACK resumes slow start from CSS (RFC 9406 §4.3, the RTT fell back
-    // below the baseline at its eighth sample) ...
+    // ... also in the slow start resumed from CSS (RFC 9406 §4.2: the RTT fell back below
+    // the baseline at the round's eighth sample; that ACK still grew in CSS, the next is
+    // slow start's) ...
     let c = Conn::new("cubic");
     c.set_ssthresh(1024);
     c.round(40_000);
@@ -701,7 +728,7 @@ fn cubic_the_ack_that_ends_slow_start_counts_its_leftover_in_congestion_avoidanc
     c.round(45_000);
     let (g, n) = round_growth(&c, 45_000);
     assert!(g <= n / 4 + 1, "CSS: +{g} for {n} ACKs");
-    c.ack_segments(7, 1_000, 40_000);
+    c.ack_segments(8, 1_000, 40_000);
     c.set_cwnd(1023);
     c.ack(Ack::new(3, 40_000));
     assert_eq!((c.cwnd(), c.ssthresh()), (1024, 1024));
