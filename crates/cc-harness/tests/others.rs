@@ -917,6 +917,68 @@ fn cubic_an_undone_reduction_leaves_growth_as_if_it_had_not_happened() {
     assert_eq!(undone, without, "RTO undone");
 }
 
+/// cwnd after each of `n` one-segment ACKs (`gap` µs apart, RTT sample `rtt`) of a CUBIC
+/// flow `t` s into the epoch after a loss at `w`, where `event` happens first; a loss
+/// (recovery, then back to Open) comes after the first half of the ACKs. snd_cwnd_cnt is
+/// zeroed after `event` (as in `cubic_rounds_after`).
+fn cubic_acks_after(w: u32, rtt: u32, t: f64, event: impl FnOnce(&Conn), n: u32, gap: u64) -> Vec<u32> {
+    let c = cubic_epoch(w, rtt, t);
+    event(&c);
+    c.set(Field::CwndCnt, 0);
+    (0..n).map(|i| {
+        if i == n / 2 {
+            c.enter_recovery();
+            c.exit_reduction();
+        }
+        c.ack_segments(1, gap, rtt);
+        c.cwnd()
+    }).collect()
+}
+
+#[test]
+fn cubic_an_undo_after_congestion_avoidance_resumed_restores_the_state_before_the_reduction() {
+    // RFC 9438 §4.9.2: detection may come after the recovery ended (a D-SACK, in Open):
+    // while cwnd is still below cwnd_prior, cwnd, W_max, K, t_epoch, cwnd_prior and W_est
+    // all return to their values before the reduction, whatever the new epoch set them
+    // to. So the flow continues as one that kept its window and state and only saw time
+    // pass (no ACKs, so W_est and the epoch stand still), and the next loss finds the
+    // W_max of before (§4.7 fast convergence compares with it).
+    let undone_after = |w, rtt, t, rounds, n, gap| {
+        let elapsed = std::cell::Cell::new(0);
+        let undone = cubic_acks_after(w, rtt, t, |c| {
+            let t0 = now_us();
+            let prior = c.cwnd();
+            c.enter_recovery();
+            c.exit_reduction();
+            for _ in 0..rounds {
+                c.round(rtt);
+            }
+            assert!(c.cwnd() < prior, "cwnd {} regrew to cwnd_prior {prior}", c.cwnd());
+            c.undo();
+            elapsed.set(now_us() - t0);
+        }, n, gap);
+        let idle = cubic_acks_after(w, rtt, t, |_| advance_us(elapsed.get()), n, gap);
+        (undone, idle)
+    };
+    // the cubic region (RTT 100 ms, 1 s after a loss at 200): the new epoch's K and
+    // origin, and the fast-convergence W_max, must give way to those of before
+    let (undone, idle) = undone_after(200, 100_000, 1.0, 5, 600, 600);
+    assert_eq!(undone, idle, "RTT 100 ms");
+    // the Reno-friendly region (RTT 1 ms, W_est wins): W_est and cwnd_prior of before
+    // (alpha_cubic = 0.53 until W_est reaches the cwnd_prior of the loss at 100, §4.3)
+    let (undone, idle) = undone_after(100, 1_000, 0.02, 5, 2000, 12);
+    assert_eq!(undone, idle, "RTT 1 ms");
+    // an RTO undone: the later loss's epoch is concave as after any loss, not the convex
+    // first one after an RTO (§4.8)
+    let undone = cubic_acks_after(200, 100_000, 1.0, |c| {
+        let out = c.get(Field::PacketsOut);
+        c.enter_loss();
+        c.undo();
+        c.set(Field::PacketsOut, out);
+    }, 600, 600);
+    assert_eq!(undone, cubic_acks_after(200, 100_000, 1.0, |_| (), 600, 600), "RTO undone");
+}
+
 #[test]
 fn cubic_an_undo_after_cwnd_regrew_past_the_prior_window_keeps_the_current_state() {
     // RFC 9438 §4.9.2: "when the detection happens long after a spurious loss event and
