@@ -47,7 +47,9 @@ struct cubic {
 	u32 origin;           /* W_max of the epoch, or cwnd when above W_max */
 	u32 k;                /* K in 100 us units */
 	u64 w_est;            /* Reno-friendly window, segments * 2^20 */
-	/* §4.9.2: the state above as it was before the last reduction, for its undo */
+	/* §4.9.2: the state above as it was before the last reduction, for its undo
+	 * (written by every reduction before an undo can follow it; zero, the state of
+	 * init, in the icsk_ca_priv the kernel clears before init) */
 	u64 undo_epoch_start_us;
 	u32 undo_w_max;
 	u32 undo_cwnd_prior;
@@ -75,12 +77,6 @@ static __always_inline void cubic_reset(struct cubic *ca)
 	ca->origin = 0;
 	ca->k = 0;
 	ca->w_est = 0;
-	ca->undo_epoch_start_us = 0;
-	ca->undo_w_max = 0;
-	ca->undo_cwnd_prior = 0;
-	ca->undo_origin = 0;
-	ca->undo_k = 0;
-	ca->undo_w_est = 0;
 }
 
 static __always_inline void hystart_reset(struct cubic *ca, const struct tcp_sock *tp)
