@@ -3,7 +3,8 @@
  * cca_cubic — CUBIC, written from
  *   L. Xu, S. Ha, I. Rhee, V. Goel, L. Eggert (Ed.), "CUBIC for Fast and Long-Distance
  *   Networks", RFC 9438, 2023 (§4.2 window increase function, §4.3 Reno-friendly
- *   region, §4.6 multiplicative decrease, §4.7 fast convergence), and
+ *   region, §4.6 multiplicative decrease, §4.7 fast convergence, §4.9 undo of a spurious
+ *   reduction), and
  *   S. Ha, I. Rhee, L. Xu, "CUBIC: A New TCP-Friendly High-Speed TCP Variant",
  *   ACM SIGOPS OSR 42(5), 2008;
  * with slow-start exit by HyStart++: P. Balasubramanian, Y. Huang, M. Olson,
@@ -46,6 +47,15 @@ struct cubic {
 	u32 origin;           /* W_max of the epoch, or cwnd when above W_max */
 	u32 k;                /* K in 100 us units */
 	u64 w_est;            /* Reno-friendly window, segments * 2^20 */
+	/* §4.9.2: the state above as it was before the last reduction, for its undo
+	 * (written by every reduction before an undo can follow it; zero, the state of
+	 * init, in the icsk_ca_priv the kernel clears before init) */
+	u64 undo_epoch_start_us;
+	u32 undo_w_max;
+	u32 undo_cwnd_prior;
+	u32 undo_origin;
+	u32 undo_k;
+	u64 undo_w_est;
 	/* HyStart++ */
 	u32 round_end;        /* snd_nxt when the round started */
 	u32 last_round_min_rtt;
@@ -133,17 +143,18 @@ static __always_inline u32 cubic_slow_start(struct sock *sk, struct cubic *ca, u
 			ca->hystart_done = 1;
 			return acked;
 		}
-		if (ca->rtt_samples >= HS_N_RTT_SAMPLE && ca->cur_round_min_rtt < ca->css_baseline) {
-			ca->css_baseline = 0;   /* the RTT rise was spurious: back to slow start */
-			ca->css_rounds = 0;
-			return cca_slow_start(tp, acked);
-		}
+		/* §4.2, per ACK in CSS: the growth first, then the check of the round's
+		 * samples, so the ACK that finds the rise spurious still grows by a quarter */
 		ca->css_cnt += acked;
 		if (ca->css_cnt >= HS_CSS_GROWTH_DIV) {
 			u32 inc = ca->css_cnt / HS_CSS_GROWTH_DIV;
 
 			ca->css_cnt -= inc * HS_CSS_GROWTH_DIV;
 			cca_slow_start(tp, inc);
+		}
+		if (ca->rtt_samples >= HS_N_RTT_SAMPLE && ca->cur_round_min_rtt < ca->css_baseline) {
+			ca->css_baseline = 0;   /* the RTT rise was spurious: back to slow start */
+			ca->css_rounds = 0;
 		}
 		return 0;
 	}
@@ -244,6 +255,14 @@ static __always_inline u32 cubic_ssthresh_for(struct sock *sk, u32 cwnd)
 {
 	struct cubic *ca = inet_csk_ca(sk);
 
+	/* §4.9.2: saved before the reduction changes them; undo_cwnd restores them */
+	ca->undo_epoch_start_us = ca->epoch_start_us;
+	ca->undo_w_max = ca->w_max;
+	ca->undo_cwnd_prior = ca->cwnd_prior;
+	ca->undo_origin = ca->origin;
+	ca->undo_k = ca->k;
+	ca->undo_w_est = ca->w_est;
+
 	ca->epoch_start_us = 0;
 	/* §4.7 fast convergence: a flow whose W_max shrinks releases bandwidth */
 	if (cwnd < ca->w_max)
@@ -284,7 +303,32 @@ void BPF_PROG(cca_cubic_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 	}
 }
 
-CCA_UNDO_PRIOR_OP(cca_cubic)
+/*
+ * A reduction found spurious (RFC 9438 §4.9): the window before it (tp->prior_cwnd, the
+ * kernel restores ssthresh), and with it, if cwnd is not already higher than that window,
+ * the state the reduction changed: W_max, cwnd_prior, the epoch (t_epoch, K and its
+ * origin) and W_est (§4.9.2), so growth continues as if the event had not happened
+ * (after an RTO too: the epoch resumed is not the first after an RTO, §4.8). A cwnd
+ * already above it keeps the current state (§4.9.2, "in rare cases"). HyStart++ stays
+ * off: it is for the initial slow start only (RFC 9406 §4.2).
+ */
+SEC("struct_ops")
+u32 BPF_PROG(cca_cubic_undo_cwnd, struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	struct cubic *ca = inet_csk_ca(sk);
+
+	if (tp->snd_cwnd <= tp->prior_cwnd) {
+		ca->epoch_start_us = ca->undo_epoch_start_us;
+		ca->w_max = ca->undo_w_max;
+		ca->cwnd_prior = ca->undo_cwnd_prior;
+		ca->origin = ca->undo_origin;
+		ca->k = ca->undo_k;
+		ca->w_est = ca->undo_w_est;
+		ca->after_rto = false;
+	}
+	return cca_max(tp->snd_cwnd, tp->prior_cwnd);
+}
 
 CCA_CONG_CONTROL_OP(cca_cubic, cubic_ssthresh_for, cubic_cong_avoid)
 

@@ -659,6 +659,32 @@ fn cubic_conservative_slow_start_adds_one_segment_per_four_acked_from_its_start(
 }
 
 #[test]
+fn cubic_conservative_slow_start_grows_a_quarter_on_the_ack_that_finds_the_rise_spurious() {
+    // RFC 9406 §4.2, per ACK in CSS: first cwnd += N / CSS_GROWTH_DIVISOR (4), then the RTT
+    // sample is counted, then "if currentRoundMinRTT < cssBaselineMinRtt" (once
+    // rttSampleCount >= N_RTT_SAMPLE = 8) slow start resumes. So the ACK that brings the
+    // eighth sample still grows by a quarter; one segment per ACK starts with the next.
+    let c = hystart_flow(40_000);
+    let n = c.next_round_acks();
+    c.round(45_000);
+    // CSS from the eighth ACK of the risen round on: n - 8 ACKs counted at a quarter
+    let carry = (n - 8) % 4;
+    // the next round: two ACKs without an RTT sample, then samples at the base RTT (below
+    // the baseline of 45 ms): the eighth sample comes with the tenth ACK
+    let w0 = c.cwnd();
+    let seen = std::cell::RefCell::new(vec![]);
+    c.round_with(40_000, |i| {
+        seen.borrow_mut().push(c.cwnd() - w0);
+        if i < 2 { u32::MAX } else { 40_000 }
+    });
+    let seen = seen.into_inner();
+    // growth after i ACKs: a quarter of min(i, 10) with the carry, then one per ACK
+    let want: Vec<u32> = (0..seen.len() as u32).map(|i| (carry + i.min(10)) / 4 + i.saturating_sub(10)).collect();
+    assert!(seen.len() > 14, "{} ACKs", seen.len());
+    assert_eq!(seen, want);
+}
+
+#[test]
 fn cubic_conservative_slow_start_judges_the_eighth_sample_whatever_acks_carry_none() {
     // RFC 9406 §4.3: in CSS, once rttSampleCount >= N_RTT_SAMPLE (8) and currentRoundMinRTT <
     // cssBaselineMinRtt, slow start resumes: a round whose only samples are eight at the base
@@ -692,8 +718,9 @@ fn cubic_the_ack_that_ends_slow_start_counts_its_leftover_in_congestion_avoidanc
     c.ack(Ack::new(3, 40_000));
     assert_eq!((c.cwnd(), c.ssthresh()), (1024, 1024));
     assert_eq!(acks_until_growth(&c, 40_000, 4_000), Some(want), "from standard slow start");
-    // ... also when the ACK resumes slow start from CSS (RFC 9406 §4.3, the RTT fell back
-    // below the baseline at its eighth sample) ...
+    // ... also in the slow start resumed from CSS (RFC 9406 §4.2: the RTT fell back below
+    // the baseline at the round's eighth sample; that ACK still grew in CSS, the next is
+    // slow start's) ...
     let c = Conn::new("cubic");
     c.set_ssthresh(1024);
     c.round(40_000);
@@ -701,7 +728,7 @@ fn cubic_the_ack_that_ends_slow_start_counts_its_leftover_in_congestion_avoidanc
     c.round(45_000);
     let (g, n) = round_growth(&c, 45_000);
     assert!(g <= n / 4 + 1, "CSS: +{g} for {n} ACKs");
-    c.ack_segments(7, 1_000, 40_000);
+    c.ack_segments(8, 1_000, 40_000);
     c.set_cwnd(1023);
     c.ack(Ack::new(3, 40_000));
     assert_eq!((c.cwnd(), c.ssthresh()), (1024, 1024));
@@ -839,6 +866,137 @@ fn cubic_after_a_timeout_the_first_epoch_is_convex_from_its_start() {
     let want = w_cubic(t + 0.5, w_loss as f64);
     let got = c.cwnd() as f64;
     assert!((got - want).abs() <= 0.02 * want + 2.0, "t {t:.2} after the loss at {w_loss}: cwnd {got}, W_cubic {want:.1}");
+}
+
+/// cwnd after each of `rounds` rounds at RTT 100 ms of a CUBIC flow 1 s into the concave
+/// epoch after a loss at 200 (W_max 200, K = 5.3 s), where `event` happens first (at no
+/// cost in time). The AI counter snd_cwnd_cnt is zeroed after it in every run: the kernel
+/// zeroes it at a reduction and an undo does not bring it back, and it is no CUBIC state.
+fn cubic_rounds_after(event: impl FnOnce(&Conn), rounds: u32) -> Vec<u32> {
+    let c = cubic_epoch(200, 100_000, 1.0);
+    event(&c);
+    c.set(Field::CwndCnt, 0);
+    (0..rounds).map(|_| {
+        c.round(100_000);
+        c.cwnd()
+    }).collect()
+}
+
+#[test]
+fn cubic_an_undone_reduction_leaves_growth_as_if_it_had_not_happened() {
+    // RFC 9438 §4.9.2: a reduction found spurious restores cwnd and, if cwnd is lower than
+    // cwnd_prior, ssthresh, W_max, K, t_epoch and W_est as they were before it ("CUBIC's
+    // performance is similar to what it would be without spurious losses"). 1 s into the
+    // epoch after a loss at 200, cwnd is about 170: the reduction sets W_max = 0.85 * 170
+    // (§4.7) and ends the epoch; the undo must give them back, so the window keeps the
+    // concave curve toward 200, round for round.
+    let without = cubic_rounds_after(|_| (), 20);
+    assert!(without[19] > without[0] + 10, "the reference climbs the curve: {without:?}");
+    // a loss detected by ACKs, undone once PRR brought cwnd to ssthresh
+    let undone = cubic_rounds_after(|c| {
+        c.enter_recovery();
+        c.set_cwnd(c.ssthresh());
+        c.undo();
+    }, 20);
+    assert_eq!(undone, without, "recovery undone below cwnd_prior");
+    // undone before cwnd went below cwnd_prior: not "already higher" (§4.9.2), restored too
+    let undone = cubic_rounds_after(|c| {
+        c.enter_recovery();
+        c.undo();
+    }, 20);
+    assert_eq!(undone, without, "recovery undone at cwnd_prior");
+    // a timeout undone (§4.9.1: restore the congestion control state): the epoch resumed
+    // is not a first one after an RTO (§4.8). The model's outstanding data is put back
+    // as it was: it was delivered, the RTO was spurious.
+    let undone = cubic_rounds_after(|c| {
+        let out = c.get(Field::PacketsOut);
+        c.enter_loss();
+        c.undo();
+        c.set(Field::PacketsOut, out);
+    }, 20);
+    assert_eq!(undone, without, "RTO undone");
+}
+
+/// cwnd after each of `n` one-segment ACKs (`gap` µs apart, RTT sample `rtt`) of a CUBIC
+/// flow `t` s into the epoch after a loss at `w`, where `event` happens first; a loss
+/// (recovery, then back to Open) comes after the first half of the ACKs. snd_cwnd_cnt is
+/// zeroed after `event` (as in `cubic_rounds_after`).
+fn cubic_acks_after(w: u32, rtt: u32, t: f64, event: impl FnOnce(&Conn), n: u32, gap: u64) -> Vec<u32> {
+    let c = cubic_epoch(w, rtt, t);
+    event(&c);
+    c.set(Field::CwndCnt, 0);
+    (0..n).map(|i| {
+        if i == n / 2 {
+            c.enter_recovery();
+            c.exit_reduction();
+        }
+        c.ack_segments(1, gap, rtt);
+        c.cwnd()
+    }).collect()
+}
+
+#[test]
+fn cubic_an_undo_after_congestion_avoidance_resumed_restores_the_state_before_the_reduction() {
+    // RFC 9438 §4.9.2: detection may come after the recovery ended (a D-SACK, in Open):
+    // while cwnd is still below cwnd_prior, cwnd, W_max, K, t_epoch, cwnd_prior and W_est
+    // all return to their values before the reduction, whatever the new epoch set them
+    // to. So the flow continues as one that kept its window and state and only saw time
+    // pass (no ACKs, so W_est and the epoch stand still), and the next loss finds the
+    // W_max of before (§4.7 fast convergence compares with it).
+    let undone_after = |w, rtt, t, rounds, n, gap| {
+        let elapsed = std::cell::Cell::new(0);
+        let undone = cubic_acks_after(w, rtt, t, |c| {
+            let t0 = now_us();
+            let prior = c.cwnd();
+            c.enter_recovery();
+            c.exit_reduction();
+            for _ in 0..rounds {
+                c.round(rtt);
+            }
+            assert!(c.cwnd() < prior, "cwnd {} regrew to cwnd_prior {prior}", c.cwnd());
+            c.undo();
+            elapsed.set(now_us() - t0);
+        }, n, gap);
+        let idle = cubic_acks_after(w, rtt, t, |_| advance_us(elapsed.get()), n, gap);
+        (undone, idle)
+    };
+    // the cubic region (RTT 100 ms, 1 s after a loss at 200): the new epoch's K and
+    // origin, and the fast-convergence W_max, must give way to those of before
+    let (undone, idle) = undone_after(200, 100_000, 1.0, 5, 600, 600);
+    assert_eq!(undone, idle, "RTT 100 ms");
+    // the Reno-friendly region (RTT 1 ms, W_est wins): W_est and cwnd_prior of before
+    // (alpha_cubic = 0.53 until W_est reaches the cwnd_prior of the loss at 100, §4.3)
+    let (undone, idle) = undone_after(100, 1_000, 0.02, 5, 2000, 12);
+    assert_eq!(undone, idle, "RTT 1 ms");
+    // an RTO undone: the later loss's epoch is concave as after any loss, not the convex
+    // first one after an RTO (§4.8)
+    let undone = cubic_acks_after(200, 100_000, 1.0, |c| {
+        let out = c.get(Field::PacketsOut);
+        c.enter_loss();
+        c.undo();
+        c.set(Field::PacketsOut, out);
+    }, 600, 600);
+    assert_eq!(undone, cubic_acks_after(200, 100_000, 1.0, |_| (), 600, 600), "RTO undone");
+}
+
+#[test]
+fn cubic_an_undo_after_cwnd_regrew_past_the_prior_window_keeps_the_current_state() {
+    // RFC 9438 §4.9.2: "when the detection happens long after a spurious loss event and
+    // the current cwnd is already higher than cwnd_prior, CUBIC SHOULD continue to use the
+    // current and the most recent values": an undo at cwnd_prior + 5 leaves cwnd and the
+    // epoch the reduction began, as a run whose reduction was never undone
+    let regrown = |c: &Conn| c.get(Field::PriorCwnd) as u32 + 5;
+    let kept = cubic_rounds_after(|c| {
+        c.enter_recovery();
+        c.exit_reduction();
+        c.set_cwnd(regrown(c));
+    }, 20);
+    let undone = cubic_rounds_after(|c| {
+        c.enter_recovery();
+        c.set_cwnd(regrown(c));
+        c.undo();
+    }, 20);
+    assert_eq!(undone, kept);
 }
 
 // ---- Scalable ---------------------------------------------------------------------------
