@@ -55,3 +55,24 @@ def test_each_built_tool_answers_version(name):
                          timeout=10, env={**os.environ, "RUST_LOG": ""})
     assert out.returncode == 0
     assert re.match(rf"^{name} \d+\.\d+\.\d+\S* \(git \S+\)$", out.stdout.strip()), out.stdout
+
+
+def test_reading_the_commit_never_writes_the_checkout_s_index(tmp_path, monkeypatch):
+    """`git status` refreshes a stale index and writes it back under .git/index.lock. A
+    study reads the commit while the user works in the checkout, and in the reference
+    kernel's VM over a shared folder, where a git killed by its time-out left the lock
+    behind and the user's next commit failed: ccarena only reads."""
+    root = tmp_path / "checkout"
+    root.mkdir()
+    _git(root, "init", "-q")
+    (root / "f").write_text("1")
+    _git(root, "add", "f")
+    _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "x")
+    # the file's stat data no longer match the index: a status would refresh it
+    os.utime(root / "f", (1, 1))
+    index = root / ".git" / "index"
+    before = (index.stat().st_mtime_ns, index.read_bytes())
+    monkeypatch.setenv("CCARENA_ROOT", str(root))
+    assert environment._git_commit() == _git(root, "rev-parse", "--short=12", "HEAD")
+    assert (index.stat().st_mtime_ns, index.read_bytes()) == before
+    assert not (root / ".git" / "index.lock").exists()

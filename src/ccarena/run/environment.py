@@ -113,9 +113,12 @@ def _git_commit() -> str | None:
     if sha is None:
         return None
     try:
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain",
-                                "--untracked-files=no"], capture_output=True, text=True,
-                               timeout=5).stdout.strip()
+        # --no-optional-locks: a status refreshes a stale index and writes it back under
+        # .git/index.lock; killed by the time-out (a slow guest over a shared folder) it
+        # would leave the lock in the user's checkout. Reading the commit writes nothing.
+        dirty = subprocess.run(["git", "--no-optional-locks", "-C", str(root), "status",
+                                "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, timeout=5).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         dirty = ""
     return sha + ("+dirty" if dirty else "")
