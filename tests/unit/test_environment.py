@@ -17,6 +17,17 @@ def _git(root, *args):
                           check=True).stdout.strip()
 
 
+def _checkout(tmp_path):
+    """A git checkout with one committed file, f."""
+    root = tmp_path / "checkout"
+    root.mkdir()
+    _git(root, "init", "-q")
+    (root / "f").write_text("1")
+    _git(root, "add", "f")
+    _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "x")
+    return root
+
+
 def test_every_tool_version_and_the_commit_are_recorded(tmp_path, monkeypatch):
     bins = tmp_path / "bin"
     bins.mkdir()
@@ -24,12 +35,7 @@ def test_every_tool_version_and_the_commit_are_recorded(tmp_path, monkeypatch):
         b = bins / name
         b.write_text(f'#!/bin/sh\n[ "$1" = --version ] && echo "{name} 9.8.7 (git abc)"\n')
         b.chmod(0o755)
-    root = tmp_path / "checkout"
-    root.mkdir()
-    _git(root, "init", "-q")
-    (root / "f").write_text("1")
-    _git(root, "add", "f")
-    _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "x")
+    root = _checkout(tmp_path)
     monkeypatch.setenv("CCARENA_BIN_DIR", str(bins))
     monkeypatch.setenv("CCARENA_ROOT", str(root))
     environment.machine.cache_clear()
@@ -62,12 +68,7 @@ def test_reading_the_commit_never_writes_the_checkout_s_index(tmp_path, monkeypa
     study reads the commit while the user works in the checkout, and in the reference
     kernel's VM over a shared folder, where a git killed by its time-out left the lock
     behind and the user's next commit failed: ccarena only reads."""
-    root = tmp_path / "checkout"
-    root.mkdir()
-    _git(root, "init", "-q")
-    (root / "f").write_text("1")
-    _git(root, "add", "f")
-    _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "x")
+    root = _checkout(tmp_path)
     # the file's stat data no longer match the index: a status would refresh it
     os.utime(root / "f", (1, 1))
     index = root / ".git" / "index"
