@@ -135,6 +135,32 @@ def reductions(tr: pd.DataFrame, min_cwnd=8) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["i", "t", "w", "ssthresh", "ratio", "srtt_s", "state"])
 
 
+def congestion_events(tr: pd.DataFrame, min_cwnd=8) -> pd.DataFrame:
+    """Every call of the algorithm's ssthresh, as `reductions` gives them plus those the
+    state column cannot show: an ACK that ends a recovery and finds new losses (packets
+    sent during the recovery) leaves Recovery and enters it again within one ACK, so no
+    sample is Open; only the lower ssthresh betrays the second congestion event. The
+    kernel set cwnd to the old ssthresh when the first recovery ended
+    (tcp_end_cwnd_reduction), so that is the window the second call saw. A recovery
+    escalating to Loss (an RTO) calls ssthresh with the window it had (the sample before)."""
+    st = tr["ca_state"].to_numpy()
+    cw = tr["snd_cwnd"].to_numpy().astype(float)
+    ss = tr["ssthresh"].to_numpy().astype(float)
+    rows = reductions(tr, min_cwnd).to_dict("records")
+    idx = np.flatnonzero((st[1:] >= CWR) & (st[:-1] >= CWR) & (ss[1:] < ss[:-1])) + 1
+    for i in idx:
+        if ss[i - 1] >= ABSURD or ss[i] >= ABSURD:
+            continue
+        w = ss[i - 1] if st[i] == st[i - 1] else cw[i - 1]
+        if w < min_cwnd:
+            continue
+        rows.append({"i": i, "t": tr["t"].iat[i], "w": w, "ssthresh": ss[i],
+                     "ratio": ss[i] / w, "srtt_s": tr["srtt_us"].iat[i - 1] / 1e6,
+                     "state": st[i]})
+    out = pd.DataFrame(rows, columns=["i", "t", "w", "ssthresh", "ratio", "srtt_s", "state"])
+    return out.sort_values("i", kind="stable").reset_index(drop=True)
+
+
 def ca_epochs(tr: pd.DataFrame, t_from=1.0, min_s=0.5) -> list[pd.DataFrame]:
     """Stretches of congestion avoidance (state Open, cwnd >= ssthresh) after `t_from`,
     at least `min_s` long, each with `since` = time since the reduction that began it."""

@@ -26,6 +26,7 @@ import pytest
 
 from ccarena.metrics import goodput_series
 from ccsig import (ABSURD, MSS, PAYLOAD_SHARE, bulk, ca_epochs, check_valid,
+                   congestion_events,
                    flow_metrics, note, per_rtt_increase, reductions, run,
                    run_metrics, runs_by_cc, sender_trace, study_text, table)
 
@@ -199,8 +200,14 @@ def test_cubic_window_follows_the_cubic_function(tmp_path, no_leaks):
     res = run(text, tmp_path, force_cc="bpf")
     m = runs_by_cc(res)["cubic"]
     check_valid(m)
-    tr = sender_trace(m)
-    red = reductions(tr)
+    judge_cubic_epochs(sender_trace(m), note(m))
+
+
+def judge_cubic_epochs(tr, why=""):
+    """The CUBIC function test on one per-ACK trace (see the test above); returns the
+    fitted epochs. Every congestion event counts, also a second one hidden inside a
+    recovery (`congestion_events`): fast convergence lowers W_max there too."""
+    red = congestion_events(tr)
     st, t = tr["ca_state"].to_numpy(), tr["t"].to_numpy()
     cw = tr["snd_cwnd"].to_numpy().astype(float)
     bad = corrupted(tr).to_numpy()
@@ -227,21 +234,22 @@ def test_cubic_window_follows_the_cubic_function(tmp_path, no_leaks):
         fitted.append(dict(t=round(r.t, 2), w=r.w, wmax=round(wmax, 1), C=round(c3, 3),
                            infl=round(infl, 2), K=round(K, 2), w_infl=round(w_infl, 1),
                            span=(round(T[0], 2), round(T[-1], 2))))
-        assert 0.2 <= c3 <= 0.8, f"C {fitted[-1]} {note(m)}"
+        assert 0.2 <= c3 <= 0.8, f"C {fitted[-1]} {why}"
         if known:
-            assert abs(w_infl - wmax) <= 0.07 * wmax, f"W_max {fitted[-1]} {note(m)}"
+            assert abs(w_infl - wmax) <= 0.07 * wmax, f"W_max {fitted[-1]} {why}"
             checked_wmax.append(fitted[-1])
         if T[0] + 0.5 < infl < T[-1] - 0.5:
             crossed.append(fitted[-1])
             if known:
-                assert abs(infl - K) <= 1.0, f"K {fitted[-1]} {note(m)}"
+                assert abs(infl - K) <= 1.0, f"K {fitted[-1]} {why}"
                 checked_k.append(fitted[-1])
         known = True
-    assert crossed, f"no epoch passed its inflection: {fitted} {note(m)}"
+    assert crossed, f"no epoch passed its inflection: {fitted} {why}"
     # W_max and K are predicted only for epochs after a reduction the kernel fault did not
     # touch: at least one of each must have been checked
-    assert checked_wmax, f"no epoch with a known W_max: {fitted} {note(m)}"
-    assert checked_k, f"no epoch with a known W_max passed its inflection: {fitted} {note(m)}"
+    assert checked_wmax, f"no epoch with a known W_max: {fitted} {why}"
+    assert checked_k, f"no epoch with a known W_max passed its inflection: {fitted} {why}"
+    return fitted
 
 
 # -- BIC ------------------------------------------------------------------------------------
