@@ -258,18 +258,21 @@ static __always_inline void cca_cong_avoid_frac(struct tcp_sock *tp, struct cca_
  * the hole after a time-out is acknowledged together with everything received behind
  * it, hundreds of segments in one ACK: counted in full at a window of 2 and an alpha of
  * tens, it would make a window of thousands at once. Credit beyond the one segment is
- * dropped, so it cannot be spent on the ACKs that follow either.
+ * dropped, so it cannot be spent on the ACKs that follow either. A window found
+ * smaller than the one the remainder was counted at drops it (cca_frac_credit).
  */
-static __always_inline void cca_cong_avoid_frac_one(struct tcp_sock *tp, u64 *acc, u64 inc_fp,
-						    u32 acked)
+static __always_inline void cca_cong_avoid_frac_one(struct tcp_sock *tp, struct cca_frac *f,
+						    u64 inc_fp, u32 acked)
 {
 	u64 unit = (u64)cca_max(tp->snd_cwnd, 1) << 10;
+	u64 acc = cca_frac_credit(tp, f) + (u64)acked * inc_fp;
 
-	*acc += (u64)acked * inc_fp;
-	if (*acc >= unit) {
-		*acc = (*acc - unit) % unit;
+	if (acc >= unit) {
+		acc = (acc - unit) % unit;
 		cca_set_cwnd(tp, tp->snd_cwnd + 1);
 	}
+	f->acc = acc;
+	f->cwnd = tp->snd_cwnd;
 }
 
 /*

@@ -37,7 +37,7 @@
 #define HTCP_BETA_MAX    819u    /* 0.8 */
 
 struct htcp {
-	u64 acc;
+	struct cca_frac acc;  /* the increase's remainder */
 	u64 last_cong_us;     /* start, then end, of the last congestion event: Delta's origin */
 	u64 undo_last_cong_us;
 	u64 rate_start_us;    /* throughput sampling */
@@ -59,7 +59,7 @@ void BPF_PROG(cca_htcp_init, struct sock *sk)
 	struct htcp *ca = inet_csk_ca(sk);
 	u64 now = cca_now_us();
 
-	ca->acc = 0;
+	ca->acc.acc = 0;
 	ca->last_cong_us = now;
 	ca->rate_start_us = now;
 	ca->rate_delivered = tcp_sk(sk)->delivered;
@@ -159,7 +159,7 @@ static __always_inline u32 htcp_ssthresh_for(struct sock *sk, u32 cwnd)
 	ca->in_event = 1;
 	ca->beta = beta;
 	ca->rate_prev_event = now_rate;
-	ca->acc = 0;
+	ca->acc.acc = 0;
 	return cca_max((u32)((u64)cwnd * beta >> 10), 2);
 }
 

@@ -25,9 +25,9 @@ void cch_cong_avoid_frac(struct sock *sk, struct cca_frac *f, u64 inc_fp, u32 ac
 	cca_cong_avoid_frac(tcp_sk(sk), f, inc_fp, acked);
 }
 u64 cch_frac_credit(struct sock *sk, struct cca_frac *f) { return cca_frac_credit(tcp_sk(sk), f); }
-void cch_cong_avoid_frac_one(struct sock *sk, u64 *acc, u64 inc_fp, u32 acked)
+void cch_cong_avoid_frac_one(struct sock *sk, struct cca_frac *f, u64 inc_fp, u32 acked)
 {
-	cca_cong_avoid_frac_one(tcp_sk(sk), acc, inc_fp, acked);
+	cca_cong_avoid_frac_one(tcp_sk(sk), f, inc_fp, acked);
 }
 /* 1 and the segments left for congestion avoidance in *acked, or 0 */
 int cch_grow_prologue(struct sock *sk, u32 *acked) { return cca_grow_prologue(sk, acked); }

@@ -535,7 +535,7 @@ pub mod common {
         fn cch_cong_avoid_ai(sk: *mut c_void, w: u32, acked: u32);
         fn cch_cong_avoid_frac(sk: *mut c_void, f: *mut Frac, inc_fp: u64, acked: u32);
         fn cch_frac_credit(sk: *mut c_void, f: *mut Frac) -> u64;
-        fn cch_cong_avoid_frac_one(sk: *mut c_void, acc: *mut u64, inc_fp: u64, acked: u32);
+        fn cch_cong_avoid_frac_one(sk: *mut c_void, f: *mut Frac, inc_fp: u64, acked: u32);
         fn cch_grow_prologue(sk: *mut c_void, acked: *mut u32) -> i32;
         fn cch_half_cwnd(sk: *mut c_void) -> u32;
     }
@@ -580,8 +580,8 @@ pub mod common {
     pub fn frac_credit(c: &Conn, f: &mut Frac) -> u64 {
         unsafe { cch_frac_credit(c.s, f) }
     }
-    pub fn cong_avoid_frac_one(c: &Conn, acc: &mut u64, inc_fp: u64, acked: u32) {
-        unsafe { cch_cong_avoid_frac_one(c.s, acc, inc_fp, acked) }
+    pub fn cong_avoid_frac_one(c: &Conn, f: &mut Frac, inc_fp: u64, acked: u32) {
+        unsafe { cch_cong_avoid_frac_one(c.s, f, inc_fp, acked) }
     }
     /// Some(segments left for congestion avoidance), or None when nothing is left to do
     pub fn grow_prologue(c: &Conn, acked: u32) -> Option<u32> {

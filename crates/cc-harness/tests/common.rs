@@ -218,17 +218,30 @@ fn fractional_increase_of_at_most_one_segment_per_ack_drops_the_excess_credit() 
     // the remainder below one segment's worth
     let c = Conn::new("reno");
     c.set_cwnd(10);
-    let mut acc = 0u64;
-    cong_avoid_frac_one(&c, &mut acc, 3 * 1024, 9); // 27648 units, unit 10240
-    assert_eq!((c.cwnd(), acc), (11, (27648 - 10240) % 10240));
+    let mut f = Frac::default();
+    cong_avoid_frac_one(&c, &mut f, 3 * 1024, 9); // 27648 units, unit 10240
+    assert_eq!((c.cwnd(), f), (11, Frac { acc: (27648 - 10240) % 10240, cwnd: 11 }));
     c.set_cwnd(1);
-    let mut acc = 0;
-    cong_avoid_frac_one(&c, &mut acc, 1024, 1);
-    assert_eq!((c.cwnd(), acc), (2, 0), "a one-segment window");
+    let mut f = Frac::default();
+    cong_avoid_frac_one(&c, &mut f, 1024, 1);
+    assert_eq!((c.cwnd(), f.acc), (2, 0), "a one-segment window");
     c.set(Field::Cwnd, 0);
-    let mut acc = 0;
-    cong_avoid_frac_one(&c, &mut acc, 1024, 1);
+    let mut f = Frac::default();
+    cong_avoid_frac_one(&c, &mut f, 1024, 1);
     assert_eq!(c.cwnd(), 1, "a zero window counts as one segment");
+    // as cong_avoid_frac: a remainder counted at a larger window is dropped, one counted
+    // at the same or a smaller window is kept
+    let mut f = Frac { acc: 9 * 1024, cwnd: 20 };
+    c.set_cwnd(10);
+    cong_avoid_frac_one(&c, &mut f, 1024, 2);
+    assert_eq!((c.cwnd(), f), (10, Frac { acc: 2 * 1024, cwnd: 10 }), "a smaller window");
+    let mut f = Frac { acc: 9 * 1024, cwnd: 10 };
+    cong_avoid_frac_one(&c, &mut f, 1024, 2);
+    assert_eq!((c.cwnd(), f), (11, Frac { acc: 1024, cwnd: 11 }), "the same window");
+    let mut f = Frac { acc: 9 * 1024, cwnd: 8 };
+    c.set_cwnd(10);
+    cong_avoid_frac_one(&c, &mut f, 1024, 1);
+    assert_eq!((c.cwnd(), f), (11, Frac { acc: 0, cwnd: 11 }), "a larger window");
 }
 
 #[test]

@@ -466,3 +466,35 @@ fn a_throughput_sample_of_exactly_one_rtt_is_complete() {
     c.enter_recovery();
     assert_eq!(c.ssthresh(), w * 512 >> 10, "compared with the 10000/s of the first RTT");
 }
+
+#[test]
+fn the_first_segment_after_an_idle_restart_takes_a_whole_count_at_the_new_window() {
+    // Within Δ_L of the connection's start, with β = 0.5, the increase is one segment per
+    // RTT: one segment per cwnd acknowledged segments. A window of 120 (ssthresh 80) has
+    // counted 119 of them when the application stops sending; the flight is acknowledged
+    // without growth (not cwnd-limited, RFC 7661), the connection sits idle, and RFC 5681
+    // §4.1's restart (tcp_cwnd_restart: ssthresh 3/4 · 120 = 90, cwnd halved to 60; no
+    // loss, no ssthresh op) is followed by slow start back to 90. The credit counted at
+    // 120 is not spent at 90, where it would be more than a whole segment at once: the
+    // first segment comes after 90 acknowledged segments (cca_common.h, struct cca_frac)
+    let c = Conn::new("htcp");
+    let t0 = now_us();
+    c.start_in_ca(80);
+    c.set_cwnd(120);
+    c.ack_segments(119, 100, RTT);
+    assert_eq!(c.cwnd(), 120, "one ACK short of the next segment");
+    c.set_app_unlimited(false);
+    c.set(Field::IsCwndLimited, 0);
+    let rest = c.get(Field::PacketsOut) as u32;
+    c.ack_segments(rest, 100, RTT);
+    assert_eq!((c.cwnd(), c.get(Field::PacketsOut)), (120, 0), "the flight acknowledged, no growth");
+    advance_us(600_000);
+    c.cwnd_event(CA_EVENT_CWND_RESTART);
+    c.set_ssthresh(90);
+    c.set_cwnd(60);
+    c.set_app_unlimited(true);
+    c.ack_segments(30, 100, RTT);
+    assert_eq!((c.cwnd(), c.ssthresh()), (90, 90), "slow start up to ssthresh");
+    assert!(now_us() - t0 < 1_000_000, "still within Delta_L of the start: alpha 1");
+    assert_eq!(acks_until_growth(&c), 90, "one segment per 90 acknowledged at a window of 90");
+}
