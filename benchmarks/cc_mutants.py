@@ -25,8 +25,8 @@ Each mutant is written to a snapshot taken when the run starts (a workspace of i
 with copies of bpf/cc and crates/cc-harness; the real tree is never edited, and tests
 edited meanwhile do not change the verdicts) and built there with CCARENA_CC_DIR
 pointing at the copy (crates/cc-harness/build.rs), in a target directory of its own;
-`cargo test --no-run` failing makes it unviable. The algorithm's tests (its own file or,
-in others.rs, its tests by name prefix; a header: every test file) and the contract
+`cargo test --no-run` failing makes it unviable. The algorithm's tests (its own file; a header:
+every test file) and the contract
 tests every algorithm is held to (harness.rs) then run under a timeout (a hang is
 caught: the suite did not pass). Outcomes go to build/mutants-cc/<name>/: caught.txt,
 missed.txt, timeout.txt, unviable.txt, a log per mutant that was not caught, and
@@ -65,12 +65,12 @@ TESTS = {
     "westwood": [("westwood", None)],
     "dctcp": [("dctcp", None)],
     "illinois": [("illinois", None)],
-    "cubic": [("others", "cubic_")],
-    "scalable": [("others", "scalable_")],
-    "vegas": [("others", "vegas_")],
-    "hybla": [("others", "hybla_")],
-    "bic": [("others", "bic_")],
-    "veno": [("others", "veno_")],
+    "cubic": [("cubic", None)],
+    "scalable": [("scalable", None)],
+    "vegas": [("vegas", None)],
+    "hybla": [("hybla", None)],
+    "bic": [("bic", None)],
+    "veno": [("veno", None)],
 }
 HEADERS = ("cca_common.h", "cca_cong_control.h")
 PRIORITY = ["lp", "yeah", "htcp", "highspeed", "westwood", "dctcp", "illinois",
