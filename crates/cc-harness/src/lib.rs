@@ -506,6 +506,29 @@ impl Conn {
         self.set_ssthresh(cwnd);
         self.transmit();
     }
+
+    /// The application stops sending, the connection sits idle, and it sends again after
+    /// RFC 5681 §4.1's restart as the kernel makes it (tcp_cwnd_restart): the flight is
+    /// acknowledged (ACKs of one segment carrying `rtt_us`) while the sender is not
+    /// cwnd-limited, so without growth (RFC 7661); `idle_us` pass; CA_EVENT_CWND_RESTART;
+    /// then the kernel's own ssthresh (when given) and window: no ssthresh op, no loss.
+    /// Returns the window the flight was acknowledged at.
+    pub fn idle_restart(&self, rtt_us: u32, idle_us: u64, ssthresh: Option<u32>, cwnd: u32) -> u32 {
+        self.set_app_unlimited(false);
+        self.set(Field::IsCwndLimited, 0);
+        let rest = self.get(Field::PacketsOut) as u32;
+        self.ack_segments(rest, 100, rtt_us);
+        assert_eq!(self.get(Field::PacketsOut), 0, "the flight acknowledged");
+        let before = self.cwnd();
+        advance_us(idle_us);
+        self.cwnd_event(CA_EVENT_CWND_RESTART);
+        if let Some(s) = ssthresh {
+            self.set_ssthresh(s);
+        }
+        self.set_cwnd(cwnd);
+        self.set_app_unlimited(true);
+        before
+    }
 }
 
 /// cca_common.h's arithmetic and window helpers, called directly (csrc/common.c exports

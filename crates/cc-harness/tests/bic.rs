@@ -308,15 +308,7 @@ fn bic_the_first_round_after_an_idle_restart_is_the_search_step_of_the_new_windo
     c.set_cwnd(190);
     let w = bic_windows_of_acks(&c, 38 + 37);
     assert_eq!((w[36], w[37], w[74]), (190, 191, 191), "5/190 per ACK");
-    c.set_app_unlimited(false);
-    c.set(Field::IsCwndLimited, 0);
-    let rest = c.get(Field::PacketsOut) as u32;
-    c.ack_segments(rest, 100, 50_000);
-    assert_eq!((c.cwnd(), c.get(Field::PacketsOut)), (191, 0), "the flight acknowledged, no growth");
-    advance_us(1_000_000);
-    c.cwnd_event(CA_EVENT_CWND_RESTART);
-    c.set_cwnd(95);
-    c.set_app_unlimited(true);
+    assert_eq!(c.idle_restart(50_000, 1_000_000, None, 95), 191, "the flight acknowledged, no growth");
     c.ack_segments(80, 100, 50_000);
     assert_eq!((c.cwnd(), c.ssthresh()), (175, 175), "slow start up to ssthresh");
     let got = bic_windows_of_acks(&c, 100);

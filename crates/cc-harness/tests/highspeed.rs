@@ -185,16 +185,7 @@ fn the_first_round_after_an_idle_restart_grows_by_a_of_the_new_window() {
     let k = (120u32 * 256).div_ceil(row(120).1) - 1;
     c.ack_segments(k, 100, 20_000);
     assert_eq!(c.cwnd(), 120, "one ACK short of the next segment");
-    c.set_app_unlimited(false);
-    c.set(Field::IsCwndLimited, 0);
-    let rest = c.get(Field::PacketsOut) as u32;
-    c.ack_segments(rest, 100, 20_000);
-    assert_eq!((c.cwnd(), c.get(Field::PacketsOut)), (120, 0), "the flight acknowledged, no growth");
-    advance_us(1_000_000);
-    c.cwnd_event(CA_EVENT_CWND_RESTART);
-    c.set_ssthresh(90);
-    c.set_cwnd(60);
-    c.set_app_unlimited(true);
+    assert_eq!(c.idle_restart(20_000, 1_000_000, Some(90), 60), 120, "the flight acknowledged, no growth");
     c.ack_segments(30, 100, 20_000);
     assert_eq!((c.cwnd(), c.ssthresh()), (90, 90), "slow start up to ssthresh");
     // the first segment after ⌈90 · 256/a(90)⌉ ACKs, and the round (90 ACKs) by the rule

@@ -483,16 +483,7 @@ fn the_first_segment_after_an_idle_restart_takes_a_whole_count_at_the_new_window
     c.set_cwnd(120);
     c.ack_segments(119, 100, RTT);
     assert_eq!(c.cwnd(), 120, "one ACK short of the next segment");
-    c.set_app_unlimited(false);
-    c.set(Field::IsCwndLimited, 0);
-    let rest = c.get(Field::PacketsOut) as u32;
-    c.ack_segments(rest, 100, RTT);
-    assert_eq!((c.cwnd(), c.get(Field::PacketsOut)), (120, 0), "the flight acknowledged, no growth");
-    advance_us(600_000);
-    c.cwnd_event(CA_EVENT_CWND_RESTART);
-    c.set_ssthresh(90);
-    c.set_cwnd(60);
-    c.set_app_unlimited(true);
+    assert_eq!(c.idle_restart(RTT, 600_000, Some(90), 60), 120, "the flight acknowledged, no growth");
     c.ack_segments(30, 100, RTT);
     assert_eq!((c.cwnd(), c.ssthresh()), (90, 90), "slow start up to ssthresh");
     assert!(now_us() - t0 < 1_000_000, "still within Delta_L of the start: alpha 1");
