@@ -132,17 +132,23 @@ def loss_table(reps: int, rate: str) -> str:
 
 def aqm_table(reps: int, rate: str) -> str:
     rows, notes = [], []
+    r_bps = float(rate[:-4]) * 1e6
+    frame_ms = 1514 * 8 / r_bps * 1e3
+    # AQM drops are rare events: a lower rate runs longer, for as many packets per run as
+    # 10 s at 2 Mbit/s. CoDel's target must exceed a frame's time at the rate (RFC 8289
+    # §4.4): 6 ms at 2 Mbit/s, past the default 5 ms; 15 ms, or two frames' time below
+    # 1.6 Mbit/s.
+    secs = max(10, round(10 * 2e6 / r_bps))
+    target_ms = max(15, int(np.ceil(2 * frame_ms)))
     for queue, ecn in (("red", False), ("codel", False), ("fq_codel", False),
                        ("codel", True)):
         extra = "\necn = true" if ecn else ""
-        # CoDel's target must exceed a frame's time at the rate (RFC 8289 §4.4): 6 ms at
-        # 2 Mbit/s, past the default 5 ms
         if queue != "red":
-            extra += '\naqm = { target = "15ms" }'
+            extra += f'\naqm = {{ target = "{target_ms}ms" }}'
         res = run(study_text(f"verify-{queue}{'-ecn' if ecn else ''}",
                              f'rate = "{rate}"\nrtt = "{RTT}"\nbuffer = "100p"\n'
                              f'queue = "{queue}"{extra}', flows=[("bulk", "cubic", "s1", "r1")],
-                             ping="20ms", duration="10s", warmup="3s", repetitions=reps,
+                             ping="20ms", duration=f"{secs}s", warmup="3s", repetitions=reps,
                              sweep=BACKENDS, tcp="ecn = 1" if ecn else ""))
         r, note = split_valid(res, with_params(res, res.runs))
         f, _ = split_valid(res, with_params(res, res.flows))
@@ -173,7 +179,8 @@ def aqm_table(reps: int, rate: str) -> str:
                          "kernel": _shown(k, late, "kernel", col, scale),
                          "Δ [90 % CI]": _ci_cell(ci),
                          "verdict (±25 %)": equivalence(ci, tol) if len(u) else "not measured"})
-    return (f"### AQM ({rate}, {RTT} RTT, 100-packet buffer, one cubic flow, ping 20 ms)"
+    return (f"### AQM ({rate}, {RTT} RTT, 100-packet buffer, one cubic flow, ping 20 ms, "
+            f"{secs} s runs; CoDel target {target_ms} ms)"
             "\n\n" + md(rows, ["queue", "metric", "user", "kernel", "Δ [90 % CI]",
                                "verdict (±25 %)"]) + "\n" + LATE_NOTE
             + "".join(f"\n- {n}" for n in notes) + ("\n" if notes else ""))
