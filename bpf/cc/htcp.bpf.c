@@ -37,7 +37,7 @@
 #define HTCP_BETA_MAX    819u    /* 0.8 */
 
 struct htcp {
-	struct cca_frac acc;  /* the increase's remainder */
+	struct cca_frac frac; /* the increase's remainder */
 	u64 last_cong_us;     /* start, then end, of the last congestion event: Delta's origin */
 	u64 undo_last_cong_us;
 	u64 rate_start_us;    /* throughput sampling */
@@ -59,7 +59,7 @@ void BPF_PROG(cca_htcp_init, struct sock *sk)
 	struct htcp *ca = inet_csk_ca(sk);
 	u64 now = cca_now_us();
 
-	ca->acc.acc = 0;
+	ca->frac.acc = 0;
 	ca->last_cong_us = now;
 	ca->rate_start_us = now;
 	ca->rate_delivered = tcp_sk(sk)->delivered;
@@ -129,7 +129,7 @@ static __always_inline void htcp_cong_avoid(struct sock *sk, u32 ack, u32 acked)
 	if (!cca_grow_prologue(sk, &acked))
 		return;
 	/* alpha/cwnd per acked segment, at most one segment per ACK (Linux's tcp_htcp) */
-	cca_cong_avoid_frac_one(tp, &ca->acc, htcp_alpha(ca), acked);
+	cca_cong_avoid_frac_one(tp, &ca->frac, htcp_alpha(ca), acked);
 }
 
 /* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
@@ -159,7 +159,7 @@ static __always_inline u32 htcp_ssthresh_for(struct sock *sk, u32 cwnd)
 	ca->in_event = 1;
 	ca->beta = beta;
 	ca->rate_prev_event = now_rate;
-	ca->acc.acc = 0;
+	ca->frac.acc = 0;
 	return cca_max((u32)((u64)cwnd * beta >> 10), 2);
 }
 

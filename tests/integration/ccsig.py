@@ -130,9 +130,17 @@ def reductions(tr: pd.DataFrame, min_cwnd=8) -> pd.DataFrame:
         w, s = cw[i - 1], ss[i]
         if w >= ABSURD or s >= ABSURD or w < min_cwnd:
             continue
-        rows.append({"i": i, "t": tr["t"].iat[i], "w": w, "ssthresh": s, "ratio": s / w,
-                     "srtt_s": tr["srtt_us"].iat[i - 1] / 1e6, "state": st[i]})
-    return pd.DataFrame(rows, columns=["i", "t", "w", "ssthresh", "ratio", "srtt_s", "state"])
+        rows.append(_event(tr, i, w, s))
+    return pd.DataFrame(rows, columns=EVENT_COLUMNS)
+
+
+EVENT_COLUMNS = ["i", "t", "w", "ssthresh", "ratio", "srtt_s", "state"]
+
+
+def _event(tr: pd.DataFrame, i: int, w: float, s: float) -> dict:
+    """One congestion event at row i: the window the ssthresh call saw, its result."""
+    return {"i": i, "t": tr["t"].iat[i], "w": w, "ssthresh": s, "ratio": s / w,
+            "srtt_s": tr["srtt_us"].iat[i - 1] / 1e6, "state": tr["ca_state"].iat[i]}
 
 
 def congestion_events(tr: pd.DataFrame, min_cwnd=8) -> pd.DataFrame:
@@ -154,10 +162,8 @@ def congestion_events(tr: pd.DataFrame, min_cwnd=8) -> pd.DataFrame:
         w = ss[i - 1] if st[i] == st[i - 1] else cw[i - 1]
         if w < min_cwnd:
             continue
-        rows.append({"i": i, "t": tr["t"].iat[i], "w": w, "ssthresh": ss[i],
-                     "ratio": ss[i] / w, "srtt_s": tr["srtt_us"].iat[i - 1] / 1e6,
-                     "state": st[i]})
-    out = pd.DataFrame(rows, columns=["i", "t", "w", "ssthresh", "ratio", "srtt_s", "state"])
+        rows.append(_event(tr, i, w, ss[i]))
+    out = pd.DataFrame(rows, columns=EVENT_COLUMNS)
     return out.sort_values("i", kind="stable").reset_index(drop=True)
 
 
