@@ -17,9 +17,8 @@ archive, plot, plot_names, save, and the figure functions (timeseries, metric_vs
 box, box_per_flow, cdf, heatmap, fairness_vs_flows, throughput_delay, convergence).
 Heavy modules (pandas, matplotlib) load on first use.
 """
-__version__ = "0.1.0"
-
-from ccarena.errors import CcarenaError, CommandError, SpecError  # noqa: E402,F401
+from ccarena.errors import CcarenaError, CommandError, SpecError  # noqa: F401
+from ccarena.version import __version__  # noqa: F401
 
 FIGURES = ("timeseries", "metric_vs_factor", "box", "box_per_flow", "cdf", "heatmap",
            "fairness_vs_flows", "throughput_delay", "convergence", "save")

@@ -12,7 +12,7 @@ import signal
 import sys
 from pathlib import Path
 
-from ccarena import __version__
+from ccarena.version import __version__
 from ccarena.cli import exits
 from ccarena.errors import CcarenaError
 

@@ -8,7 +8,7 @@ import os
 import platform
 import subprocess
 
-from ccarena import __version__
+from ccarena.version import __version__
 from ccarena.testbed import netns
 
 HOST_SYSCTLS = (

@@ -29,7 +29,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from ccarena import __version__
+from ccarena.version import __version__
 from ccarena.errors import CcarenaError, RunError
 from ccarena.study.plan import Plan, PlannedRun, make_plan
 from ccarena.study.model import Study

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ccarena import __version__
+from ccarena.version import __version__
 from ccarena.errors import ResultsError
 from ccarena.store import bundle as archive_mod
 from ccarena.store import atomic
