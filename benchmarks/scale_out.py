@@ -27,8 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ccarena.run.executor import run_study
-from ccarena.run.shares import usable_cpus
+from ccarena.run.study import run_study
+from ccarena.run.scaleout.shares import usable_cpus
 from ccarena.store.results import open_results
 from ccarena.study.load import load_study
 from ccarena.study.plan import make_plan

@@ -17,7 +17,7 @@ from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-from ccarena.run.executor import run_study  # noqa: E402
+from ccarena.run.study import run_study  # noqa: E402
 from ccarena.study.load import loads_study  # noqa: E402
 
 PAYLOAD_SHARE = 1448 / 1514

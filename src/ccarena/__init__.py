@@ -51,25 +51,41 @@ def parse_study(raw: dict, path: str = "<dict>"):
     return _parse(raw, path)
 
 
-def run_study(study, *, report: bool = False, **kw):
-    """Run a study (needs root) and return its results directory, as `ccarena run`
-    does: the study's checks are evaluated and stored (checks.json) and given as
+def run_study(study, *, results_base="results", seed=None, shuffle=None, repetitions=None,
+              reruns=None, resume=None, jobs: int = 1, cluster=None, vm=None,
+              force_cc=None, event_log: bool = False, progress: bool = True,
+              report: bool = False, on_run=None, on_testbed=None):
+    """Run a study (needs root) and return its results directory, as `ccarena run` does:
+    the study's checks are evaluated and stored (checks.json) and given as
     `results.checks` (one dict per check) and `results.passed` (True, False, or None
     without checks); with report=True, report.html is written (`results.report`).
-    kw: results_base, seed, shuffle, repetitions, reruns, progress, force_cc,
-    event_log, resume, on_run, on_testbed (see ccarena.run.executor.run_study)."""
-    from ccarena.analysis.checks import evaluate
-    from ccarena.run.executor import run_study as _run
-    res = _run(study, **kw)
-    checks = evaluate(res, study) if study.expect else []
-    from ccarena.store.results import Writer
-    Writer(res).write_json("checks.json", checks)
-    res.checks = checks
-    res.report = None
-    if report:
-        from ccarena.report import write_report as _write
-        res.report = _write(res.path)
-    return res
+
+    results_base: where the results directory is made; seed, shuffle, repetitions,
+    reruns: override the study's plan; resume: a results directory of this study to
+    complete; jobs: runs at once on this machine; cluster: a Dask scheduler's address;
+    vm: run in the reference kernel (True, or a ccarena.vm.VmConfig); force_cc: "kernel"
+    or "bpf"; event_log: keep the user-space link's per-packet log; on_run(planned_run,
+    meta) after each run and on_testbed(topology) once each run's network is built (not
+    with vm or cluster)."""
+    from ccarena.run.study import run_study as _run
+    runner = None
+    if vm is not None and vm is not False:
+        from ccarena.errors import CcarenaError
+        from ccarena.vm import config_from_env, plan_runner
+        if resume is not None:
+            raise CcarenaError("resume with vm: resume a study on the machine that ran it "
+                               "(run the resume itself in the VM: ccarena vm -- ccarena run "
+                               "...)")
+        if jobs != 1 or cluster or on_run or on_testbed:
+            raise CcarenaError("vm: jobs, cluster and callbacks run on this machine, not "
+                               "in the VM")
+        import sys
+        log = (lambda msg: print(msg, file=sys.stderr, flush=True)) if progress else None
+        runner = plan_runner(config_from_env() if vm is True else vm, log=log)
+    return _run(study, results_base=results_base, seed=seed, shuffle=shuffle,
+                repetitions=repetitions, reruns=reruns, resume=resume, jobs=jobs,
+                cluster=cluster, force_cc=force_cc, event_log=event_log, progress=progress,
+                report=report, runner=runner, on_run=on_run, on_testbed=on_testbed)
 
 
 def open_results(path):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ccarena.run.executor import run_study
+from ccarena.run.study import run_study
 from ccarena.study.load import loads_study
 
 MSS = 1448                 # TCP payload of a full segment (1500 MTU, timestamps on)

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ccarena.run.executor import run_study
+from ccarena.run.study import run_study
 
 from helpers import bulk_study
 

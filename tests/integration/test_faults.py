@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 import ccarena
-from ccarena.run import validity
+from ccarena.measure import validity
 from conftest import ccarena_cli, ccarena_namespaces, foreign_runs
 
 pytestmark = pytest.mark.root

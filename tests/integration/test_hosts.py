@@ -10,7 +10,7 @@ import pytest
 from conftest import ccarena_cgroups
 
 from ccarena.errors import PreflightError
-from ccarena.run.executor import run_study
+from ccarena.run.study import run_study
 from ccarena.study.load import loads_study
 
 pytestmark = pytest.mark.root

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from ccarena.run.executor import run_study
+from ccarena.run.study import run_study
 
 from conftest import ccarena_cli, ccarena_namespaces, foreign_runs
 from helpers import bulk_study

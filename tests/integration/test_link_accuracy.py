@@ -13,7 +13,7 @@ import pytest
 from scipy.stats import binom
 
 from ccarena.errors import CcarenaError, SpecError
-from ccarena.run.executor import run_study
+from ccarena.run.study import run_study
 from ccarena.study.load import loads_study
 
 from linkhelpers import (FRAME, PAYLOAD_SHARE, dumbbell, late_allowance_s, noise, run,

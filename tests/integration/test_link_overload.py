@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from ccarena.run.executor import run_study
+from ccarena.run.study import run_study
 from ccarena.study.load import loads_study
 
 pytestmark = pytest.mark.root

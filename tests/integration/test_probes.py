@@ -5,7 +5,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from ccarena.run.executor import run_study
+from ccarena.run.study import run_study
 from ccarena.study.load import loads_study
 from linkhelpers import late_allowance_s
 

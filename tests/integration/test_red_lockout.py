@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 
-from ccarena.run.executor import run_study
+from ccarena.run.study import run_study
 from ccarena.study.load import loads_study
 
 pytestmark = pytest.mark.root

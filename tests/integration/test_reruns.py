@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from ccarena.run import validity
-from ccarena.run.executor import run_study
+from ccarena.measure import validity
+from ccarena.run.study import run_study
 from ccarena.report.summary import render
 from helpers import bulk_study
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ccarena.run.executor import run_study
+from ccarena.run.study import run_study
 from ccarena.store.results import open_results
 from ccarena.study.load import load_study
 from conftest import _ancestors
@@ -97,8 +97,8 @@ class Worker:
         assert self.p.poll() is None, log.read_text()
 
     def run_processes(self) -> list[int]:
-        """Its live run processes (python -m ccarena.run.task)."""
-        out = subprocess.run(["pgrep", "-f", "ccarena.run.task"], capture_output=True,
+        """Its live run processes (python -m ccarena.run.scaleout.task)."""
+        out = subprocess.run(["pgrep", "-f", "ccarena.run.scaleout.task"], capture_output=True,
                              text=True).stdout.split()
         return [int(x) for x in out if self.p.pid in _ancestors(int(x))]
 
@@ -264,7 +264,7 @@ def test_a_share_too_small_for_its_rate_never_gives_a_valid_run_below_that_rate(
     have saturated the bottleneck is either valid and delivered at least 80 % of the rate,
     or invalid for the machine's noise with its reasons (validity.judge_cpu_limited,
     judge_cpu_bursts) -- never a valid run far below its rate."""
-    from ccarena.run import validity
+    from ccarena.measure import validity
     study = load_study(_write(tmp_path, STUDY.replace('rate = "20mbit"', 'rate = "200mbit"')
                               .replace('buffer = "50p"', 'buffer = "100p"')
                               .replace('duration = "2s"', 'duration = "3s"')

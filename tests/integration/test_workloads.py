@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from ccarena.errors import PreflightError
-from ccarena.run.executor import run_study
+from ccarena.run.study import run_study
 from ccarena.study.load import loads_study
 from linkhelpers import failed_parts
 

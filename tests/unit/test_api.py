@@ -72,10 +72,10 @@ def test_run_study_evaluates_the_checks_and_writes_the_report(stored, tmp_path, 
     """run_study's own work after the runs (the runs need root: tests/integration)."""
     import shutil
 
-    from ccarena.run import executor
+    from ccarena.run import study as run_study_mod
     d = tmp_path / "copy"
     shutil.copytree(stored, d)
-    monkeypatch.setattr(executor, "run_study", lambda study, **kw: ccarena.open_results(d))
+    monkeypatch.setattr(run_study_mod, "run_plan", lambda study, **kw: ccarena.open_results(d))
     st = json.loads((d / "study.json").read_text())
     st["expect"] = [{"name": "utilisation is a fraction", "metric": "utilisation",
                      "level": "run", "min": 0.0, "max": 1.0}]

@@ -200,9 +200,10 @@ def test_ls_lists_each_study_with_its_valid_invalid_and_missing_runs(stored):
     row = next(ln for ln in out.splitlines() if d.name in ln)
     assert re.findall(r"\b\d+\b", row.replace(d.name, "")) == ["12", "10", "1", "1"], out
     rows = json.loads(ccarena_cli("ls", "--results", base, "--json").stdout)
-    assert [{k: v for k, v in r.items() if k != "cells"} for r in rows] == [
+    assert [{k: v for k, v in r.items() if k not in ("cells", "created")} for r in rows] == [
         {"results": d.name, "study": "synthetic", "planned": 12, "valid": 10,
-         "invalid": 1, "missing": 1, "created": ""}]
+         "invalid": 1, "missing": 1}]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}", rows[0]["created"])
     assert set(rows[0]["cells"]) == {"buf20-reno", "buf20-cubic", "buf100-reno",
                                      "buf100-cubic"}
 
@@ -257,12 +258,12 @@ def fake_run(stored, tmp_path, monkeypatch):
     after the runs: table, checks, JSON)."""
     import shutil
 
-    from ccarena.run import executor
+    from ccarena.run import study as run_study_mod
     from ccarena.store.results import open_results
     _, d = stored
     copy = tmp_path / d.name
     shutil.copytree(d, copy)
-    monkeypatch.setattr(executor, "run_study", lambda study, **kw: open_results(copy))
+    monkeypatch.setattr(run_study_mod, "run_plan", lambda study, **kw: open_results(copy))
     p = tmp_path / "synthetic.toml"
     p.write_text(EXPECT_STUDY)
     return p
@@ -299,6 +300,10 @@ def test_run_json_is_the_summary_with_the_checks(fake_run, capsys):
     for c in out["checks"]:
         assert {"what", "cell", "ok", "measured", "max"} <= set(c)
     assert code == (0 if all(c["ok"] for c in out["checks"]) else 3)
+    # --json stores the checks as the text output does (one path: run/study.py)
+    from ccarena.store.results import open_results
+    stored = open_results(out["results"]).checks
+    assert stored is not None and [c["ok"] for c in stored] == [c["ok"] for c in out["checks"]]
 
 
 def _warnings(tmp_path, body: str, env=None) -> list[str]:

@@ -130,9 +130,12 @@ min = 0.0
 max = 1.0
 """
     study.write_text(body)
+    before = (a / "checks.json").read_bytes() if (a / "checks.json").exists() else None
     assert run(["check", str(a), "--study", str(study)]) == 0
-    assert "pass  utilisation is a fraction" in capsys.readouterr().out
-    assert (a / "checks.json").exists()
+    out = capsys.readouterr().out
+    assert "pass  utilisation is a fraction" in out and "not stored" in out
+    # another study's checks never replace the results' own
+    assert ((a / "checks.json").read_bytes() if (a / "checks.json").exists() else None) == before
     # a bound the synthetic utilisation (~0.9) cannot meet fails, with exit status 3
     study.write_text(body.replace("max = 1.0", "max = 0.5"))
     assert run(["check", str(a), "--study", str(study)]) == 3

@@ -1,4 +1,4 @@
-"""What `--resume` clears before it runs what is missing (run/resume.discard_in_flight):
+"""What `--resume` clears before it runs what is missing (the store's Writer.discard_in_flight):
 a run in flight is removed; a damaged run and one whose process something outside killed
 are moved whole under superseded/ and run again; temporary files of dead writers go;
 intact runs are kept. And how a run knows a process of its was killed from outside
@@ -16,7 +16,7 @@ import pytest
 
 from ccarena.run import resume
 from ccarena.store import atomic
-from ccarena.store.results import Writer
+from ccarena.store.writer import Writer
 from ccarena.testbed.proc import NsProcess
 
 LABELS = ["c000-r1", "c000-r2", "c001-r1", "c001-r2", "c002-r1", "c002-r2"]
@@ -58,7 +58,7 @@ def damaged(tmp_path):
 
 def test_discard_sets_damaged_and_interrupted_runs_aside_and_keeps_the_rest(damaged):
     res = damaged
-    done = resume.discard_in_flight(res)
+    done = Writer(res).discard_in_flight()
     sup = res.path / "superseded"
     assert sorted(p.name for p in sup.iterdir()) == [
         "c000-r1.damaged", "c000-r2.damaged", "c001-r1.damaged", "c002-r1.interrupted"]
@@ -76,9 +76,9 @@ def test_discard_sets_damaged_and_interrupted_runs_aside_and_keeps_the_rest(dama
 
 
 def test_a_second_discard_changes_nothing(damaged):
-    resume.discard_in_flight(damaged)
+    Writer(damaged).discard_in_flight()
     before = sorted(str(p) for p in damaged.path.rglob("*"))
-    assert resume.discard_in_flight(damaged) == []
+    assert Writer(damaged).discard_in_flight() == []
     assert sorted(str(p) for p in damaged.path.rglob("*")) == before
 
 

@@ -5,7 +5,7 @@ import textwrap
 import pytest
 
 from ccarena.errors import TestbedError
-from ccarena.run import shares
+from ccarena.run.scaleout import shares
 from ccarena.study.load import loads_study
 from ccarena.testbed.cgroups import HostLimits, format_cpus, parse_cpus, within_share
 

@@ -11,7 +11,8 @@ from conftest import ccarena_cli
 
 from ccarena.analysis.synthetic import write_synthetic_study
 from ccarena.store import atomic
-from ccarena.store.results import Writer, open_results
+from ccarena.store.results import open_results
+from ccarena.store.writer import Writer
 
 
 @pytest.fixture(scope="module")
@@ -120,16 +121,18 @@ def test_a_results_directory_offers_reading_and_its_writer_the_writing(tmp_path)
     analysis), so no write is one tab-completion away in a notebook."""
     from ccarena.store.results import ResultsDir
     public = {n for n in dir(ResultsDir) if not n.startswith("_")}
-    writes = {"create", "write_study", "write_json", "write_table", "new_run", "staging_dir",
-              "aside_record", "update_meta", "supersede", "write_run", "rebuild_summaries"}
+    writes = {"create", "create_at", "write_study", "write_study_raw", "write_preflight",
+              "write_environment", "write_resumes", "write_checks", "write_table", "new_run",
+              "staging_dir", "aside_record", "update_meta", "supersede", "write_run",
+              "rebuild_summaries", "discard_in_flight", "remove_if_no_run"}
     assert not public & writes
     assert {"open", "runs", "flows", "cells", "table", "run_tables", "metas", "factors",
             "study", "plan", "environment", "checks", "passed", "status"} <= public
     assert writes <= {n for n in dir(Writer) if not n.startswith("_")}
     w = Writer.create("s", tmp_path)
     assert isinstance(w.results, ResultsDir) and w.results.path.parent == tmp_path
-    w.write_json("x.json", {"a": 1})
-    assert open_results(w.results.path).path == w.results.path
+    w.write_checks([{"check": 0, "ok": True}])
+    assert open_results(w.results.path).passed is True
 
 
 def test_runs_and_flows_say_which_machine_ran_them(tmp_path):

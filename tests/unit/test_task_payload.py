@@ -1,4 +1,4 @@
-"""A planned run as a task (run/task.py), its run directory as an archive and its commit
+"""A planned run as a task (run/scaleout/task.py), its run directory as an archive and its commit
 (store/archive.py), and the submitter's bookkeeping (run/cluster.Dispatcher): the same
 run on every machine, a run stored as a serial one, never half of one, re-runs as in a
 serial study. No root, no Dask cluster."""
@@ -10,9 +10,10 @@ import textwrap
 import pytest
 
 from ccarena.analysis.synthetic import write_synthetic_study
-from ccarena.run import cluster, task
+from ccarena.run.scaleout import cluster, task
 from ccarena.store import archive
-from ccarena.store.results import Writer, open_results
+from ccarena.store.results import open_results
+from ccarena.store.writer import Writer
 from ccarena.study.load import loads_study
 from ccarena.study.plan import make_plan
 
@@ -335,7 +336,7 @@ def test_a_parent_that_ended_is_not_alive():
     import os
     import subprocess
 
-    from ccarena.run.task import _alive
+    from ccarena.run.scaleout.task import _alive
     assert _alive(os.getpid())
     p = subprocess.Popen(["sleep", "60"])
     try:

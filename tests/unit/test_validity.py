@@ -1,5 +1,5 @@
 """Run validity from the tools' self-accounting (ccarena.validity)."""
-from ccarena.run import validity
+from ccarena.measure import validity
 
 
 def test_link_losses_in_its_own_paths_flag_the_run():
@@ -226,7 +226,7 @@ def test_only_backlogged_flows_crossing_the_bottleneck_are_judged_while_all_run(
 
 
 def test_a_sampler_that_missed_its_ticks_is_noise():
-    from ccarena.run.validity import judge_sampler
+    from ccarena.measure.validity import judge_sampler
     assert judge_sampler("kernel qdisc sampler", 900, 50) == []
     assert judge_sampler("kernel qdisc sampler", 800, 200) == [
         "kernel qdisc sampler missed 200 of 1000 sampling ticks"]

@@ -197,7 +197,7 @@ def test_archive_uri_is_read_from_the_hosts_sources():
 
 # -- a VM that died -------------------------------------------------------------------------
 def _results(tmp_path, complete):
-    from ccarena.store.results import Writer
+    from ccarena.store.writer import Writer
     res = Writer.create("s", tmp_path).results
     for label in complete:
         (res.path / "runs" / label).mkdir(parents=True)

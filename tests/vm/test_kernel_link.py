@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from ccarena.run.executor import run_study
+from ccarena.run.study import run_study
 from ccarena.study.load import loads_study
 
 # the user-space link tests' helpers (tests/integration)

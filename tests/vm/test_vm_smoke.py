@@ -65,7 +65,7 @@ def smoke(tmp_path_factory):
         .replace("seed = 11\n", 'seed = 11\nsample_interval = "50ms"\n')   # as tests/vm
         + '[[probe]]\nkind = "tcp_probe"\nhosts = ["s1"]\n')
     t = time.monotonic()
-    res = vm.run_study(study, results_base=tmp_path_factory.mktemp("vm-smoke"),
+    res = vm.run_plan(study, results_base=tmp_path_factory.mktemp("vm-smoke"),
                        progress=False, reruns=0)
     wall = time.monotonic() - t
     assert vm_processes() - before == set(), "VM processes left behind"
@@ -141,7 +141,7 @@ def test_a_vm_stopped_mid_run_leaves_no_process_and_no_half_run(tmp_path, no_lea
                                  duration="60s", warmup="1s", backend="kernel",
                                  name="vm-stopped"))
     with pytest.raises(vm.VmError, match="did not end within"):
-        vm.run_study(study, results_base=tmp_path, progress=False, reruns=0,
+        vm.run_plan(study, results_base=tmp_path, progress=False, reruns=0,
                      config=vm.config_from_env(timeout_s=60))
     for p in tmp_path.iterdir():
         runs_dir = p / "runs"

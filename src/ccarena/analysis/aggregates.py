@@ -26,7 +26,7 @@ def flow_cells(results) -> pd.DataFrame:
 
 def refresh(results) -> None:
     """runs.parquet, flows.parquet and cells.parquet anew from the complete runs."""
-    from ccarena.store.results import Writer
+    from ccarena.store.writer import Writer
     w = Writer(results)
     w.rebuild_summaries()
     w.write_table("cells", flow_cells(results))

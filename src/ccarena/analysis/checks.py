@@ -216,6 +216,16 @@ def evaluate(results, study) -> list[dict]:
     return out
 
 
+def record(results, study) -> list[dict]:
+    """evaluate(), stored as the results' checks (checks.json: ResultsDir.checks and
+    .passed read them); -> the checks. Raises StoreError on a read-only copy."""
+    from ccarena.store.writer import Writer
+    checks = evaluate(results, study) if study.expect else []
+    Writer(results).write_checks(checks)
+    results.checks = checks
+    return checks
+
+
 def _with_metric(df: pd.DataFrame, metric: str) -> pd.DataFrame:
     """The frame with the metric as a column: a ratio of two columns "a / b" computed."""
     if "/" in metric and metric not in df:

@@ -9,7 +9,6 @@ meta.json, runs/flows/cells.parquet, study.json, plan.json).
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -103,7 +102,6 @@ def synthetic_run(n_flows: int = 4, duration_s: float = 30.0, dt: float = 0.01,
                    "cc_source": "kernel", "conns": 1, "start_s": float(starts[f]),
                    "stop_s": duration_s} for f in range(n_flows)],
         "valid": True, "invalid_reasons": [], "cpu": {"busy_frac": 0.3, "steal_frac": 0.0},
-        "kernel": "synthetic",
     }
     assert n_tcp == len(rx)
     tables = {"tcpinfo": tcp, "rx": rx, "conns": conns, "ping": ping, "link_stats": link,
@@ -120,12 +118,10 @@ def write_synthetic_study(study_dir, *, buffers=(20, 100), ccs=(("cubic",), ("re
     invalid: run ids to mark invalid (to check they are counted, not averaged)."""
     from ccarena.analysis import aggregates
     from ccarena.metrics.run import run_metrics
-    from ccarena.store.results import MARKER, ResultsDir, Writer
+    from ccarena.store.writer import Writer
     d = Path(study_dir)
-    (d / "runs").mkdir(parents=True, exist_ok=True)
-    (d / MARKER).write_text(json.dumps({"format_version": 1, "study": "synthetic"}))
-    res = ResultsDir(d)
-    w = Writer(res)
+    w = Writer.create_at(d, "synthetic")
+    res = w.results
     cells, order = {}, []
     seed = 0
     for buf in buffers:
@@ -149,16 +145,15 @@ def write_synthetic_study(study_dir, *, buffers=(20, 100), ccs=(("cubic",), ("re
                 w.write_run(w.new_run(label), tables, fdf, run, meta)
                 order.append({"index": len(order), "cell": cell, "rep": rep, "seed": seed,
                               "label": label})
-    w.write_json("study.json", {
+    w.write_study_raw({
         "study": {"name": "synthetic", "duration": f"{duration_s}s", "warmup": "2s",
                   "repetitions": reps},
         "bottleneck": {"rate": "10mbit", "delay": "10ms", "queue": "droptail"},
         "flow": [{"name": "bulk", "from": "s1", "to": "r1"}],
         "sweep": {"bottleneck.buffer": [f"{b}p" for b in buffers],
-                  "flow.bulk.cc": ["+".join(c) for c in ccs]}})
-    w.write_json("plan.json", {"version": 1, "study": "synthetic", "seed": 1,
-                                 "shuffled": False, "cells": cells, "runs": order})
-    w.write_json("environment.json", {"kernel": "0.0.0-synthetic", "machine": "x86_64",
-                                        "cpus": 1})
+                  "flow.bulk.cc": ["+".join(c) for c in ccs]}},
+        {"version": 1, "study": "synthetic", "seed": 1, "shuffled": False, "cells": cells,
+         "runs": order})
+    w.write_environment({"kernel": "0.0.0-synthetic", "machine": "x86_64", "cpus": 1})
     aggregates.refresh(res)
     return d

@@ -220,16 +220,18 @@ def cmd_compare(args) -> int:
 def cmd_check(args) -> int:
     """Re-evaluate a stored study's checks, or another study file's, without re-running.
     Exit 3 when a check fails or cannot be evaluated, 4 when planned runs are missing."""
+    from ccarena.analysis.checks import evaluate, record
     from ccarena.report.summary import anomaly_lines, completeness, print_checks
+    from ccarena.store.atomic import StoreError
     from ccarena.study.load import load_study, parse_study
     d = resolve_results(args.results_dir, args.results)
     res = open_results(d)
     if args.study:
         study = load_study(args.study)
     elif res.study:
-        study = parse_study(res.study, str(res.path / "study.json"))
+        study = parse_study(res.study, res.study_source)
     else:
-        raise ResultsError(f"opening results {d}: no study.json; name the checks' study "
+        raise ResultsError(f"opening results {d}: no stored study; name the checks' study "
                            "with --study")
     gaps = completeness(res)
     for line in gaps:
@@ -240,7 +242,16 @@ def cmd_check(args) -> int:
     if not study.expect:
         print(f"{d}: the study declares no checks")
         return exits.INCOMPLETE if missing else 0
-    ok = print_checks(res, study)
+    if args.study:      # another study's checks: shown, never stored as this study's own
+        checks = evaluate(res, study)
+        print(f"checks of {args.study} (not stored: {d}'s own checks.json is kept)")
+    else:
+        try:
+            checks = record(res, study)
+        except StoreError as e:     # a read-only copy: the checks are printed all the same
+            checks = evaluate(res, study)
+            print(f"checks.json not written: {e}")
+    ok = print_checks(checks)
     if not ok:
         return exits.CHECKS
     return exits.INCOMPLETE if missing else 0
@@ -308,8 +319,9 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("check", help="re-evaluate a stored study's checks",
                               description="Evaluate the checks ([[expect]]) against stored "
                               "results without re-running: the study's own, or those of "
-                              "--study (a file or built-in name). Writes RESULTS/checks.json; "
-                              "exit status 3 when a check fails.")
+                              "--study (a file or built-in name). The study's own checks are "
+                              "stored (RESULTS/checks.json); another study's are only "
+                              "printed. Exit status 3 when a check fails.")
     p.add_argument("results_dir", metavar="RESULTS")
     p.add_argument("--study", help="take the checks from this study file or built-in name")
     results_opt(p)

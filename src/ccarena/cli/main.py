@@ -34,34 +34,29 @@ def cmd_run(args) -> int:
                        scale=scale)
     if args.dry_run:
         return _dry_run(study, args)
+    import ccarena
+    vm = None
     if args.vm:     # the same run, in the reference kernel (docs/vm.md)
-        from ccarena.cli.vm import run_study_in_vm
-        res = run_study_in_vm(study, args)
-    else:
-        from ccarena.run.executor import run_study
-        res = run_study(study, results_base=args.results, seed=args.seed,
-                        shuffle=False if args.no_shuffle else None,
-                        repetitions=args.repetitions, reruns=args.reruns,
-                        progress=not (args.quiet or args.json), force_cc=args.cc_source,
-                        event_log=args.event_log, resume=args.resume, jobs=args.jobs,
-                        cluster=args.cluster)
+        from ccarena.cli.vm import vm_config
+        vm = vm_config(args)
+    res = ccarena.run_study(study, results_base=args.results, seed=args.seed,
+                            shuffle=False if args.no_shuffle else None,
+                            repetitions=args.repetitions, reruns=args.reruns,
+                            resume=args.resume, jobs=args.jobs, cluster=args.cluster, vm=vm,
+                            force_cc=args.cc_source, event_log=args.event_log,
+                            progress=not (args.quiet or args.json),
+                            report=not args.no_report)
     if args.json:
-        from ccarena.analysis.checks import evaluate
         from ccarena.report.summary import as_dict
-        checks = evaluate(res, study) if study.expect else []
-        if not args.no_report:
-            from ccarena.report import write_report
-            write_report(res.path)
-        print(json.dumps(as_dict(res, checks), indent=1))
-        return exits.OK if all(c["ok"] for c in checks) else exits.CHECKS
+        print(json.dumps(as_dict(res, res.checks), indent=1))
+        return exits.OK if res.passed is not False else exits.CHECKS
     render(res)
     print(f"results: {res.path}")
     from ccarena.report.summary import print_checks
-    ok = print_checks(res, study)
-    if not args.no_report:
-        from ccarena.report import write_report
-        print(f"report: {write_report(res.path)}")
-    return exits.OK if ok else exits.CHECKS
+    print_checks(res.checks)
+    if res.report:
+        print(f"report: {res.report}")
+    return exits.OK if res.passed is not False else exits.CHECKS
 
 
 def _dry_run(study, args) -> int:

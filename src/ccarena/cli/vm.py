@@ -40,17 +40,10 @@ def cmd_vm(args) -> int:
     return res.rc
 
 
-def run_study_in_vm(study, args):
-    """cmd_run's branch for --vm: the same study, run in the VM -> ResultsDir."""
-    from ccarena.vm import run_study
-    if args.resume:
-        raise CcarenaError("--resume and --vm: resume a study on the machine that ran it "
-                           "(run the resume itself with --vm: ccarena vm -- ccarena run ...)")
-    return run_study(study, results_base=args.results, config=_config(args),
-                     progress=not args.quiet, log=_log, seed=args.seed,
-                     shuffle=False if args.no_shuffle else None,
-                     repetitions=args.repetitions, reruns=args.reruns,
-                     force_cc=args.cc_source, event_log=args.event_log)
+def vm_config(args):
+    """`ccarena run --vm`'s guest, from --accel, --cpus and --memory (else the
+    environment's defaults)."""
+    return _config(args)
 
 
 def register(sub) -> None:

@@ -42,8 +42,8 @@ def prepare(slots: int, cpus: str | None) -> list[str | None]:
     here before left behind; -> the slots' CPU shares."""
     from ccarena import cc
     from ccarena.cli.doctor import essential_missing, facts
-    from ccarena.run import remote
-    from ccarena.run.shares import worker_shares
+    from ccarena.run.scaleout import remote
+    from ccarena.run.scaleout.shares import worker_shares
     from ccarena.testbed import leftovers
     f = facts()
     missing = essential_missing(f)
@@ -60,7 +60,8 @@ def prepare(slots: int, cpus: str | None) -> list[str | None]:
 
 
 def cmd_worker(args) -> int:
-    from ccarena.run import environment, remote
+    from ccarena.run import environment
+    from ccarena.run.scaleout import remote
     shares = prepare(args.slots, args.cpus)
     host = environment.worker()
     cpus = ", ".join(s or "all CPUs" for s in shares)
@@ -80,7 +81,7 @@ def cmd_worker(args) -> int:
 # One such worker process per machine; CCARENA_WORKER_CPUS restricts its CPUs like --cpus.
 
 def dask_setup(worker) -> None:
-    from ccarena.run import remote
+    from ccarena.run.scaleout import remote
     n = worker.state.nthreads
     have = (worker.state.total_resources or {}).get("testbed")
     if have != n:
@@ -94,5 +95,5 @@ async def dask_teardown(worker) -> None:
     """The worker closes: its runs are torn down (and handed back to the scheduler)."""
     import asyncio
 
-    from ccarena.run import remote
+    from ccarena.run.scaleout import remote
     await asyncio.to_thread(remote.stop_all)

@@ -125,8 +125,10 @@ def _evaluate_expect(res: Results) -> pd.DataFrame:
     unevaluated."""
     from ccarena.analysis.checks import evaluate
     from ccarena.study.load import parse_study
+    if res.checks is not None:      # as stored where they were evaluated
+        return _checks_frame(res.checks)
     try:
-        study = parse_study(res.study, str(res.path / "study.json"))
+        study = parse_study(res.study, res.study_source)
         rows = evaluate(res, study)
     except Exception as e:  # noqa: BLE001 — report what the study asks even when unjudged
         exp = res.study.get("expect")

@@ -47,7 +47,7 @@ def load() -> float | None:
 
 
 def measure(results_base) -> float:
-    from ccarena.run.executor import run_study
+    from ccarena.run.executor import run_plan as run_study
     from ccarena.study.load import loads_study
     res = run_study(loads_study(MEASURE_STUDY, "<capacity>"), results_base=results_base,
                     progress=False)

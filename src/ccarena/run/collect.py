@@ -15,7 +15,7 @@ import pandas as pd
 from ccarena import cc as ccmod
 from ccarena.errors import CcarenaError
 from ccarena.measure import records
-from ccarena.run import validity
+from ccarena.measure import validity
 from ccarena.study.resolve import PROBE_FLOW_ID
 
 

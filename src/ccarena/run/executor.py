@@ -1,7 +1,7 @@
-"""Run a study: preflight, the plan, then each planned run in plan order, storing each
-as it completes.
+"""Run a study's plan: preflight, the plan, then each planned run in plan order, storing
+each as it completes (run/study.py adds the checks and the report on top).
 
-    run_study(study) -> ResultsDir
+    run_plan(study) -> ResultsDir
 
 Preflight raises before anything is built (no backend, a missing algorithm or binary).
 SIGINT and SIGTERM tear the current run down; completed runs stay stored."""
@@ -14,13 +14,16 @@ import signal
 from ccarena import cc as ccmod
 from ccarena.analysis import aggregates
 from ccarena.errors import PreflightError
-from ccarena.run import environment, shares, validity
+from ccarena.run import environment
+from ccarena.run.scaleout import shares
+from ccarena.measure import validity
 from ccarena.run import resume as resume_mod
-from ccarena.run.execute import execute_run
+from ccarena.run.one_run import execute_run
 from ccarena.run.preflight import preflight
 from ccarena.run.progress import Progress
 from ccarena.store import atomic
-from ccarena.store.results import ResultsDir, Writer
+from ccarena.store.results import ResultsDir
+from ccarena.store.writer import Writer
 from ccarena.study.model import Study
 from ccarena.testbed import leftovers
 from ccarena.study.plan import PlannedRun, make_plan
@@ -41,16 +44,16 @@ def _sigterm_as_exception():
         signal.signal(signal.SIGTERM, old)
 
 
-def run_study(study: Study, *, results_base="results", seed=None, shuffle=None,
+def run_plan(study: Study, *, results_base="results", seed=None, shuffle=None,
               repetitions=None, reruns=None, progress=True, force_cc=None, event_log=False,
               on_run=None, on_testbed=None, resume=None, jobs: int = 1,
               cluster: str | None = None) -> ResultsDir:
     """Run the study's plan and return its results directory.
 
     jobs: run this many runs at once on this machine, each held to its own share of the
-    CPUs (run/shares.py); cluster: the address of a Dask scheduler whose workers
+    CPUs (run/scaleout/shares.py); cluster: the address of a Dask scheduler whose workers
     (`ccarena worker`) run the runs. Either way the plan, seeds and stored layout are a
-    serial study's (run/cluster.py); on_testbed is not called for runs that run elsewhere.
+    serial study's (run/scaleout/cluster.py); on_testbed is not called for runs that run elsewhere.
 
     resume: a results directory of this study; only its planned runs that are missing or
     were in flight are run (same plan, same seeds), after checking that the study is the
@@ -93,7 +96,7 @@ def _run_in(results, study, resume, pf, executor, cpu_shares, *, seed, shuffle,
         plan = resume_mod.resume_plan(results, study, seed=seed, shuffle=shuffle,
                                       repetitions=repetitions, reruns=reruns)
         done_before = len(results.metas)
-        discarded = resume_mod.discard_in_flight(results)
+        discarded = Writer(results).discard_in_flight()
         # a killed ccarena left its namespaces and algorithm holds: remove what no live
         # process owns (other studies running now keep theirs)
         if not cluster:
@@ -106,8 +109,8 @@ def _run_in(results, study, resume, pf, executor, cpu_shares, *, seed, shuffle,
         w = Writer(results)
         w.write_study(study, plan, study.path)
         if pf is not None:
-            w.write_json("preflight.json", pf)
-        w.write_json("environment.json", {**environment.machine(), **(
+            w.write_preflight(pf)
+        w.write_environment({**environment.machine(), **(
             {"executor": executor} if executor else {})})
     todo = resume_mod.todo(results, plan)
     if executor:
@@ -144,11 +147,11 @@ def _run_in(results, study, resume, pf, executor, cpu_shares, *, seed, shuffle,
 
 def _run_parallel(study: Study, plan, results: ResultsDir, todo: list[PlannedRun], pf,
                   *, cluster, cpu_shares, force_cc, event_log, progress, on_run) -> None:
-    """The runs through Dask (run/cluster.py): an in-process cluster of one worker per
+    """The runs through Dask (run/scaleout/cluster.py): an in-process cluster of one worker per
     CPU share, or the workers of the scheduler at `cluster`. Locally the study holds its
     algorithms throughout, as a serial one does, so each run's own hold is a count."""
-    from ccarena.run import cluster as cl
-    from ccarena.run import remote
+    from ccarena.run.scaleout import cluster as cl
+    from ccarena.run.scaleout import remote
     bar = Progress(len(todo), study.name) if progress else None
     holds = contextlib.nullcontext() if cluster else \
         ccmod.acquire(sorted(pf["algorithms"]), _study_token(), force=force_cc)

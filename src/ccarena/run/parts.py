@@ -26,7 +26,8 @@ from ccarena.measure import cpu
 from ccarena.measure.pcap import Pcap
 from ccarena.measure.ping import PingProbe
 from ccarena.measure.tracer import Tracer
-from ccarena.run import environment, validity
+from ccarena.run import environment
+from ccarena.measure import validity
 from ccarena.study.model import Study
 from ccarena.testbed import kernel_link, user_link
 from ccarena.testbed.topology import Topology

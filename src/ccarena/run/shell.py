@@ -3,7 +3,7 @@ network, run a shell or a command in one of its hosts, tear everything down afte
 
     open_shell(study, cell=0, host="s1", argv=None, force_cc=None, say=print) -> int
 
-Builds what a run of the cell builds before its workload starts (run/execute.py): the
+Builds what a run of the cell builds before its workload starts (run/one_run.py): the
 dumbbell's namespaces, veths, addresses and routes (testbed.build.Testbed), the link
 (the user-space emulator, or the kernel's qdiscs), host cgroups, and the cell's
 congestion controls (cc.acquire); each host's default algorithm

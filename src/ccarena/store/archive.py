@@ -19,8 +19,9 @@ import shutil
 import tarfile
 from pathlib import Path
 
-from ccarena.store import atomic
-from ccarena.store.results import Writer
+from ccarena.store import atomic, manifest
+from ccarena.store import layout as L
+from ccarena.store.writer import Writer
 
 
 class ArchiveError(atomic.StoreError):
@@ -57,7 +58,7 @@ def unpack(results, label: str, data: bytes, origin: str = "a worker") -> tuple[
         try:
             with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
                 tar.extractall(d, filter="data")
-            meta = json.loads((d / "meta.json").read_text())
+            meta = json.loads((d / L.RUN_MANIFEST).read_text())
         except (tarfile.TarError, OSError, ValueError) as e:
             raise ArchiveError(f"run {label} from {origin}: its archive is unreadable "
                                f"({e}); the run is not stored") from None
@@ -71,7 +72,7 @@ def unpack(results, label: str, data: bytes, origin: str = "a worker") -> tuple[
                                f"{', '.join(bad)}; not stored")
         # its files keep the worker's times; a summary written before it arrived must not
         # pass for newer than it (ResultsDir._fresh compares meta.json's mtime)
-        os.utime(d / "meta.json")
+        os.utime(d / L.RUN_MANIFEST)
         _fsync_tree(d)
     except BaseException:
         shutil.rmtree(d, ignore_errors=True)
@@ -82,16 +83,17 @@ def unpack(results, label: str, data: bytes, origin: str = "a worker") -> tuple[
 def write_meta(staged: Path, meta: dict) -> None:
     """Rewrite a staged run's meta.json (what the submitter adds to it); it stays as new
     as the run for ResultsDir._fresh."""
-    atomic.write_json(Path(staged) / "meta.json", meta)
+    manifest.check(meta, str(Path(staged) / L.RUN_MANIFEST))
+    atomic.write_json(Path(staged) / L.RUN_MANIFEST, meta)
 
 
 def adopt(results, label: str) -> Path:
     """Move a staged first attempt into runs/<label> (what an interrupted attempt left
     there, never complete, is removed first)."""
-    staged = results.path / "superseded" / f".{label}.next"
-    run = results.path / "runs" / label
+    staged = L.staging_dir(results.path, label)
+    run = L.run_dir(results.path, label)
     if run.exists():
-        if (run / "meta.json").exists():
+        if (run / L.RUN_MANIFEST).exists():
             raise ArchiveError(f"run {label}: {run} is complete already; the copy from a "
                                "worker is not stored twice")
         shutil.rmtree(run)

@@ -31,9 +31,9 @@ import time
 from pathlib import Path
 
 from ccarena.errors import ResultsError
+from ccarena.store import layout as L
 
 SUFFIX = ".ccarena.tar.xz"
-MARKER = "ccarena-results.json"     # as store.results.MARKER (imported there from here)
 KEEP_DAYS = 14
 _DONE = ".complete"
 
@@ -75,8 +75,8 @@ def write_archive(results_dir, out=None, preset: int = 6) -> Path:
     path (default: <dir name>.ccarena.tar.xz in the current directory). Written to a
     temporary name first, so a half-written archive never carries the final name."""
     src = Path(results_dir).resolve()
-    if not (src / MARKER).is_file():
-        raise ResultsError(f"archiving {src}: not a ccarena results directory (no {MARKER})")
+    if not (src / L.MARKER).is_file():
+        raise ResultsError(f"archiving {src}: not a ccarena results directory (no {L.MARKER})")
     out = Path(out) if out else Path.cwd() / (src.name + SUFFIX)
     if out.is_dir():
         out = out / (src.name + SUFFIX)
@@ -104,7 +104,7 @@ def _sha256(path: Path) -> str:
 
 
 def _results_in(d: Path) -> Path:
-    tops = [p for p in d.iterdir() if p.is_dir() and (p / MARKER).is_file()]
+    tops = [p for p in d.iterdir() if p.is_dir() and (p / L.MARKER).is_file()]
     if len(tops) != 1:
         raise ResultsError(f"{d}: the archive holds {len(tops)} results directories; "
                            "expected exactly one")

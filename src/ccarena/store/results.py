@@ -1,14 +1,5 @@
-"""Results directories: the only reader and writer of a study's stored results.
-
-    results/<study>-<YYYYmmdd-HHMMSS>/
-        ccarena-results.json   format marker and version (checked on every open)
-        study.toml study.json plan.json preflight.json environment.json
-        runs/<label>/          one run: raw/, <table>.parquet (store.tables), flow_metrics,
-                               metrics.json, meta.json (written last: its manifest lists
-                               every file with its size, so a run is complete only when
-                               all its files are)
-        superseded/            attempts set aside for the machine's noise
-        runs.parquet flows.parquet cells.parquet   summaries over the complete runs
+"""Results directories, for reading: ResultsDir (store.writer's Writer writes them; the
+layout is store.layout's, the run manifest store.manifest's).
 
 Every file is written atomically (store.atomic). Reading never trusts a summary that is
 missing, unreadable or older than the runs: runs and flows are rebuilt from the run
@@ -34,17 +25,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from ccarena.version import __version__
 from ccarena.errors import ResultsError
 from ccarena.store import bundle as archive_mod
-from ccarena.store import atomic
+from ccarena.store import layout as L
 from ccarena.store.tables import RUN_METRICS, RUN_TABLES
 
 FORMAT_VERSION = 1
-MARKER = "ccarena-results.json"
-
-def write_json(path: Path, obj) -> None:
-    atomic.write_json(Path(path), obj)
+MARKER = L.MARKER
 
 
 def _read_json(p: Path):
@@ -101,7 +88,7 @@ class ResultsDir:
     @cached_property
     def _complete(self) -> dict[Path, dict]:
         out = {}
-        for p in sorted((self.path / "runs").glob("*/meta.json")):
+        for p in sorted((self.path / L.RUNS).glob(f"*/{L.RUN_MANIFEST}")):
             meta = self._meta(p)
             if meta is None:
                 continue
@@ -116,10 +103,10 @@ class ResultsDir:
     def incomplete_runs(self) -> list[Path]:
         """Run directories that were started and never completed (an interruption)."""
         done = set(self.run_dirs())
-        return sorted(p for p in (self.path / "runs").glob("*") if p.is_dir() and p not in done)
+        return sorted(p for p in (self.path / L.RUNS).glob("*") if p.is_dir() and p not in done)
 
     def run_meta(self, run_dir: Path) -> dict:
-        return _read_json(Path(run_dir) / "meta.json")
+        return _read_json(Path(run_dir) / L.RUN_MANIFEST)
 
     def _meta(self, p: Path) -> dict | None:
         try:
@@ -143,7 +130,7 @@ class ResultsDir:
         return {str(m.get("run_id") or d.name): d for d, m in self._complete.items()}
 
     def run_dir(self, run_id: str) -> Path:
-        return self.dirs.get(str(run_id), self.path / "runs" / str(run_id))
+        return self.dirs.get(str(run_id), L.run_dir(self.path, str(run_id)))
 
     def _parquet(self, p: Path) -> pd.DataFrame | None:
         try:
@@ -177,7 +164,7 @@ class ResultsDir:
         p = self.path / f"{name}.parquet"
         if not p.exists():
             return None
-        newest = max((os.stat(d / "meta.json").st_mtime for d in self.run_dirs()), default=0)
+        newest = max((os.stat(d / L.RUN_MANIFEST).st_mtime for d in self.run_dirs()), default=0)
         if os.stat(p).st_mtime < newest:
             return None
         return self._parquet(p)
@@ -214,19 +201,30 @@ class ResultsDir:
     @cached_property
     def study(self) -> dict:
         """The study as run (study.json: the merged TOML)."""
-        return self._json("study.json")
+        return self._json(L.STUDY_JSON)
+
+    @property
+    def study_source(self) -> str:
+        """The stored study's file, as error messages about it name it."""
+        return str(self.path / L.STUDY_JSON)
+
+    @cached_property
+    def resumes(self) -> list[dict]:
+        """How often the study was resumed, and what each resume found (run/resume.py)."""
+        v = self._json(L.RESUMES_JSON) if (self.path / L.RESUMES_JSON).exists() else []
+        return v if isinstance(v, list) else []
 
     @cached_property
     def plan(self) -> dict:
-        return self._json("plan.json")
+        return self._json(L.PLAN_JSON)
 
     @cached_property
     def environment(self) -> dict:
-        return self._json("environment.json")
+        return self._json(L.ENVIRONMENT_JSON)
 
     @cached_property
     def preflight(self) -> dict:
-        return self._json("preflight.json")
+        return self._json(L.PREFLIGHT_JSON)
 
     def _json(self, name: str) -> dict:
         p = self.path / name
@@ -243,9 +241,9 @@ class ResultsDir:
         """The study's checks as last evaluated (checks.json, written by `ccarena run`,
         `ccarena check` and the API's run_study): one dict per check with ok, measured
         and the target; None when never evaluated."""
-        if not (self.path / "checks.json").exists():
+        if not (self.path / L.CHECKS_JSON).exists():
             return None
-        v = self._json("checks.json")
+        v = self._json(L.CHECKS_JSON)
         return v if isinstance(v, list) else None
 
     @property
@@ -294,7 +292,7 @@ class ResultsDir:
         runs, flows = [], []
         for d, meta in self._complete.items():
             params = meta.get("cell_params", {})
-            m = self._json_rel(d / "metrics.json")
+            m = self._json_rel(d / L.RUN_METRICS_JSON)
             runs.append({"run_id": meta["run_id"], "label": meta["label"], "cell": meta["cell"],
                          "rep": meta["rep"], "index": meta.get("index"), **params,
                          **{k: v for k, v in m.items() if k not in ("run_id", "cell", "rep")},
@@ -337,141 +335,6 @@ class ResultsDir:
         """Drop what was read (after runs were added or changed)."""
         for k in ("_summaries", "_complete", "factors", "_stale"):
             self.__dict__.pop(k, None)
-
-
-class Writer:
-    """What the runner (run/) and the analysis write into a results directory; a
-    ResultsDir itself only reads. `Writer.create(name, base)` makes a new directory,
-    `Writer(results)` writes into an opened one (an archive's copy refuses: StoreError).
-
-    Study: write_study, write_json, write_table, rebuild_summaries. Runs: new_run (or
-    staging_dir for a re-run), write_run (meta.json last), update_meta, aside_record and
-    supersede."""
-
-    def __init__(self, results: ResultsDir):
-        self.results = results
-        self.path = results.path
-
-    def _writable(self) -> None:
-        r = self.results
-        if r.readonly:
-            raise atomic.StoreError(f"{r.source or r.path}: a results archive is "
-                                    "read-only (extract it with `tar -xJf` to change it)")
-
-    @classmethod
-    def create(cls, study_name: str, base: Path | str = "results") -> "Writer":
-        """A new results directory <base>/<study>-<YYYYmmdd-HHMMSS>, with its marker."""
-        base = Path(base).absolute()
-        if base.exists() and not base.is_dir():
-            raise atomic.StoreError(f"creating results under {base}: it is a file, not a "
-                                    "directory; give another --results")
-        atomic.mkdir(base)
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        n = 1
-        while True:     # mkdir is the test: two studies started in one second get two
-            p = base / (f"{study_name}-{stamp}" + (f"-{n}" if n > 1 else ""))
-            try:
-                p.mkdir()
-                break
-            except FileExistsError:
-                n += 1
-            except OSError as e:
-                raise atomic.storage_error(p, e, "creating") from None
-        atomic.mkdir(p / "runs")
-        atomic.write_json(p / MARKER, {"format_version": FORMAT_VERSION, "ccarena": __version__,
-                                       "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                                       "study": study_name})
-        return cls(ResultsDir(p))
-
-    def write_study(self, study, plan, source_path: str | None) -> None:
-        self._writable()
-        if source_path and Path(source_path).is_file():
-            atomic.copy_file(Path(source_path), self.path / "study.toml")
-        atomic.write_json(self.path / "study.json", study.raw)
-        atomic.write_json(self.path / "plan.json", plan.to_json())
-
-    def write_json(self, name: str, obj) -> None:
-        self._writable()
-        atomic.write_json(self.path / name, obj)
-
-    def write_table(self, name: str, df: pd.DataFrame) -> None:
-        """A study-level table (runs, flows, cells) as <name>.parquet."""
-        self._writable()
-        atomic.write_parquet(self.path / f"{name}.parquet", df)
-
-    def new_run(self, label: str) -> Path:
-        """An empty directory for run `label` (what an interrupted attempt left is removed:
-        a run without its meta.json was never complete)."""
-        self._writable()
-        d = self.path / "runs" / label
-        if d.exists() and not (d / "meta.json").exists():
-            shutil.rmtree(d)
-        return atomic.mkdir(d)
-
-    # A run that the machine's noise made invalid is run again (run.executor): the new
-    # attempt is written to staging_dir(label) and, once complete, supersede() moves the
-    # old one to superseded/<label>.<attempt>/ and the new one to runs/<label>/.
-    def staging_dir(self, label: str) -> Path:
-        self._writable()
-        d = self.path / "superseded" / f".{label}.next"
-        if d.exists():
-            shutil.rmtree(d)
-        return atomic.mkdir(d)
-
-    def aside_record(self, label: str, attempt: int, meta: dict) -> dict:
-        """What the next attempt records of the one it supersedes."""
-        return {"attempt": attempt, "dir": f"superseded/{label}.{attempt}",
-                "run_id": meta["run_id"], "invalid_reasons": meta.get("invalid_reasons", [])}
-
-    def update_meta(self, label: str, meta: dict) -> None:
-        self._writable()
-        atomic.write_json(self.path / "runs" / label / "meta.json", meta)
-
-    def supersede(self, label: str, attempt: int, old_meta: dict) -> None:
-        self._writable()
-        run = self.path / "runs" / label
-        aside = self.path / "superseded" / f"{label}.{attempt}"
-        k = 1
-        while aside.exists():       # left by an interrupted earlier swap: keep both
-            k += 1
-            aside = self.path / "superseded" / f"{label}.{attempt}-{k}"
-        # Ctrl-C or SIGTERM between the two renames would leave the run in no table: they
-        # wait until both are done
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-        try:
-            run.rename(aside)
-            (self.path / "superseded" / f".{label}.next").rename(run)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)
-        atomic.fsync_dir(self.path / "runs")
-        atomic.write_json(aside / "meta.json", {**old_meta, "superseded_by_rerun": True})
-
-    def write_run(self, rd: Path, tables: dict, flows: pd.DataFrame | None,
-                  run: dict | None, meta: dict) -> None:
-        """Store one run: every table, its metrics, and meta.json last with the manifest
-        of what was written ({file: bytes}), which is what makes the run complete."""
-        self._writable()
-        files = {}
-        for k, df in tables.items():
-            atomic.write_parquet(rd / f"{k}.parquet", df)
-            files[f"{k}.parquet"] = (rd / f"{k}.parquet").stat().st_size
-        if flows is not None:
-            atomic.write_parquet(rd / f"{RUN_METRICS}.parquet", flows)
-            files[f"{RUN_METRICS}.parquet"] = (rd / f"{RUN_METRICS}.parquet").stat().st_size
-        if run is not None:
-            atomic.write_json(rd / "metrics.json", run)
-            files["metrics.json"] = (rd / "metrics.json").stat().st_size
-        meta["files"] = files
-        atomic.write_json(rd / "meta.json", meta)
-
-    def rebuild_summaries(self) -> None:
-        """Write runs.parquet and flows.parquet anew from the run directories."""
-        self._writable()
-        self.results.forget()
-        runs, flows = self.results.summary_tables()
-        self.write_table("runs", runs)
-        self.write_table("flows", flows)
-        self.results.__dict__["_summaries"] = (runs, flows)
 
 
 def missing_files(run_dir: Path, meta: dict) -> list[str]:
@@ -529,7 +392,7 @@ def default_report_path(res: ResultsDir) -> Path:
     beside it (<name>.report.html), since the archive's copy is read-only."""
     if res.source is not None:
         return res.source.parent / f"{archive_mod.stem(res.source)}.report.html"
-    return res.path / "report.html"
+    return res.path / L.REPORT_HTML
 
 
 def list_results(base: Path | str = "results") -> list[ResultsDir]:

@@ -3,12 +3,13 @@ has netem, RED, CoDel, FQ-CoDel and every kernel congestion control, booted unde
 (KVM where it works, TCG otherwise) over the host's own files.
 
     run(["ccarena", "doctor"]) -> VmResult                 any command, as root, inside
-    run_study(study, results_base="results") -> ResultsDir  a study inside; results on the host
+    run_plan(study, results_base="results") -> ResultsDir   a study's runs inside; results on the host
+    plan_runner(config)                                     the same, as run_study's runner
 
 image.py finds and fetches the kernel, boot.py boots it, guest.py is the guest's side."""
 from ccarena.vm.boot import VmConfig, VmError, VmResult  # noqa: F401
 from ccarena.vm.image import ImageError, ImageMissing, KernelImage, locate  # noqa: F401
-from ccarena.vm.session import config_from_env, run, run_study  # noqa: F401
+from ccarena.vm.session import config_from_env, plan_runner, run, run_plan  # noqa: F401
 
 __all__ = ["VmConfig", "VmError", "VmResult", "ImageError", "ImageMissing", "KernelImage",
-           "locate", "run", "run_study", "config_from_env"]
+           "locate", "run", "run_plan", "plan_runner", "config_from_env"]

@@ -20,7 +20,7 @@ RESULT_PREFIX = "ccarena-vm-results: "
 
 def run_study_job(job: dict) -> str:
     """Run the job's study here; -> the results directory."""
-    from ccarena.run.executor import run_study
+    from ccarena.run.executor import run_plan
     from ccarena.study.load import parse_study
     study = parse_study(job["raw"], job["path"])
     study.scale = job.get("scale")
@@ -32,7 +32,7 @@ def run_study_job(job: dict) -> str:
             "invalid: " + "; ".join(meta.get("invalid_reasons") or [])
         print(f"  run {total[0]} {r.label} {r.cell} rep {r.rep}: {state}", flush=True)
 
-    res = run_study(study, on_run=on_run if job.get("progress", True) else None,
+    res = run_plan(study, on_run=on_run if job.get("progress", True) else None,
                     progress=False, **job.get("kwargs", {}))
     return str(res.path)
 

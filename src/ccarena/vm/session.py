@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -29,11 +28,19 @@ def run(argv: list[str], config: VmConfig | None = None, *, capture: bool = Fals
     return _boot.boot(list(argv), config or config_from_env(), capture=capture, log=log, **kw)
 
 
-def run_study(study, *, results_base="results", config: VmConfig | None = None,
-              progress: bool = True, log=None, **kwargs):
-    """Run `study` (a loaded Study) inside the VM; -> the ResultsDir on the host, laid out
-    as any run's. kwargs are runner.run_study's (seed, shuffle, repetitions, reruns,
-    force_cc, event_log); callbacks cannot cross into the VM.
+def plan_runner(config: VmConfig | None = None, log=None):
+    """A runner for ccarena.run.study.run_study: the study's plan run in the VM."""
+    def runner(study, **kw):
+        return run_plan(study, config=config, log=log, **kw)
+    return runner
+
+
+def run_plan(study, *, results_base="results", config: VmConfig | None = None,
+             progress: bool = True, log=None, **kwargs):
+    """Run `study`'s plan (a loaded Study) inside the VM; -> the ResultsDir on the host,
+    laid out as any run's (the checks and the report are the host's: run/study.py).
+    kwargs are executor.run_plan's (seed, shuffle, repetitions, reruns, force_cc,
+    event_log); callbacks cannot cross into the VM.
 
     If the VM fails or is interrupted, the runs it completed are kept (as after Ctrl-C on
     the host), the one it was in is removed, and VmError says what happened."""
@@ -41,7 +48,7 @@ def run_study(study, *, results_base="results", config: VmConfig | None = None,
     from ccarena.vm.guest import JOB_ENV, RESULT_PREFIX
     bad = {"on_run", "on_testbed"} & set(kwargs)
     if bad:
-        raise TypeError(f"run_study in a VM takes no callbacks ({', '.join(sorted(bad))})")
+        raise TypeError(f"run_plan in a VM takes no callbacks ({', '.join(sorted(bad))})")
     base = Path(results_base).absolute()
     base.mkdir(parents=True, exist_ok=True)
     before = {p.name for p in base.iterdir()}
@@ -107,21 +114,17 @@ def tcg_advice(study, accel: str) -> str | None:
 
 
 def _drop_incomplete(results_dir: Path) -> None:
-    """After a VM that died: remove the run it was in (no meta.json yet) and any staged
-    re-run; a results directory with no completed run is removed whole."""
-    runs = results_dir / "runs"
-    for d in list(runs.glob("*")) if runs.is_dir() else []:
-        if d.is_dir() and not (d / "meta.json").exists():
-            shutil.rmtree(d, ignore_errors=True)
-    for d in (results_dir / "superseded").glob(".*.next"):
-        shutil.rmtree(d, ignore_errors=True)
-    if not any(runs.glob("*/meta.json")):
-        shutil.rmtree(results_dir, ignore_errors=True)
-        return
+    """After a VM that died: the run it was in and any staged re-run are discarded, as a
+    resume would; a results directory with no completed run is removed whole."""
     from ccarena.analysis import aggregates
-    from ccarena.store.results import open_results
+    from ccarena.store.results import ResultsDir
+    from ccarena.store.writer import Writer
     try:
-        aggregates.refresh(open_results(results_dir))
+        w = Writer(ResultsDir.open(results_dir))
+        w.discard_in_flight()
+        if w.remove_if_no_run():
+            return
+        aggregates.refresh(w.results)
     except Exception:  # noqa: BLE001 — the completed runs stay readable; summaries rebuild
         pass
 

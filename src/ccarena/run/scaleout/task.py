@@ -2,7 +2,7 @@
 
     payload = make_payload(study, plan, planned_run, ...)    the submitter's side
     r = planned_run(payload)                                  the worker rebuilds the plan
-    python -m ccarena.run.task DIR                            the run process
+    python -m ccarena.run.scaleout.task DIR                            the run process
 
 A payload is plain data (JSON): the study as run (study.json's dict) and its path, the
 plan's seed, order, repetitions and re-runs, the run's label and seed, and the options.
@@ -105,10 +105,12 @@ def die_with_parent(parent: int) -> None:
 
 def run(d: Path) -> int:
     from ccarena import cc as ccmod
-    from ccarena.run import environment, shares
-    from ccarena.run.execute import execute_run
+    from ccarena.run import environment
+    from ccarena.run.scaleout import shares
+    from ccarena.run.one_run import execute_run
     from ccarena.run.preflight import preflight
-    from ccarena.store.results import Writer, write_json
+    from ccarena.store.atomic import write_json
+    from ccarena.store.writer import Writer
     payload = json.loads((d / "payload.json").read_text())
     share = payload.get("cpuset")
     shares.apply(share)

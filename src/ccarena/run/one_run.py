@@ -18,7 +18,8 @@ from ccarena.metrics.anomalies import anomalies
 from ccarena.run import watchdog
 from ccarena.run.collect import collect, guard_counts, judge_guards
 from ccarena.run.parts import START_LEAD_S, RunContext, note_killed, parts_for
-from ccarena.store.results import Writer
+from ccarena.store.manifest import MANIFEST_VERSION
+from ccarena.store.writer import Writer
 from ccarena.study.plan import PlannedRun
 from ccarena.study.model import Study
 from ccarena.testbed import netns
@@ -152,7 +153,7 @@ def _initial_meta(r: PlannedRun, run_id: str, backend: str, topo, kernel_names: 
                   pf: dict) -> dict:
     study = r.study
     return {
-        "version": 1, "run_id": run_id, "label": r.label, "study": study.name,
+        "version": MANIFEST_VERSION, "run_id": run_id, "label": r.label, "study": study.name,
         "cell": r.cell, "cell_params": r.params, "rep": r.rep, "index": r.index,
         "seed": r.seed, "backend": backend, "duration_s": study.duration_s,
         "warmup_s": study.warmup_s, "base_rtt_s": study.base_rtt_s,

@@ -6,7 +6,7 @@ started with `ccarena worker`). Both take the same path:
     with local_client(shares) as client:   # or remote_client(address)
         Dispatcher(client, study, plan, results, ...).run(todo)
 
-Each planned run is one task (run/task.py payload; run/remote.run_task), asking for one
+Each planned run is one task (run/scaleout/task.py payload; run/remote.run_task), asking for one
 `testbed` resource, prioritised in plan order. As each completes, its run directory is
 committed into the one results directory exactly as a serial run's (store/archive.py:
 staged, checked, renamed), the aggregates refreshed and on_run called. A run that the
@@ -25,9 +25,10 @@ import sys
 
 from ccarena.analysis import aggregates
 from ccarena.errors import CcarenaError, RunError
-from ccarena.run import remote, task, validity
+from ccarena.run.scaleout import remote, task
+from ccarena.measure import validity
 from ccarena.store import archive
-from ccarena.store.results import Writer
+from ccarena.store.writer import Writer
 
 CONNECT_TIMEOUT_S = 20
 
@@ -121,7 +122,7 @@ class Dispatcher:
             raise
 
     def cancel(self) -> None:
-        """Cancel what is still submitted: workers stop those runs (run/remote.py)."""
+        """Cancel what is still submitted: workers stop those runs (run/scaleout/remote.py)."""
         pending = list(self.futures)
         self.futures.clear()
         if pending:
@@ -196,7 +197,7 @@ class Dispatcher:
         if first:
             self.pf["cells"][int(r.cell[1:])] = first
         self.pf["algorithms"].update(pf.get("algorithms") or {})
-        Writer(self.results).write_json("preflight.json", {
+        Writer(self.results).write_preflight({
             "cells": dict(sorted(self.pf["cells"].items())),
             "algorithms": dict(sorted(self.pf["algorithms"].items()))})
 

@@ -1,7 +1,7 @@
 """The worker's side of a study run on Dask: each task is one planned run, run by a
-process of its own (run/task.py), held to one of this machine's CPU shares.
+process of its own (run/scaleout/task.py), held to one of this machine's CPU shares.
 
-    configure(shares)       the slots of this process: one CPU share each (run/shares.py)
+    configure(shares)       the slots of this process: one CPU share each (run/scaleout/shares.py)
     run_task(payload)       the Dask task: -> {"meta", "archive", "preflight"}
     stop_all()              tear every run of this process down (interrupt, worker closing)
     serve(address, shares)  a Dask worker for `ccarena worker`: one thread and one
@@ -159,7 +159,7 @@ def _run_process(tmp: Path, where: dict) -> tuple[int, str | None, int]:
     """Run the run process for `tmp`; -> (exit code, None | "closing" | "cancelled", the
     most run processes alive at once in this process while it ran)."""
     with open(tmp / "stderr", "wb") as err:
-        p = subprocess.Popen([sys.executable, "-m", "ccarena.run.task", str(tmp),
+        p = subprocess.Popen([sys.executable, "-m", "ccarena.run.scaleout.task", str(tmp),
                               str(os.getpid())], stdin=subprocess.DEVNULL, stdout=err,
                              stderr=err, start_new_session=True)
     with _lock:
