@@ -18,6 +18,7 @@ from ccarena.metrics.anomalies import anomalies
 from ccarena.run import watchdog
 from ccarena.run.collect import collect, guard_counts, judge_guards
 from ccarena.run.parts import START_LEAD_S, RunContext, note_killed, parts_for
+from ccarena.store.layout import RUN_RAW
 from ccarena.store.manifest import MANIFEST_VERSION
 from ccarena.store.writer import Writer
 from ccarena.study.plan import PlannedRun
@@ -59,7 +60,7 @@ def execute_run(r: PlannedRun, results, backend: str, kernel_names: dict, pf: di
     inodes: list[int] = []
     tb = None
     order, finish_order = parts_for(study, backend)
-    raw = rd / "raw"
+    raw = rd / RUN_RAW
     try:
         with watchdog.bounded(watchdog.limit_s(study.duration_s),
                               raw / "logs" / "watchdog-stacks.txt"), \

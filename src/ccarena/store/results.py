@@ -129,6 +129,10 @@ class ResultsDir:
         """run_id -> its directory (named by label)."""
         return {str(m.get("run_id") or d.name): d for d, m in self._complete.items()}
 
+    def label_dir(self, label: str) -> Path:
+        """Where planned run `label` is stored (whether or not it is complete)."""
+        return L.run_dir(self.path, label)
+
     def run_dir(self, run_id: str) -> Path:
         return self.dirs.get(str(run_id), L.run_dir(self.path, str(run_id)))
 

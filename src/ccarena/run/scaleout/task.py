@@ -127,7 +127,7 @@ def run(d: Path) -> int:
                            superseded=payload.get("superseded") or None, cpuset=share,
                            worker=worker)
     write_json(d / "result.json", {"meta": meta, "preflight": pf,
-                                   "run_dir": str(results.path / "runs" / r.label)})
+                                   "run_dir": str(results.label_dir(r.label))})
     return 0
 
 
