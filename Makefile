@@ -102,11 +102,11 @@ mutants:
 	  --output build/mutants $(addprefix -f ,$(wildcard $(MUTANTS_FILES)))
 
 # Mutation testing of the BPF congestion controls through the user-space harness
-# (benchmarks/cc_mutants.py, docs/dev/testing.md); slow, not part of `make test`.
+# (tools/mutants/cc_mutants.py, docs/dev/testing.md); slow, not part of `make test`.
 # Some algorithms: make mutants-cc CC_MUTANTS="lp yeah"; a header: CC_MUTANTS=cca_common.h
 CC_MUTANTS ?= all
 mutants-cc:
-	nice -n 19 python3 benchmarks/cc_mutants.py $(CC_MUTANTS)
+	nice -n 19 python3 tools/mutants/cc_mutants.py $(CC_MUTANTS)
 
 clean:
 	rm -rf build target $(VENV)

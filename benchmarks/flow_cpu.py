@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools" / "testbeds"))
 from flow_harness import BIN, go, read_conns, read_records, veth_pair  # noqa: E402
 
 W = Path("/tmp/ccaflow-bench")

@@ -23,7 +23,7 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "testbeds"))
 from link_testbed import LINK_BIN, Testbed, direction, iperf_result, median  # noqa: E402
 
 

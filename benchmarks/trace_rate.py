@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools" / "testbeds"))
 from flow_harness import go, read_records, rx_goodput_bps, start_engine, wait_done  # noqa: E402
 from trace_verify import PREFIX, TRACE, ns_exec, start_trace, stop_trace, testbed, wait_detached  # noqa: E402
 

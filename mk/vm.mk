@@ -42,8 +42,8 @@ VERIFY_REPS ?= 3
 .PHONY: verify
 verify: install vm
 	@mkdir -p build/verify
-	set -o pipefail; $(VENV)/bin/ccarena vm -- $(PY) benchmarks/verify/link_vs_kernel.py --reps $(VERIFY_REPS) \
+	set -o pipefail; $(VENV)/bin/ccarena vm -- $(PY) verify/link_vs_kernel.py --reps $(VERIFY_REPS) \
 	  | tee build/verify/link-vs-kernel.md
-	set -o pipefail; $(VENV)/bin/ccarena vm -- $(PY) benchmarks/verify/bpf_vs_native.py --reps $(VERIFY_REPS) \
+	set -o pipefail; $(VENV)/bin/ccarena vm -- $(PY) verify/bpf_vs_native.py --reps $(VERIFY_REPS) \
 	  | tee build/verify/bpf-vs-native.md
 	CCARENA_VM_FULL=1 $(VENV)/bin/pytest -q -ra tests/vm/test_kernel_link_in_vm.py

@@ -10,7 +10,7 @@
 //! vmlinux.h: $CCARENA_VMLINUX_H, else build/vmlinux.h (made by `make bpf`), else
 //! generated here with `bpftool btf dump` from /sys/kernel/btf/vmlinux (like crates/trace).
 //! $CCARENA_CC_DIR, when set, replaces bpf/cc as the source directory: the C mutation
-//! runner (benchmarks/cc_mutants.py) points it at a copy holding one mutant, so the real
+//! runner (tools/mutants/cc_mutants.py) points it at a copy holding one mutant, so the real
 //! tree is never edited.
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

@@ -1,10 +1,10 @@
-"""The C mutant generator of benchmarks/cc_mutants.py (benchmarks/mutants/c_source.py):
+"""The C mutant generator of tools/mutants/cc_mutants.py (tools/mutants/c_source.py):
 mutants only where the algorithm's logic is, each one a single well-formed edit."""
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks" / "mutants"))
+sys.path.insert(0, str(ROOT / "tools" / "mutants"))
 
 from c_source import apply, mutants_of  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""The verdicts of the verification matrices (benchmarks/verify/common.py): a difference
+"""The verdicts of the verification matrices (verify/common.py): a difference
 agrees only when its whole 90 % interval lies inside the tolerance, disagrees only when
 the whole interval lies outside it, and is unresolved otherwise."""
 import sys
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks" / "verify"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "verify"))
 from common import diff_ci, equivalence  # noqa: E402
 
 

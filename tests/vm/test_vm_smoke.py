@@ -110,7 +110,7 @@ def test_bpf_reno_halves_and_grows_its_window_as_the_kernels_does(smoke):
     over its epochs of 0.5 s and more within 0.7-1.3, per *measured* RTT, so a slow
     guest does not move it — a BPF pack that read the wrong bit for is_cwnd_limited on
     this kernel grew by 0); and each delivered. The figures of whole runs (goodput, mean
-    window) are left to make verify (benchmarks/verify/bpf_vs_native.py): one run each
+    window) are left to make verify (verify/bpf_vs_native.py): one run each
     cannot tell an algorithm from the noise."""
     from ccsig import ca_epochs, per_rtt_increase, reductions, sender_trace
     res, _ = smoke

@@ -1,6 +1,6 @@
 """The reference kernel: a stock Debian 6.12 kernel package (bookworm-backports), fetched
-once into a cache folder and booted by ccarena.vm.boot. It has what this project's hosts
-often lack: netem, RED, CoDel, FQ-CoDel and every kernel congestion control as modules,
+once into a cache folder and booted by ccarena.vm.boot. It has what many hosts
+lack: netem, RED, CoDel, FQ-CoDel and every kernel congestion control as modules,
 BTF and struct_ops links.
 
     fetch()  -> KernelImage   download (verified by apt), extract, depmod; idempotent

@@ -36,7 +36,7 @@ fn slowing_down_mid_frame_sends_the_rest_at_the_new_rate() {
 
 #[test]
 fn speeding_up_mid_frame_finishes_the_frame_at_the_new_rate() {
-    // Issue 17.7: 10 Mbit/s, 1 kbit/s from 3 s, 10 Mbit/s again from 8 s. The frame that
+    // 10 Mbit/s, 1 kbit/s from 3 s, 10 Mbit/s again from 8 s. The frame that
     // starts at 3 s sends 5 000 of its 10 000 bits by 8 s, the rest in 0.5 ms.
     let mut link = scheduled(
         10_000_000,

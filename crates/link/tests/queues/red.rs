@@ -161,10 +161,10 @@ fn idle_queue_decays_the_average_by_idle_time_over_packet_time() {
 
 #[test]
 fn idle_decay_continues_after_a_drop_on_an_empty_queue() {
-    // Issue 15.1: a flow in RTO backoff sends one packet per RTO into an empty queue. An
-    // arrival that is dropped leaves the queue empty, so q_time stays (Figure 2) and the
-    // next arrival's average has decayed over the whole idle time. (It used to restart
-    // the EWMA instead: (1−w) per arrival, and the flow was locked out for good.)
+    // A flow in RTO backoff sends one packet per RTO into an empty queue. An arrival
+    // that is dropped leaves the queue empty, so q_time stays (Figure 2) and the next
+    // arrival's average has decayed over the whole idle time (restarting the EWMA
+    // instead, (1−w) per arrival, would lock the flow out for good).
     let mut p = params(5.0, 15.0);
     p.ecn = true;
     let mut h = Harness::new(1);

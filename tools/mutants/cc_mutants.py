@@ -5,9 +5,9 @@ cargo-mutants mutates Rust only; this runner does for the C what it does for the
 it changes one small thing in the algorithm's own logic, builds, runs the algorithm's
 harness tests and records whether they noticed.
 
-    python3 benchmarks/cc_mutants.py lp yeah          # mutate and test two algorithms
-    python3 benchmarks/cc_mutants.py --list htcp      # the mutants only, nothing built
-    python3 benchmarks/cc_mutants.py lp --ids 12,40   # re-run some mutants
+    python3 tools/mutants/cc_mutants.py lp yeah          # mutate and test two algorithms
+    python3 tools/mutants/cc_mutants.py --list htcp      # the mutants only, nothing built
+    python3 tools/mutants/cc_mutants.py lp --ids 12,40   # re-run some mutants
     make mutants-cc CC_MUTANTS="lp yeah"              # the same through make (nice -n 19)
 
 Mutants are made only inside function bodies (and, in the shared headers, inside the
@@ -47,10 +47,10 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "mutants"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from c_source import Mutant, apply, mutants_of  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CC_DIR = ROOT / "bpf" / "cc"
 OUT = ROOT / "build" / "mutants-cc"
 PKG = "ccarena-cc-harness"
@@ -308,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{f}: {len(mutants_of((CC_DIR / f).read_text(), f, every_source()))} mutants")
         for f in HEADERS:
             print(f"{f}: {len(mutants_of((CC_DIR / f).read_text(), f, every_source()))} mutants")
-        print("name the sources to run (e.g. `benchmarks/cc_mutants.py lp`, or `all`): "
+        print("name the sources to run (e.g. `tools/mutants/cc_mutants.py lp`, or `all`): "
               "each takes tens of minutes")
         return 0
     names = PRIORITY + list(HEADERS) if a.sources == ["all"] else a.sources

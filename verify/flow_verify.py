@@ -3,7 +3,7 @@
 
 Each check prints its measured value next to its target; all failures are collected,
 the script exits 1 if any. Namespaces are named ccaflowtest* and removed always.
-Usage: sudo python3 benchmarks/flow_verify.py [check ...]   (default: all)
+Usage: sudo python3 verify/flow_verify.py [check ...]   (default: all)
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools" / "testbeds"))
 from flow_harness import (BIN, go, read_conns, read_records, rx_goodput_bps, sh, start_engine,  # noqa: E402
                           veth_pair, wait_done)
 

@@ -24,7 +24,7 @@ import time
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 from ccarena.paths import find_binary  # noqa: E402
 from ccarena.testbed import netns  # noqa: E402

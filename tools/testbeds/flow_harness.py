@@ -17,12 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 from ccarena.measure.records import dtype_from_schema  # noqa: E402
 from ccarena.paths import find_binary  # noqa: E402
 from ccarena.testbed import netns  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(find_binary("ccarena-flow") or ROOT / "target" / "release" / "ccarena-flow")
 
 

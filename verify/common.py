@@ -1,4 +1,4 @@
-"""Shared parts of the verification matrices (benchmarks/verify/): run a study whose sweep
+"""Shared parts of the verification matrices (verify/): run a study whose sweep
 puts the two things compared side by side (interleaved, shuffled, in one results
 directory: this machine is noisy), and print Markdown tables with a statistical test and
 the tolerance each comparison is judged by."""
@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from ccarena.run.study import run_study  # noqa: E402
 from ccarena.study.load import loads_study  # noqa: E402
@@ -23,7 +23,7 @@ from ccarena.study.load import loads_study  # noqa: E402
 PAYLOAD_SHARE = 1448 / 1514
 # the project's build folder: writable in ccarena's VM (its /tmp is thrown away)
 OUT = Path(os.environ.get("CCARENA_VERIFY_OUT",
-                          Path(__file__).resolve().parents[2] / "build" / "verify" / "results"))
+                          Path(__file__).resolve().parents[1] / "build" / "verify" / "results"))
 
 
 def study_text(name: str, bottleneck: str, *, flows=(), ping: str | None = None,

@@ -2,7 +2,7 @@
 """Each BPF congestion control (bpf/cc) against the kernel's own module of the same
 name, on the same guest kernel and link. Needs a kernel that has both: the reference
 kernel,
-    ccarena vm -- python benchmarks/verify/bpf_vs_native.py [--reps N] [ALG...]
+    ccarena vm -- python verify/bpf_vs_native.py [--reps N] [ALG...]
 (make verify does).
 
 Per algorithm and scenario one study sweeps the algorithm over the kernel's module
@@ -46,7 +46,7 @@ import pandas as pd
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parents[1] / "tests" / "integration"))
+sys.path.insert(0, str(HERE.parent / "tests" / "integration"))
 from common import _short, diff_ci, equivalence, md, measured_note, run  # noqa: E402
 
 import ccsig  # noqa: E402  (reductions, CA epochs, growth per RTT from the per-ACK trace)

@@ -1,4 +1,4 @@
-"""The mutants of a C source of bpf/cc, for benchmarks/cc_mutants.py: a small lexer (enough
+"""The mutants of a C source of bpf/cc, for tools/mutants/cc_mutants.py: a small lexer (enough
 to tell code from comments, strings and preprocessor lines), the regions where mutants
 may go (function bodies, the bodies of function-like macros that hold a block, and
 object-like integer #defines) and the mutation operators (see cc_mutants.py)."""

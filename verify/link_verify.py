@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, __import__("os").path.dirname(__file__))
+sys.path.insert(0, str(__import__('pathlib').Path(__file__).resolve().parents[1] / "tools" / "testbeds"))
 from link_testbed import B_IP, Testbed, direction, median, pct, iperf_result  # noqa: E402
 
 from ccarena.measure.records import read_bin  # noqa: E402

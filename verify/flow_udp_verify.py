@@ -12,7 +12,7 @@ listener; A runs a 100 Hz udp_probe (64 B) for 8 s and, from 2 s to 6 s, a bulk 
     bulk flow's own TCP srtt (tcpinfo.bin) — same queue, same delay;
   * a 1 kHz probe keeps its rate too.
 Namespaces are removed and engines stopped always.
-Usage: sudo python3 benchmarks/flow_udp_verify.py
+Usage: sudo python3 verify/flow_udp_verify.py
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools" / "testbeds"))
 from flow_harness import go, read_records, start_engine, veth_pair, wait_done  # noqa: E402
 
 W = Path("/tmp/ccaudp-check")

@@ -4,7 +4,7 @@ codel, fq_codel), side by side: each study sweeps bottleneck.backend over both, 
 runs interleave in one results directory.
 
 Needs a kernel with netem and the AQM qdiscs: run it in the reference kernel,
-    ccarena vm -- python benchmarks/verify/link_vs_kernel.py [--reps N]
+    ccarena vm -- python verify/link_vs_kernel.py [--reps N]
 (make verify does). `--rate` is the bottleneck's rate (default 2 Mbit/s: what a guest
 under QEMU's TCG carries; docs/vm.md); base RTT 40 ms. Prints Markdown tables; each row
 states its test and tolerance. A difference is judged through its 90 % interval

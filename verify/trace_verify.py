@@ -17,7 +17,7 @@ after SIGTERM (bpftool link/prog list), exit 0 with READY/DONE.
 Namespaces ccatracetest* are removed and processes killed always.
 Also: with a 4 KiB ring and the tracer stopped for 1 s, events are lost and counted
 (events + lost = matched).
-Usage: sudo python3 benchmarks/trace_verify.py [sender|router|lost ...]
+Usage: sudo python3 verify/trace_verify.py [sender|router|lost ...]
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools" / "testbeds"))
 from flow_harness import find_binary, go, read_records, sh, start_engine, wait_done  # noqa: E402
 
 from ccarena.testbed import netns  # noqa: E402
