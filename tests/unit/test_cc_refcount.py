@@ -66,7 +66,7 @@ def test_holder_files_are_not_run_files(tmp_path):
 
 
 def test_bad_names_rejected(tmp_path):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"kernel name '\.\./etc': only \[A-Za-z0-9_\.-\] allowed"):
         AlgoDir("../etc", tmp_path)
     d = AlgoDir("cca_x", tmp_path)
     with d.lock(), pytest.raises(ValueError):

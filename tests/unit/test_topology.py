@@ -21,7 +21,7 @@ def test_kernel_backend_has_no_link_namespace():
 
 
 def test_pairs_are_bounded():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^pairs must be 1\.\.250$"):
         plan_dumbbell("abc123", 0, "kernel")
 
 
