@@ -28,6 +28,10 @@ pub enum Field {
     MaxPacketsOut, CaState, Mss, Delivered, DeliveredCe, SndUna, SndNxt, HighSeq, PriorCwnd,
     PrrOut, CwndClamp, CwndCnt, UndoMarker, Reordering, EcnFlags, PriorSsthresh, RcvNxt,
     PacingRate, AckPending, CwndStamp, NetnsInum, MaxPacingRate,
+    // the rest of what a recorded trace carries (replay.rs)
+    /// tp->srtt_us as the kernel keeps it (scaled by 8)
+    SrttRaw, MdevUs, MinRttUs, Lost, PrrDelivered, UndoRetrans, Lsndtime, CwndUsed, AppLimited,
+    RcvTsval, RcvTsecr, SawTstamp, TcpMstamp, IcskRto, DelackMax,
 }
 
 /// struct tcp_congestion_ops members (enum cch_op).
@@ -88,6 +92,8 @@ extern "C" {
     fn cch_op_in_ack_event(s: *mut c_void, flags: u32);
     fn cch_op_pkts_acked(s: *mut c_void, pkts: u32, rtt_us: i32, in_flight: u32);
     fn cch_op_cong_control(s: *mut c_void, ack: u32, flag: c_int, acked_sacked: u32, losses: i32, rtt_us: i32, delivered: u32);
+    fn cch_op_cong_control_rs(s: *mut c_void, ack: u32, flag: c_int, acked_sacked: u32, losses: i32, rtt_us: i64, delivered: i32, interval_us: i64, prior_in_flight: u32, is_app_limited: bool);
+    fn cch_set_jiffies(j: u64);
     fn cch_op_cong_avoid(s: *mut c_void, ack: u32, acked: u32);
     fn cch_op_undo_cwnd(s: *mut c_void) -> u32;
     fn cch_guard_counts(s: *mut c_void, out: *mut u64) -> c_int;
@@ -99,6 +105,14 @@ pub fn now_us() -> u64 {
 }
 pub fn set_now_us(t: u64) {
     unsafe { cch_set_now_ns(t * 1000) }
+}
+/// The fake clock in nanoseconds (a replayed trace gives the kernel's own).
+pub fn set_now_ns(t: u64) {
+    unsafe { cch_set_now_ns(t) }
+}
+/// Fix bpf_jiffies64() at `j` (a replayed trace's jiffies; otherwise they follow the clock).
+pub fn set_jiffies(j: u64) {
+    unsafe { cch_set_jiffies(j) }
 }
 pub fn advance_us(dt: u64) {
     set_now_us(now_us() + dt)
@@ -276,6 +290,12 @@ impl Conn {
         let ack = self.get(Field::SndUna) as u32;
         let d = self.get(Field::Delivered) as u32;
         unsafe { cch_op_cong_control(self.s, ack, flag, acked_sacked, losses, rtt_us, d) }
+    }
+    /// cong_control with a whole rate sample (a replayed ACK's).
+    #[allow(clippy::too_many_arguments)]
+    pub fn cong_control_rs(&self, flag: i32, acked_sacked: u32, losses: i32, rtt_us: i64, delivered: i32, interval_us: i64, prior_in_flight: u32, is_app_limited: bool) {
+        let ack = self.get(Field::SndUna) as u32;
+        unsafe { cch_op_cong_control_rs(self.s, ack, flag, acked_sacked, losses, rtt_us, delivered, interval_us, prior_in_flight, is_app_limited) }
     }
     pub fn cong_avoid(&self, acked: u32) {
         let ack = self.get(Field::SndUna) as u32;
@@ -533,3 +553,7 @@ impl Conn {
 
 /// cca_common.h's arithmetic and window helpers, called directly (common.rs).
 pub mod common;
+/// Traces recorded from Linux's own modules, replayed call by call (replay.rs).
+pub mod replay;
+/// The trace file format (trace.rs).
+pub mod trace;
