@@ -141,7 +141,10 @@ def test_reno_halves_at_each_loss_and_grows_one_segment_per_rtt(loss_runs, no_le
 
 # -- Scalable -------------------------------------------------------------------------------
 def test_scalable_decreases_to_seven_eighths(loss_runs, no_leaks):
-    """Kelly 2003: cwnd <- cwnd - b*cwnd at a loss, b = 0.125 (above the legacy window 16)."""
+    """Kelly 2003: cwnd <- cwnd - b*cwnd at a loss, b = 0.125; the default variant cuts
+    floor(cwnd/8) as Linux's tcp_scalable does, which above 16 segments is within a
+    sixteenth of the paper's cut (the paper variant is held to its legacy window in
+    crates/cc-harness/tests/scalable.rs)."""
     m = loss_runs["scalable"]
     red = _ratios(m)
     red = red[red["w"] > 16]
@@ -254,15 +257,17 @@ def judge_cubic_epochs(tr, why=""):
 
 # -- BIC ------------------------------------------------------------------------------------
 def test_bic_decreases_by_beta_and_searches_near_wmax(loss_runs, no_leaks):
-    """Xu, Harfoush, Rhee 2004: cwnd <- (1 - beta) cwnd, beta = 0.125; then a binary search
-    towards W_max (the window at the loss) with steps (W_max - cwnd)/2 capped at S_max:
-    the window spends most of congestion avoidance near W_max (a plateau), where Reno
-    would spend most of it far below. Epochs are judged from a reduction after 1 s: the
-    slow-start exit's recovery cuts several times (fast convergence lowers W_max each
-    time), so the window there says nothing about that epoch's W_max."""
+    """The default variant is Linux's tcp_bic (6.12): cwnd <- cwnd * 819/1024 at a loss;
+    then a binary search towards W_max (the window at the loss), a quarter of the
+    distance per RTT at most 16 segments, slowing to a twentieth near W_max: the window
+    spends most of congestion avoidance near W_max (a plateau), where Reno would spend
+    most of it far below (the paper's variant, beta 1/8 and half the distance, is held to
+    its definition in crates/cc-harness/tests/bic.rs). Epochs are judged from a reduction
+    after 1 s: the slow-start exit's recovery cuts several times (fast convergence lowers
+    W_max each time), so the window there says nothing about that epoch's W_max."""
     m = loss_runs["bic"]
     red = _ratios(m)
-    assert red["ratio"].between(0.84, 0.91).all(), f"{red.to_dict('records')} {note(m)}"
+    assert red["ratio"].between(0.77, 0.83).all(), f"{red.to_dict('records')} {note(m)}"
     tr = sender_trace(m)
     near = []
     for e in ca_epochs(tr, t_from=1.0, min_s=0.2):

@@ -186,6 +186,8 @@ pub struct Conn {
     /// snd_nxt before the refill of the last ACK of the previous round (see round_with)
     round_target: std::cell::Cell<Option<u64>>,
     pre_refill_nxt: std::cell::Cell<u64>,
+    /// segments a round's ACK acknowledges (set_ack_every)
+    ack_every: std::cell::Cell<u32>,
     _not_send: PhantomData<*mut ()>,
 }
 
@@ -209,7 +211,14 @@ impl Conn {
         let name = CString::new(algo).unwrap();
         let s = unsafe { cch_new(name.as_ptr()) };
         assert!(!s.is_null(), "no algorithm {algo:?} in bpf/cc (have {ALGOS:?})");
-        Conn { s, algo: algo.to_string(), app_unlimited: std::cell::Cell::new(true), round_target: std::cell::Cell::new(None), pre_refill_nxt: std::cell::Cell::new(0), _not_send: PhantomData }
+        Conn { s, algo: algo.to_string(), app_unlimited: std::cell::Cell::new(true), round_target: std::cell::Cell::new(None), pre_refill_nxt: std::cell::Cell::new(0), ack_every: std::cell::Cell::new(1), _not_send: PhantomData }
+    }
+
+    /// Segments each ACK of a round acknowledges: 1 (the default), 2 for a receiver's
+    /// delayed ACKs (RFC 5681 §4.2), more for stretch ACKs (GRO, ACK loss); a round's last
+    /// ACK takes what is left.
+    pub fn set_ack_every(&self, k: u32) {
+        self.ack_every.set(k.max(1))
     }
 
     /// Whether the sender fills the window after each ACK (default: yes).
@@ -385,8 +394,8 @@ impl Conn {
     }
 
     /// One round trip: the ACKs of the data outstanding when the previous round ended,
-    /// one ACK per segment, spread evenly over `rtt_us` of the fake clock, each carrying
-    /// the RTT sample `rtt_us`.
+    /// one ACK per segment (or per `set_ack_every` segments), spread evenly over `rtt_us`
+    /// of the fake clock, each carrying the RTT sample `rtt_us`.
     pub fn round(&self, rtt_us: u32) {
         self.round_with(rtt_us, |_| rtt_us)
     }
@@ -405,7 +414,9 @@ impl Conn {
     /// the algorithm's round, where its once-per-round rules are judged (a test can set
     /// the window they are judged with).
     pub fn round_then(&self, rtt_us: u32, mut rtt_of: impl FnMut(u32) -> u32, before_last: impl FnOnce(&Conn)) {
-        let n = self.next_round_acks();
+        let segs = self.next_round_acks();
+        let k = self.ack_every.get();
+        let n = segs.div_ceil(k);
         let step = (rtt_us / n).max(1) as u64;
         let mut before_last = Some(before_last);
         for i in 0..n {
@@ -413,14 +424,14 @@ impl Conn {
             if i + 1 == n {
                 (before_last.take().unwrap())(self);
             }
-            self.ack(Ack::new(1, rtt_of(i)));
+            self.ack(Ack::new(k.min(segs - i * k), rtt_of(i)));
         }
         self.round_target.set(Some(self.pre_refill_nxt.get()));
     }
 
-    /// The number of ACKs the next [`Conn::round`] delivers (one per segment of the data
-    /// outstanding when the previous round ended); fills the window first, as the round
-    /// does.
+    /// The segments the next [`Conn::round`] acknowledges (the data outstanding when the
+    /// previous round ended: one ACK each unless `set_ack_every`); fills the window first,
+    /// as the round does.
     pub fn next_round_acks(&self) -> u32 {
         self.transmit();
         let mss = self.mss() as u64;

@@ -43,7 +43,8 @@ fn linux_bic_grows_by_quarters_of_the_distance_to_w_max() {
     // near W_max (dist <= 1): cnt = 199*20/4 = 995, *16/31 = 513
     c.set_cwnd(199);
     assert_eq!(acks_to_grow(&c), 513);
-    // far below (dist > 16): cnt = cwnd/16 = 6, *16/31 = 3
+    // far below (dist > 16): cnt = cwnd/16 = 6, *16/31 = 3 (in congestion avoidance)
+    c.set_ssthresh(100);
     c.set_cwnd(100);
     assert_eq!(acks_to_grow(&c), 3);
     // max probing, W_max + 4 <= cwnd < W_max + 48: cnt = 210*3/10 = 63, *16/31 = 32

@@ -22,11 +22,13 @@ fn linux_scalable_cuts_whole_eighths_at_every_window_and_none_below_eight() {
 
 #[test]
 fn linux_scalable_adds_one_segment_per_min_cwnd_100_acked() {
-    for (w, per) in [(50u32, 50u64), (500, 100)] {
+    for (w, per) in [(50u32, 50u32), (99, 99), (500, 100)] {
         let c = Conn::new("scalable");
         c.start_in_ca(w);
-        c.ack_segments(per as u32 * 2, 100, 50_000);
-        assert_eq!(c.cwnd(), w + 2, "cwnd {w}: one per {per}");
+        c.ack_segments(per - 1, 100, 50_000);
+        assert_eq!(c.cwnd(), w, "cwnd {w}: not before {per} acked");
+        c.ack_segments(1, 100, 50_000);
+        assert_eq!(c.cwnd(), w + 1, "cwnd {w}: one per {per}");
     }
 }
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import json
 import os
 import socket
 import struct
@@ -103,6 +104,14 @@ def setup(sc: dict):
         sh("ip", "-n", ns, "addr", "add", addr, "dev", dev)
         sh("ip", "-n", ns, "link", "set", dev, "up")
         sh("ip", "netns", "exec", ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off")
+    # permanent neighbours: ARP through a lossy ACK path could fail the connection
+    mac = {(ns, dev): json.loads(sh("ip", "-n", ns, "-j", "link", "show", dev).stdout)[0]["address"]
+           for ns, dev in ((S, "ccrec-s0"), (M, "ccrec-ms"), (M, "ccrec-mr"), (R, "ccrec-r0"))}
+    for ns, dev, ip, peer in ((S, "ccrec-s0", "10.77.1.2", (M, "ccrec-ms")),
+                              (M, "ccrec-ms", ADDR_S, (S, "ccrec-s0")),
+                              (M, "ccrec-mr", ADDR_R, (R, "ccrec-r0")),
+                              (R, "ccrec-r0", "10.77.2.1", (M, "ccrec-mr"))):
+        sh("ip", "-n", ns, "neigh", "replace", ip, "lladdr", mac[peer], "dev", dev, "nud", "permanent")
     sh("ip", "-n", S, "route", "add", "default", "via", "10.77.1.2")
     sh("ip", "-n", R, "route", "add", "default", "via", "10.77.2.1")
     sh("ip", "netns", "exec", M, "sysctl", "-qw", "net.ipv4.ip_forward=1")
