@@ -178,3 +178,28 @@ def test_every_paper_kernel_name_fits_tcp_ca_name_max():
         assert len(variants.paper_kernel_name(n)) <= catalog.NAME_MAX
     # the longest shipped name, were it converted
     assert len(variants.paper_kernel_name("highspeed")) <= catalog.NAME_MAX
+
+
+# ---- what validate and show print
+
+def test_validate_and_show_say_which_variant_ran_and_what_it_follows():
+    from types import SimpleNamespace
+
+    from ccarena.report.summary import algorithm_lines
+    from ccarena.run.dryrun import describe
+    from ccarena.study.plan import make_plan
+    pf = {"cells": {0: {"backend": "user", "why": "test"}}, "algorithms": {
+        "bic:paper": {"source": "bpf", "kernel_name": "cca_bic_p", "why": "x.bpf.o",
+                      "variant": "paper", "follows": "Xu, Harfoush, Rhee, INFOCOM 2004"},
+        "cubic": {"source": "kernel", "kernel_name": "cubic", "why": "built in",
+                  "variant": "linux", "follows": "the running kernel (6.12.95)"}}}
+    study = loads_study(STUDY.format(cc="bic", variant='cc_variant = "paper"'))
+    lines = describe(study, make_plan(study, seed=1), pf)
+    assert "algorithm bic:paper: bpf (cca_bic_p), paper variant following Xu, Harfoush, " \
+           "Rhee, INFOCOM 2004: x.bpf.o" in lines
+    assert any("cc bic:paper" in line for line in lines)
+    shown = algorithm_lines(SimpleNamespace(preflight=pf))
+    assert shown == ["algorithm bic:paper: bpf cca_bic_p, paper variant following Xu, "
+                     "Harfoush, Rhee, INFOCOM 2004",
+                     "algorithm cubic: kernel cubic, linux variant following the running "
+                     "kernel (6.12.95)"]
