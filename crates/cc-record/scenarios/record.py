@@ -19,7 +19,7 @@ The scenarios (SCENARIOS below) each exercise a part of the algorithm's life: sl
 and congestion avoidance with losses from a full queue (SACK), NewReno recovery without
 SACK, a retransmission time-out, a spurious fast retransmit undone (reordering, DSACK
 and timestamps), a restart after idle, and stretch ACKs (ACK loss on top of delayed
-ACKs).
+ACKs); and, for DCTCP, ECN marking at a queue threshold (its receiver runs DCTCP too).
 """
 from __future__ import annotations
 
@@ -75,7 +75,21 @@ SCENARIOS = {
                  "segments each",
         fwd="delay 20ms rate 2mbit limit 20", rev="delay 20ms loss 40%", sysctl={},
         send=["--bytes", "500000"]),
+    "ecn": dict(
+        describe="2 Mbit/s (htb) with RED marking CE at 10 packets queued (step marking, "
+                 "as DCTCP expects), 40 ms RTT on the ACK path, ECN negotiated",
+        fwd_tc=[["root", "handle", "1:", "htb", "default", "1"],
+                ["class", "parent", "1:", "classid", "1:1", "htb", "rate", "2mbit"],
+                ["parent", "1:1", "handle", "10:", "red", "limit", "150000", "min", "15000",
+                 "max", "15001", "avpkt", "1500", "burst", "11", "bandwidth", "2mbit",
+                 "probability", "1.0", "ecn"]],
+        rev="delay 40ms", sysctl={"net.ipv4.tcp_ecn": "1"}, send=["--bytes", "500000"]),
 }
+# the scenarios every algorithm is recorded in, and those only some need
+DEFAULT_SCENARIOS = ["bulk", "nosack", "rto", "reorder", "idle", "stretch"]
+EXTRA_SCENARIOS = {"dctcp": ["ecn"]}
+# algorithms whose receiver's side matters (the others' receivers keep the default)
+RECEIVER_TOO = {"dctcp"}
 
 
 def sh(*argv, check=True):
@@ -117,7 +131,14 @@ def setup(sc: dict):
     sh("ip", "netns", "exec", M, "sysctl", "-qw", "net.ipv4.ip_forward=1")
     for k, v in sc["sysctl"].items():
         sh("ip", "netns", "exec", S, "sysctl", "-qw", f"{k}={v}")
-    sh("ip", "netns", "exec", M, "tc", "qdisc", "add", "dev", "ccrec-mr", "root", "netem", *sc["fwd"].split())
+    if "fwd_tc" in sc:
+        for args in sc["fwd_tc"]:
+            obj = "class" if args[0] == "class" else "qdisc"
+            sh("ip", "netns", "exec", M, "tc", obj, "add", "dev", "ccrec-mr",
+               *(args[1:] if obj == "class" else args))
+    else:
+        sh("ip", "netns", "exec", M, "tc", "qdisc", "add", "dev", "ccrec-mr", "root", "netem",
+           *sc["fwd"].split())
     sh("ip", "netns", "exec", M, "tc", "qdisc", "add", "dev", "ccrec-ms", "root", "netem", *sc["rev"].split())
 
 
@@ -129,7 +150,8 @@ def record(algo: str, name: str, out: Path):
     try:
         setup(sc)
         me = str(Path(__file__).resolve())
-        recv = subprocess.Popen(["ip", "netns", "exec", R, sys.executable, me, "recv"])
+        recv = subprocess.Popen(["ip", "netns", "exec", R, sys.executable, me, "recv",
+                                 *(["--algo", algo] if algo in RECEIVER_TOO else [])])
         time.sleep(1.0)
         cmd = [str(RECORDER), "--algo", algo, "--port", str(PORT), "--out", str(dest),
                "--scenario", name, "--describe", sc["describe"], "--",
@@ -187,8 +209,10 @@ def send(a):
         raise SystemExit("record.py: the blackout's tc commands failed")
 
 
-def recv(_a):
+def recv(a):
     ls = socket.socket()
+    if a.algo:   # DCTCP's receiver echoes every CE mark exactly: it runs DCTCP too
+        ls.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, a.algo.encode())
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     ls.bind((ADDR_R, PORT))
     ls.listen(1)
@@ -209,10 +233,12 @@ def main(argv=None):
     ps.add_argument("--then", type=int, default=0)
     ps.add_argument("--blackout", type=float, nargs=2)
     ps.add_argument("--blackout-qdisc", default="")
-    sub.add_parser("recv")
+    pr = sub.add_parser("recv")
+    pr.add_argument("--algo")
     p.add_argument("--out", type=Path, default=ROOT / "crates" / "cc-harness" / "traces")
     p.add_argument("--algos", default=",".join(ALGOS))
-    p.add_argument("--scenarios", default=",".join(SCENARIOS))
+    p.add_argument("--scenarios", help="default: " + ", ".join(DEFAULT_SCENARIOS)
+                   + " (and ecn for dctcp)")
     a = p.parse_args(argv)
     if a.cmd == "send":
         return send(a)
@@ -223,7 +249,9 @@ def main(argv=None):
     if not RECORDER.is_file():
         raise SystemExit(f"record.py: {RECORDER} not built: cargo build --release -p ccarena-cc-record")
     for algo in a.algos.split(","):
-        for name in a.scenarios.split(","):
+        names = a.scenarios.split(",") if a.scenarios else \
+            DEFAULT_SCENARIOS + EXTRA_SCENARIOS.get(algo, [])
+        for name in names:
             if name not in SCENARIOS:
                 raise SystemExit(f"record.py: --scenarios {name}: unknown (have {', '.join(SCENARIOS)})")
             print(f"record.py: {algo}/{name}", flush=True)

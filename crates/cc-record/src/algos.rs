@@ -1,5 +1,6 @@
 //! Contract: which kernel function implements each congestion-control op of a Linux
-//! algorithm (read from its module's `struct tcp_congestion_ops`, Linux 6.12), so the
+//! algorithm (read from its module's `struct tcp_congestion_ops`, Linux 6.12; only the
+//! rows of reno, scalable and bic have recorded traces yet), so the
 //! recorder can attach its generic op programs to them. `init` and `set_state` need no
 //! row: the recorder hooks the kernel's own callers (tcp_init_congestion_control,
 //! tcp_set_ca_state). An algorithm not listed here is recorded with `--op OP=FUNCTION`.
@@ -14,6 +15,44 @@ pub const TABLE: &[(&str, &[(&str, &str)])] = &[
     ("bic", &[
         ("ssthresh", "bictcp_recalc_ssthresh"), ("cong_avoid", "bictcp_cong_avoid"),
         ("undo_cwnd", "tcp_reno_undo_cwnd"), ("pkts_acked", "bictcp_acked"),
+    ]),
+    ("cubic", &[
+        ("ssthresh", "cubictcp_recalc_ssthresh"), ("cong_avoid", "cubictcp_cong_avoid"),
+        ("undo_cwnd", "tcp_reno_undo_cwnd"), ("pkts_acked", "cubictcp_acked"), ("cwnd_event", "cubictcp_cwnd_event"),
+    ]),
+    ("dctcp", &[
+        ("ssthresh", "dctcp_ssthresh"), ("cong_avoid", "tcp_reno_cong_avoid"), ("undo_cwnd", "dctcp_cwnd_undo"),
+        ("in_ack_event", "dctcp_update_alpha"), ("cwnd_event", "dctcp_cwnd_event"),
+    ]),
+    ("highspeed", &[("ssthresh", "hstcp_ssthresh"), ("cong_avoid", "hstcp_cong_avoid"), ("undo_cwnd", "tcp_reno_undo_cwnd")]),
+    ("hybla", &[("ssthresh", "tcp_reno_ssthresh"), ("cong_avoid", "hybla_cong_avoid"), ("undo_cwnd", "tcp_reno_undo_cwnd")]),
+    ("vegas", &[
+        ("ssthresh", "tcp_reno_ssthresh"), ("cong_avoid", "tcp_vegas_cong_avoid"), ("undo_cwnd", "tcp_reno_undo_cwnd"),
+        ("pkts_acked", "tcp_vegas_pkts_acked"), ("cwnd_event", "tcp_vegas_cwnd_event"),
+    ]),
+    ("htcp", &[
+        ("ssthresh", "htcp_recalc_ssthresh"), ("cong_avoid", "htcp_cong_avoid"), ("undo_cwnd", "htcp_cwnd_undo"),
+        ("pkts_acked", "measure_achieved_throughput"),
+    ]),
+    ("illinois", &[
+        ("ssthresh", "tcp_illinois_ssthresh"), ("cong_avoid", "tcp_illinois_cong_avoid"),
+        ("undo_cwnd", "tcp_reno_undo_cwnd"), ("pkts_acked", "tcp_illinois_acked"),
+    ]),
+    ("westwood", &[
+        ("ssthresh", "tcp_reno_ssthresh"), ("cong_avoid", "tcp_reno_cong_avoid"), ("undo_cwnd", "tcp_reno_undo_cwnd"),
+        ("cwnd_event", "tcp_westwood_event"), ("in_ack_event", "tcp_westwood_ack"), ("pkts_acked", "tcp_westwood_pkts_acked"),
+    ]),
+    ("veno", &[
+        ("ssthresh", "tcp_veno_ssthresh"), ("cong_avoid", "tcp_veno_cong_avoid"), ("undo_cwnd", "tcp_reno_undo_cwnd"),
+        ("pkts_acked", "tcp_veno_pkts_acked"), ("cwnd_event", "tcp_veno_cwnd_event"),
+    ]),
+    ("yeah", &[
+        ("ssthresh", "tcp_yeah_ssthresh"), ("cong_avoid", "tcp_yeah_cong_avoid"), ("undo_cwnd", "tcp_reno_undo_cwnd"),
+        ("pkts_acked", "tcp_vegas_pkts_acked"), ("cwnd_event", "tcp_vegas_cwnd_event"),
+    ]),
+    ("lp", &[
+        ("ssthresh", "tcp_reno_ssthresh"), ("cong_avoid", "tcp_lp_cong_avoid"), ("undo_cwnd", "tcp_reno_undo_cwnd"),
+        ("pkts_acked", "tcp_lp_pkts_acked"),
     ]),
 ];
 
