@@ -171,9 +171,15 @@ def send(a):
     blackout = None
     if a.blackout:
         # tc reading commands from a pipe, started before the connection: under TCG a new
-        # process takes seconds to start, so the blackout's two changes must not need one
-        blackout = subprocess.Popen(["ip", "netns", "exec", M, "tc", "-batch", "-"],
-                                    stdin=subprocess.PIPE, text=True)
+        # process takes seconds to start, so the blackout's two changes must not need one.
+        # The first command shows the qdisc: its line on tc's (line-buffered) output says
+        # tc is running, so the changes take effect when they are written.
+        blackout = subprocess.Popen(["ip", "netns", "exec", M, "stdbuf", "-oL", "tc", "-batch", "-"],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        blackout.stdin.write("qdisc show dev ccrec-mr\n")
+        blackout.stdin.flush()
+        if "netem" not in blackout.stdout.readline():
+            raise SystemExit("record.py: tc -batch did not show the bottleneck's netem")
     s = socket.socket()
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, a.algo.encode())
     s.connect((ADDR_R, PORT))
