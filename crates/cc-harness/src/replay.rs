@@ -275,6 +275,18 @@ impl<'t> Replayer<'t> {
     }
 }
 
+/// Our ops that only the module's own op feeds (the kernel calls none of them for a
+/// module without it): an algorithm that has one its module lacks cannot be replayed.
+pub fn unfed_ops(trace: &Trace, conn: &Conn) -> Vec<&'static str> {
+    let ops = trace.header.get("ops").cloned().unwrap_or_default();
+    let has = |name: &str| ops.split_whitespace().any(|o| o.split('=').next() == Some(name));
+    [(Op::PktsAcked, "pkts_acked"), (Op::CwndEvent, "cwnd_event")]
+        .into_iter()
+        .filter(|(op, name)| conn.has_op(*op) && !has(name))
+        .map(|(_, name)| name)
+        .collect()
+}
+
 /// Replay every record of `trace` through `algo` (a bpf/cc source name, e.g. "bic").
 pub fn replay(trace: &Trace, algo: &str, opts: Options) -> Report {
     let conns: std::collections::BTreeSet<u32> = trace.recs.iter().map(|r| r.conn).collect();
@@ -292,6 +304,9 @@ pub fn replay(trace: &Trace, algo: &str, opts: Options) -> Report {
 pub fn assert_replays(dir: &str, scenario: &str, algo: &str) -> Report {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("traces").join(dir).join(format!("{scenario}.csv.gz"));
     let trace = Trace::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let unfed = unfed_ops(&trace, &Conn::bare(algo));
+    assert!(unfed.is_empty(), "{algo}: has {unfed:?}, which Linux's module ({}) does not: the kernel never \
+            calls them, so the trace cannot replay them (docs/dev/cc-replay.md)", trace.header.get("module").map(String::as_str).unwrap_or("?"));
     let rep = replay(&trace, algo, Options::default());
     assert!(rep.calls > 0 && rep.compared > 0, "{}: nothing replayed", path.display());
     assert!(rep.divergences.is_empty(), "{}", rep.summary(&format!("{algo} on {}", path.display())));

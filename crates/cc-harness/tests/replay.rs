@@ -43,3 +43,13 @@ fn the_paper_variants_diverge_from_linux_on_the_same_traces() {
         assert!(!rep.divergences.is_empty(), "{}", rep.summary(variant));
     }
 }
+
+/// An algorithm with an op its Linux module lacks is refused: the trace never feeds it.
+#[test]
+fn an_op_the_module_lacks_is_found() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/reno/bulk.csv.gz");
+    let trace = Trace::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    // Linux's reno has no pkts_acked; our BIC has one (Linux's tcp_bic does)
+    assert_eq!(ccarena_cc_harness::replay::unfed_ops(&trace, &ccarena_cc_harness::Conn::bare("bic")), vec!["pkts_acked"]);
+    assert!(ccarena_cc_harness::replay::unfed_ops(&trace, &ccarena_cc_harness::Conn::bare("reno")).is_empty());
+}

@@ -34,23 +34,28 @@ fn htcp_grows_at_most_one_segment_per_ack_on_a_stretch_ack_after_a_time_out() {
 
 /// Reno counts acknowledged segments, not ACKs (RFC 5681 §3.1 with RFC 3465's counting):
 /// one segment per window acknowledged whether the receiver acknowledges every segment,
-/// every other (delayed ACKs) or every eighth (stretch ACKs); in slow start the window
-/// doubles per round all the same.
+/// every other (delayed ACKs) or every eighth (stretch ACKs); in slow start one segment
+/// per segment acknowledged all the same.
 #[test]
-fn reno_grows_one_segment_per_round_whatever_the_segments_per_ack() {
-    for k in [1u32, 2, 8] {
+fn reno_grows_by_segments_acknowledged_whatever_the_segments_per_ack() {
+    let grow = |k: u32, from_ca: bool| {
         let c = Conn::new("reno");
-        c.set_ack_every(k);
-        c.start_in_ca(40);
-        for _ in 0..5 {
-            c.round(RTT);
+        if from_ca {
+            c.start_in_ca(40);
         }
-        assert_eq!(c.cwnd(), 45, "{k} segments per ACK");
-        let s = Conn::new("reno");
-        s.set_ack_every(k);
-        s.round(RTT);
-        s.round(RTT);
-        assert_eq!(s.cwnd(), 40, "slow start from 10, {k} segments per ACK");
+        c.transmit();
+        for _ in 0..200 / k {
+            c.ack(Ack::new(k, RTT));
+        }
+        c.cwnd()
+    };
+    // 200 segments at 40: 40 + 41 + 42 + 43 acknowledged grow it by 4, 34 are carried
+    assert_eq!(grow(1, true), 44);
+    // slow start from 10: one segment per segment
+    assert_eq!(grow(1, false), 210);
+    for k in [2u32, 8] {
+        assert_eq!(grow(k, true), 44, "congestion avoidance, {k} segments per ACK");
+        assert_eq!(grow(k, false), 210, "slow start, {k} segments per ACK");
     }
 }
 
