@@ -27,10 +27,8 @@ import platform
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-
-from dataclasses import replace
 
 from ccarena.cc import paths, variants
 from ccarena.cc.errors import CompileError, UnknownAlgorithm
