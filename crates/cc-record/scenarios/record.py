@@ -222,7 +222,7 @@ def recv(a):
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     ls.bind((ADDR_R, PORT))
     ls.listen(1)
-    ls.settimeout(60)
+    ls.settimeout(900)   # the recorder loads and attaches first: slow in a loaded TCG guest
     c, _ = ls.accept()
     while c.recv(65536):
         pass
