@@ -6,6 +6,7 @@
 #                library versions of requirements.lock
 #   make lock    re-resolve requirements.lock from pyproject.toml (pip-compile)
 #   make vm      QEMU, virtme-ng and the reference kernel for `ccarena vm` (mk/vm.mk, docs/vm.md)
+#   make cc-traces  re-record the Linux modules' call traces the replay tests use (mk/cctraces.mk)
 #   make bench   benchmarks (not tests)
 # Root is needed (network namespaces, BPF, apt): run as root, or as a user with sudo —
 # then make re-runs itself under sudo (keeping PATH, so a rustup cargo is still found).
@@ -78,7 +79,8 @@ demo: install
 	$(VENV)/bin/ccarena run quickstart
 
 test: install test-deps vm
-	cargo test --release -q -p ccarena-sys -p ccarena-flow -p ccarena-link -p ccarena-trace -p ccarena-cc-harness
+	cargo test --release -q -p ccarena-sys -p ccarena-flow -p ccarena-link -p ccarena-trace -p ccarena-cc-harness \
+	  -p ccarena-cc-record
 	cargo build --release -q -p ccarena-cc --features testing --bin ccarena-cc-testaid
 	CCARENA_REQUIRE_CHROMIUM=1 $(VENV)/bin/pytest -q -ra --durations=25 tests
 
@@ -127,4 +129,5 @@ clean:
 include mk/bpf.mk
 include mk/trace.mk
 include mk/vm.mk
+include mk/cctraces.mk
 endif

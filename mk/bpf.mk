@@ -1,5 +1,8 @@
 # mk/bpf.mk — build ccarena's BPF congestion controls and their loader.
-#   make bpf          vmlinux.h from the running kernel's BTF, bpf/cc/*.bpf.c → build/bpf/cc/*.bpf.o,
+#   make bpf          vmlinux.h from the running kernel's BTF, bpf/cc/*.bpf.c → build/bpf/cc/*.bpf.o
+#                     (each algorithm's default: Linux's behaviour where converted), and the
+#                     sources with a paper variant (`#ifdef CCA_PAPER`) once more with
+#                     -DCCA_PAPER → build/bpf/cc/paper/*.bpf.o (ccarena.cc.variants),
 #                     and the loader target/release/ccarena-cc (crates/cc, libbpf-rs, vendored libbpf);
 #                     bpf/test/*.bpf.c (test aids, e.g. the CE marker) → build/bpf/test/
 #   make bpf-objects  only the BPF objects            make bpf-clean   remove them
@@ -13,6 +16,8 @@ BPF_ARCH    ?= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 BPF_CFLAGS  ?= -O2 -g -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Wno-unused-function
 BPF_SRCS    := $(wildcard bpf/cc/*.bpf.c)
 BPF_OBJS    := $(patsubst bpf/cc/%.bpf.c,$(BPF_BUILD)/bpf/cc/%.bpf.o,$(BPF_SRCS))
+BPF_PAPER_SRCS := $(shell grep -l '^\#if.*CCA_PAPER' $(BPF_SRCS) /dev/null)
+BPF_PAPER_OBJS := $(patsubst bpf/cc/%.bpf.c,$(BPF_BUILD)/bpf/cc/paper/%.bpf.o,$(BPF_PAPER_SRCS))
 BPF_TEST_SRCS := $(wildcard bpf/test/*.bpf.c)
 BPF_TEST_OBJS := $(patsubst bpf/test/%.bpf.c,$(BPF_BUILD)/bpf/test/%.bpf.o,$(BPF_TEST_SRCS))
 BPF_VMLINUX := $(BPF_BUILD)/vmlinux.h
@@ -22,7 +27,7 @@ CC_LOADER   := target/release/ccarena-cc
 
 bpf: bpf-objects bpf-loader
 
-bpf-objects: $(BPF_OBJS) $(BPF_TEST_OBJS)
+bpf-objects: $(BPF_OBJS) $(BPF_PAPER_OBJS) $(BPF_TEST_OBJS)
 
 $(BPF_VMLINUX):
 	@mkdir -p $(dir $@)
@@ -32,6 +37,10 @@ $(BPF_VMLINUX):
 $(BPF_BUILD)/bpf/cc/%.bpf.o: bpf/cc/%.bpf.c bpf/cc/cca_common.h bpf/cc/cca_cong_control.h $(BPF_VMLINUX)
 	@mkdir -p $(dir $@)
 	$(BPF_CLANG) $(BPF_CFLAGS) -I$(BPF_BUILD) -Ibpf/cc -c $< -o $@
+
+$(BPF_BUILD)/bpf/cc/paper/%.bpf.o: bpf/cc/%.bpf.c bpf/cc/cca_common.h bpf/cc/cca_cong_control.h $(BPF_VMLINUX)
+	@mkdir -p $(dir $@)
+	$(BPF_CLANG) $(BPF_CFLAGS) -DCCA_PAPER -I$(BPF_BUILD) -Ibpf/cc -c $< -o $@
 
 $(BPF_BUILD)/bpf/test/%.bpf.o: bpf/test/%.bpf.c $(BPF_VMLINUX)
 	@mkdir -p $(dir $@)

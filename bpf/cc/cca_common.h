@@ -12,8 +12,12 @@
  *   - declare the ops with CCA_OPS(<name>) { ... } so the struct_ops map lands in
  *     the ".struct_ops.link" section: the loader gets a BPF link whose release
  *     (also when the holding process dies) unregisters the algorithm;
- *   - register as "cca_<name>" (TCP_CA_NAME_MAX is 16 bytes including the NUL,
- *     so <name> is at most 11 characters);
+ *   - register as CCA_NAME("cca_<name>") (TCP_CA_NAME_MAX is 16 bytes including the NUL,
+ *     so <name> is at most 11 characters; 9 for an algorithm with a paper variant);
+ *   - by default behave as Linux's own module in the reference kernel (Linux 6.12; proven
+ *     by replaying traces recorded from it: docs/dev/cc-replay.md); where the paper's
+ *     algorithm differs, put the paper's behaviour under `#ifdef CCA_PAPER`: mk/bpf.mk
+ *     then builds a second object with -DCCA_PAPER, registered as "cca_<name>_p";
  *   - write the loss response as `static u32 <name>_ssthresh_for(sk, cwnd)` and the
  *     growth rule as `static void <name>_cong_avoid(sk, ack, acked)`, and register
  *     CCA_CONG_CONTROL_OP(cca_<name>, <name>_ssthresh_for, <name>_cong_avoid) as the
@@ -76,6 +80,13 @@ char _license[] SEC("license") = "GPL";
 #define CCA_PRIV_CHECK(type) \
 	_Static_assert(sizeof(type) <= CCA_PRIV_SIZE, #type " does not fit icsk_ca_priv")
 
+/* The name an object registers: the paper variant's gets "_p" (src/ccarena/cc/variants.py) */
+#ifdef CCA_PAPER
+#define CCA_NAME(name) name "_p"
+#else
+#define CCA_NAME(name) name
+#endif
+
 /* The struct_ops map; ".struct_ops.link" needs libbpf >= 1.2 at load time. */
 #define CCA_OPS(algo) SEC(".struct_ops.link") struct tcp_congestion_ops algo##_ops
 
@@ -110,6 +121,24 @@ static __always_inline u64 cca_max64(u64 a, u64 b) { return a > b ? a : b; }
 static __always_inline u64 cca_now_us(void)
 {
 	return bpf_ktime_get_ns() / 1000;
+}
+
+/*
+ * The kernel's tick rate (CONFIG_HZ), for rules Linux writes in jiffies. A BPF program
+ * cannot read the kernel's configuration, but the socket carries a constant made of it:
+ * tcp_init_sock() starts icsk_delack_max at TCP_DELACK_MAX, which is HZ/5
+ * (include/net/tcp.h, Linux 6.12 and later), and only a BPF sockops program's
+ * TCP_BPF_DELACK_MAX changes it (ccarena runs none).
+ */
+static __always_inline u32 cca_hz(const struct sock *sk)
+{
+	return inet_csk(sk)->icsk_delack_max * 5;
+}
+
+/* jiffies as TCP keeps them (tcp_jiffies32) */
+static __always_inline u32 cca_jiffies32(void)
+{
+	return (u32)bpf_jiffies64();
 }
 
 /* Sequence-number order, modulo 2^32 (RFC 1982 style). */

@@ -48,6 +48,8 @@ struct cca_prr {
 	u32 prr_out;     /* tp->prr_out at the last ACK (it only grows within an episode) */
 	u32 delivered;   /* prr_delivered */
 	u32 in_reduction;
+	u32 entered;     /* set_state entered Recovery, at tcp_mstamp entry_mstamp */
+	u64 entry_mstamp;
 };
 
 struct {
@@ -80,8 +82,13 @@ static __always_inline void cca_prr(struct sock *sk, int flag, u32 delivered, u3
 		st->in_reduction = 1;
 		st->high_seq = tp->high_seq;
 		st->prior_cwnd = fs;
-		st->delivered = 0;
+		/* Recovery entered by the RACK reordering timer, not by an ACK: the kernel then
+		 * runs one PRR step of its own, tcp_cwnd_reduction(sk, 1, ...) (Linux 6.12,
+		 * tcp_rack_reo_timeout), which counts one delivered segment. An entry on this
+		 * ACK's own processing has this ACK's tcp_mstamp. */
+		st->delivered = st->entered && st->entry_mstamp != tp->tcp_mstamp ? 1 : 0;
 	}
+	st->entered = 0;
 	st->prr_out = tp->prr_out;
 	if (!delivered || !fs)
 		return;
@@ -113,15 +120,17 @@ static __always_inline void cca_update_pacing_rate(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct net *net = sk->__sk_common.skc_net.net;
-	u32 srtt = cca_srtt_us(tp), ratio;
 	u64 rate;
 
-	if (!srtt)
-		return;
-	ratio = tp->snd_cwnd < tp->snd_ssthresh / 2 ? net->ipv4.sysctl_tcp_pacing_ss_ratio
+	/* the kernel's own arithmetic (tcp_update_pacing_rate), so the rate is the same to the
+	 * byte: mss * 8 * 10^4 * ratio * max(cwnd, packets_out) / (srtt << 3), i.e.
+	 * ratio % of cwnd * mss / srtt; not divided while there is no RTT sample yet */
+	rate = (u64)tp->mss_cache * ((CCA_USEC_PER_SEC / 100) << 3);
+	rate *= tp->snd_cwnd < tp->snd_ssthresh / 2 ? net->ipv4.sysctl_tcp_pacing_ss_ratio
 						    : net->ipv4.sysctl_tcp_pacing_ca_ratio;
-	rate = (u64)tp->mss_cache * cca_max(tp->snd_cwnd, tp->packets_out) * CCA_USEC_PER_SEC / srtt;
-	rate = rate * ratio / 100;
+	rate *= cca_max(tp->snd_cwnd, tp->packets_out);
+	if (tp->srtt_us)
+		rate /= tp->srtt_us;
 	if (rate > sk->sk_max_pacing_rate)
 		rate = sk->sk_max_pacing_rate;
 	sk->sk_pacing_rate = rate;
@@ -138,8 +147,9 @@ static __always_inline void cca_update_pacing_rate(struct sock *sk)
  *   within one ACK, before any cong_control call.
  * - entering Recovery: cwnd = pipe + 1, PRR's first step (the fast retransmit). On the
  *   ACK path our PRR replaces it on the same ACK; when the RACK reordering timer enters
- *   Recovery, it keeps the retransmissions that follow at once from going out as a burst
- *   of the full old window.
+ *   Recovery, it is what the kernel's own step there gives (tcp_rack_reo_timeout runs
+ *   tcp_cwnd_reduction(sk, 1, ...) for a module: always pipe + 1), and the step's one
+ *   delivered segment is counted when PRR's episode starts (cca_prr).
  * If the kernel skips set_state (the fault above), cwnd just stays as PRR left it.
  */
 static __always_inline void cca_state_change(struct sock *sk, u8 new_state)
@@ -154,6 +164,13 @@ static __always_inline void cca_state_change(struct sock *sk, u8 new_state)
 			tp->snd_cwnd_stamp = (u32)bpf_jiffies64();
 		}
 	} else if (new_state == TCP_CA_Recovery && old != TCP_CA_Recovery && old != TCP_CA_CWR) {
+		struct cca_prr *st = bpf_sk_storage_get(&cca_prr_state, sk, 0,
+							BPF_SK_STORAGE_GET_F_CREATE);
+
+		if (st) {
+			st->entered = 1;
+			st->entry_mstamp = tp->tcp_mstamp;
+		}
 		tp->snd_cwnd = cca_packets_in_flight(tp) + 1;
 	}
 }

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from ccarena.metrics import goodput_series
-from ccsig import (ABSURD, MSS, PAYLOAD_SHARE, bulk, ca_epochs, check_valid,
+from ccsig import (ABSURD, LOSS, MSS, PAYLOAD_SHARE, bulk, ca_epochs, check_valid,
                    congestion_events,
                    flow_metrics, note, per_rtt_increase, reductions, run,
                    run_metrics, runs_by_cc, sender_trace, study_text, table)
@@ -141,7 +141,10 @@ def test_reno_halves_at_each_loss_and_grows_one_segment_per_rtt(loss_runs, no_le
 
 # -- Scalable -------------------------------------------------------------------------------
 def test_scalable_decreases_to_seven_eighths(loss_runs, no_leaks):
-    """Kelly 2003: cwnd <- cwnd - b*cwnd at a loss, b = 0.125 (above the legacy window 16)."""
+    """Kelly 2003: cwnd <- cwnd - b*cwnd at a loss, b = 0.125; the default variant cuts
+    floor(cwnd/8) as Linux's tcp_scalable does, which above 16 segments is within a
+    sixteenth of the paper's cut (the paper variant is held to its legacy window in
+    crates/cc-harness/tests/scalable.rs)."""
     m = loss_runs["scalable"]
     red = _ratios(m)
     red = red[red["w"] > 16]
@@ -254,23 +257,32 @@ def judge_cubic_epochs(tr, why=""):
 
 # -- BIC ------------------------------------------------------------------------------------
 def test_bic_decreases_by_beta_and_searches_near_wmax(loss_runs, no_leaks):
-    """Xu, Harfoush, Rhee 2004: cwnd <- (1 - beta) cwnd, beta = 0.125; then a binary search
-    towards W_max (the window at the loss) with steps (W_max - cwnd)/2 capped at S_max:
-    the window spends most of congestion avoidance near W_max (a plateau), where Reno
-    would spend most of it far below. Epochs are judged from a reduction after 1 s: the
-    slow-start exit's recovery cuts several times (fast convergence lowers W_max each
-    time), so the window there says nothing about that epoch's W_max."""
+    """The default variant is Linux's tcp_bic (6.12): cwnd <- cwnd * 819/1024 at a loss;
+    then a binary search towards W_max, a quarter of the distance per RTT at most 16
+    segments, slowing to a twentieth near W_max: the window spends most of congestion
+    avoidance near W_max (a plateau), where Reno would spend most of it far below (the
+    paper's variant, beta 1/8 and half the distance, is held to its definition in
+    crates/cc-harness/tests/bic.rs). W_max is the window at the loss, or with fast
+    convergence 1843/2048 of it when that is below the previous W_max, and an RTO
+    starts over from 0: followed through every call of ssthresh, also those a state
+    change hides. Epochs are judged from a reduction after 1 s: the slow-start exit's
+    recovery cuts several times, so the window there says nothing about the search."""
     m = loss_runs["bic"]
     red = _ratios(m)
-    assert red["ratio"].between(0.84, 0.91).all(), f"{red.to_dict('records')} {note(m)}"
+    assert red["ratio"].between(0.77, 0.83).all(), f"{red.to_dict('records')} {note(m)}"
     tr = sender_trace(m)
+    w_max, marks = 0.0, []
+    for _, ev in congestion_events(tr, min_cwnd=0).iterrows():
+        w_max = ev["w"] * 1843 // 2048 if ev["w"] < w_max else ev["w"]
+        if ev["state"] == LOSS:
+            w_max = 0.0
+        marks.append((ev["t"], w_max))
     near = []
     for e in ca_epochs(tr, t_from=1.0, min_s=0.2):
-        w_loss = red[red["t"] <= e["t"].iat[0]]
-        w_loss = w_loss[w_loss["t"] >= 1.0]["w"]
-        if len(w_loss):
+        before = [w for t, w in marks if 1.0 <= t <= e["t"].iat[0]]
+        if before and before[-1] > 0:
             dt = np.diff(e["t"].to_numpy(), append=e["t"].iat[-1])
-            near.append(dt[e["snd_cwnd"].to_numpy() >= 0.93 * w_loss.iat[-1]].sum() / dt.sum())
+            near.append(dt[e["snd_cwnd"].to_numpy() >= 0.93 * before[-1]].sum() / dt.sum())
     assert near and np.mean(near) >= 0.5, f"share of time near W_max {near} {note(m)}"
 
 

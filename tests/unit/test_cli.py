@@ -248,8 +248,11 @@ def test_studies_and_cc_list_as_json():
     algs = json.loads(ccarena_cli("cc", "list", "--json").stdout)
     assert "reno" in algs        # every Linux kernel has reno built in
     for a in algs.values():
-        assert set(a) == {"source", "kernel_name", "why"}
+        assert set(a) == {"source", "kernel_name", "why", "variant", "follows", "variants"}
     assert algs["reno"]["source"] == "kernel" and algs["reno"]["kernel_name"] == "reno"
+    # the kernel's own reno is Linux's; ccarena's BIC offers both variants
+    assert algs["reno"]["variant"] == "linux"
+    assert "paper" in algs["bic"]["variants"] and "linux" in algs["bic"]["variants"]
 
 
 @pytest.fixture

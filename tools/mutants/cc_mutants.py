@@ -55,9 +55,10 @@ CC_DIR = ROOT / "bpf" / "cc"
 OUT = ROOT / "build" / "mutants-cc"
 PKG = "ccarena-cc-harness"
 
-# the harness tests of each source: (test target, name filter)
+# the harness tests of each source: (test target, name filter); a converted algorithm's
+# replay of Linux's module (tests/replay.rs) judges its default variant
 TESTS = {
-    "reno": [("reno", None)],
+    "reno": [("reno", None), ("replay", "reno::")],
     "lp": [("lp", None)],
     "yeah": [("yeah", None)],
     "htcp": [("htcp", None)],
@@ -66,10 +67,10 @@ TESTS = {
     "dctcp": [("dctcp", None)],
     "illinois": [("illinois", None)],
     "cubic": [("cubic", None)],
-    "scalable": [("scalable", None)],
+    "scalable": [("scalable", None), ("replay", "scalable::")],
     "vegas": [("vegas", None)],
     "hybla": [("hybla", None)],
-    "bic": [("bic", None)],
+    "bic": [("bic", None), ("replay", "bic::")],
     "veno": [("veno", None)],
 }
 HEADERS = ("cca_common.h", "cca_cong_control.h")

@@ -36,7 +36,11 @@ static __thread u32 send_ack_rcv_nxt;
 void cch_set_now_ns(u64 t) { now_ns = t; }
 u64 cch_now_ns(void) { return now_ns; }
 u64 bpf_ktime_get_ns(void) { return now_ns; }
-u64 bpf_jiffies64(void) { return now_ns / (1000000000ull / CCH_HZ); }
+/* jiffies follow the clock at CCH_HZ, unless a replayed trace gives the kernel's own */
+static __thread u64 jiffies_given;
+static __thread bool jiffies_fixed;
+u64 bpf_jiffies64(void) { return jiffies_fixed ? jiffies_given : now_ns / (1000000000ull / CCH_HZ); }
+void cch_set_jiffies(u64 j) { jiffies_given = j; jiffies_fixed = true; }
 
 long bpf_tcp_send_ack(void *tp, u32 rcv_nxt)
 {
@@ -193,6 +197,8 @@ struct cch_sock *cch_new(const char *name)
 	tp->is_cwnd_limited = 1;
 	tp->snd_una = tp->snd_nxt = 1000;
 	tp->rcv_nxt = 5000;
+	/* TCP_DELACK_MAX = HZ/5 (the pack reads the tick rate from it: cca_hz) */
+	tp->inet_conn.icsk_delack_max = CCH_HZ / 5;
 	return s;
 }
 
@@ -211,6 +217,10 @@ enum cch_field {
 	CCH_PRIOR_CWND, CCH_PRR_OUT, CCH_CWND_CLAMP, CCH_CWND_CNT, CCH_UNDO_MARKER,
 	CCH_REORDERING, CCH_ECN_FLAGS, CCH_PRIOR_SSTHRESH, CCH_RCV_NXT, CCH_PACING_RATE,
 	CCH_ACK_PENDING, CCH_CWND_STAMP, CCH_NETNS_INUM, CCH_MAX_PACING_RATE,
+	/* the rest of what a recorded trace carries (crates/cc-record) */
+	CCH_SRTT_RAW, CCH_MDEV_US, CCH_MIN_RTT_US, CCH_LOST, CCH_PRR_DELIVERED, CCH_UNDO_RETRANS,
+	CCH_LSNDTIME, CCH_CWND_USED, CCH_APP_LIMITED, CCH_RCV_TSVAL, CCH_RCV_TSECR, CCH_SAW_TSTAMP,
+	CCH_TCP_MSTAMP, CCH_ICSK_RTO, CCH_DELACK_MAX,
 };
 
 u64 cch_get(struct cch_sock *s, int f)
@@ -248,6 +258,21 @@ u64 cch_get(struct cch_sock *s, int f)
 	case CCH_CWND_STAMP: return tp->snd_cwnd_stamp;
 	case CCH_NETNS_INUM: return s->net.ns.inum;
 	case CCH_MAX_PACING_RATE: return tp->inet_conn.icsk_inet.sk.sk_max_pacing_rate;
+	case CCH_SRTT_RAW: return tp->srtt_us;
+	case CCH_MDEV_US: return tp->mdev_us;
+	case CCH_MIN_RTT_US: return tp->rtt_min.s[0].v;
+	case CCH_LOST: return tp->lost;
+	case CCH_PRR_DELIVERED: return tp->prr_delivered;
+	case CCH_UNDO_RETRANS: return (u32)tp->undo_retrans;
+	case CCH_LSNDTIME: return tp->lsndtime;
+	case CCH_CWND_USED: return tp->snd_cwnd_used;
+	case CCH_APP_LIMITED: return tp->app_limited;
+	case CCH_RCV_TSVAL: return tp->rx_opt.rcv_tsval;
+	case CCH_RCV_TSECR: return tp->rx_opt.rcv_tsecr;
+	case CCH_SAW_TSTAMP: return tp->rx_opt.saw_tstamp;
+	case CCH_TCP_MSTAMP: return tp->tcp_mstamp;
+	case CCH_ICSK_RTO: return tp->inet_conn.icsk_rto;
+	case CCH_DELACK_MAX: return tp->inet_conn.icsk_delack_max;
 	}
 	return ~0ull;
 }
@@ -287,6 +312,21 @@ int cch_set(struct cch_sock *s, int f, u64 v)
 	case CCH_ACK_PENDING: tp->inet_conn.icsk_ack.pending = v; break;
 	case CCH_CWND_STAMP: tp->snd_cwnd_stamp = v; break;
 	case CCH_MAX_PACING_RATE: tp->inet_conn.icsk_inet.sk.sk_max_pacing_rate = v; break;
+	case CCH_SRTT_RAW: tp->srtt_us = v; break;
+	case CCH_MDEV_US: tp->mdev_us = v; break;
+	case CCH_MIN_RTT_US: tp->rtt_min.s[0].v = v; tp->rtt_min.s[1].v = v; tp->rtt_min.s[2].v = v; break;
+	case CCH_LOST: tp->lost = v; break;
+	case CCH_PRR_DELIVERED: tp->prr_delivered = v; break;
+	case CCH_UNDO_RETRANS: tp->undo_retrans = (int)(u32)v; break;
+	case CCH_LSNDTIME: tp->lsndtime = v; break;
+	case CCH_CWND_USED: tp->snd_cwnd_used = v; break;
+	case CCH_APP_LIMITED: tp->app_limited = v; break;
+	case CCH_RCV_TSVAL: tp->rx_opt.rcv_tsval = v; break;
+	case CCH_RCV_TSECR: tp->rx_opt.rcv_tsecr = v; break;
+	case CCH_SAW_TSTAMP: tp->rx_opt.saw_tstamp = v ? 1 : 0; break;
+	case CCH_TCP_MSTAMP: tp->tcp_mstamp = v; break;
+	case CCH_ICSK_RTO: tp->inet_conn.icsk_rto = v; break;
+	case CCH_DELACK_MAX: tp->inet_conn.icsk_delack_max = v; break;
 	default: return -1;
 	}
 	return 0;
@@ -364,6 +404,20 @@ void cch_op_cong_control(struct cch_sock *s, u32 ack, int flag, u32 acked_sacked
 	struct rate_sample rs = {
 		.acked_sacked = acked_sacked, .losses = losses, .rtt_us = rtt_us,
 		.delivered = delivered,
+	};
+
+	s->algo->ops->cong_control(sk_of(s), ack, flag, &rs);
+}
+
+/* cong_control with every rate-sample field a replayed trace carries */
+void cch_op_cong_control_rs(struct cch_sock *s, u32 ack, int flag, u32 acked_sacked, s32 losses,
+			    s64 rtt_us, s32 delivered, s64 interval_us, u32 prior_in_flight,
+			    bool is_app_limited)
+{
+	struct rate_sample rs = {
+		.acked_sacked = acked_sacked, .losses = losses, .rtt_us = rtt_us,
+		.delivered = delivered, .interval_us = interval_us,
+		.prior_in_flight = prior_in_flight, .is_app_limited = is_app_limited,
 	};
 
 	s->algo->ops->cong_control(sk_of(s), ack, flag, &rs);

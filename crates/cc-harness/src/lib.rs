@@ -28,6 +28,10 @@ pub enum Field {
     MaxPacketsOut, CaState, Mss, Delivered, DeliveredCe, SndUna, SndNxt, HighSeq, PriorCwnd,
     PrrOut, CwndClamp, CwndCnt, UndoMarker, Reordering, EcnFlags, PriorSsthresh, RcvNxt,
     PacingRate, AckPending, CwndStamp, NetnsInum, MaxPacingRate,
+    // the rest of what a recorded trace carries (replay.rs)
+    /// tp->srtt_us as the kernel keeps it (scaled by 8)
+    SrttRaw, MdevUs, MinRttUs, Lost, PrrDelivered, UndoRetrans, Lsndtime, CwndUsed, AppLimited,
+    RcvTsval, RcvTsecr, SawTstamp, TcpMstamp, IcskRto, DelackMax,
 }
 
 /// struct tcp_congestion_ops members (enum cch_op).
@@ -88,6 +92,8 @@ extern "C" {
     fn cch_op_in_ack_event(s: *mut c_void, flags: u32);
     fn cch_op_pkts_acked(s: *mut c_void, pkts: u32, rtt_us: i32, in_flight: u32);
     fn cch_op_cong_control(s: *mut c_void, ack: u32, flag: c_int, acked_sacked: u32, losses: i32, rtt_us: i32, delivered: u32);
+    fn cch_op_cong_control_rs(s: *mut c_void, ack: u32, flag: c_int, acked_sacked: u32, losses: i32, rtt_us: i64, delivered: i32, interval_us: i64, prior_in_flight: u32, is_app_limited: bool);
+    fn cch_set_jiffies(j: u64);
     fn cch_op_cong_avoid(s: *mut c_void, ack: u32, acked: u32);
     fn cch_op_undo_cwnd(s: *mut c_void) -> u32;
     fn cch_guard_counts(s: *mut c_void, out: *mut u64) -> c_int;
@@ -99,6 +105,14 @@ pub fn now_us() -> u64 {
 }
 pub fn set_now_us(t: u64) {
     unsafe { cch_set_now_ns(t * 1000) }
+}
+/// The fake clock in nanoseconds (a replayed trace gives the kernel's own).
+pub fn set_now_ns(t: u64) {
+    unsafe { cch_set_now_ns(t) }
+}
+/// Fix bpf_jiffies64() at `j` (a replayed trace's jiffies; otherwise they follow the clock).
+pub fn set_jiffies(j: u64) {
+    unsafe { cch_set_jiffies(j) }
 }
 pub fn advance_us(dt: u64) {
     set_now_us(now_us() + dt)
@@ -172,6 +186,8 @@ pub struct Conn {
     /// snd_nxt before the refill of the last ACK of the previous round (see round_with)
     round_target: std::cell::Cell<Option<u64>>,
     pre_refill_nxt: std::cell::Cell<u64>,
+    /// segments a round's ACK acknowledges (set_ack_every)
+    ack_every: std::cell::Cell<u32>,
     _not_send: PhantomData<*mut ()>,
 }
 
@@ -195,7 +211,14 @@ impl Conn {
         let name = CString::new(algo).unwrap();
         let s = unsafe { cch_new(name.as_ptr()) };
         assert!(!s.is_null(), "no algorithm {algo:?} in bpf/cc (have {ALGOS:?})");
-        Conn { s, algo: algo.to_string(), app_unlimited: std::cell::Cell::new(true), round_target: std::cell::Cell::new(None), pre_refill_nxt: std::cell::Cell::new(0), _not_send: PhantomData }
+        Conn { s, algo: algo.to_string(), app_unlimited: std::cell::Cell::new(true), round_target: std::cell::Cell::new(None), pre_refill_nxt: std::cell::Cell::new(0), ack_every: std::cell::Cell::new(1), _not_send: PhantomData }
+    }
+
+    /// Segments each ACK of a round acknowledges: 1 (the default), 2 for a receiver's
+    /// delayed ACKs (RFC 5681 §4.2), more for stretch ACKs (GRO, ACK loss); a round's last
+    /// ACK takes what is left.
+    pub fn set_ack_every(&self, k: u32) {
+        self.ack_every.set(k.max(1))
     }
 
     /// Whether the sender fills the window after each ACK (default: yes).
@@ -276,6 +299,12 @@ impl Conn {
         let ack = self.get(Field::SndUna) as u32;
         let d = self.get(Field::Delivered) as u32;
         unsafe { cch_op_cong_control(self.s, ack, flag, acked_sacked, losses, rtt_us, d) }
+    }
+    /// cong_control with a whole rate sample (a replayed ACK's).
+    #[allow(clippy::too_many_arguments)]
+    pub fn cong_control_rs(&self, flag: i32, acked_sacked: u32, losses: i32, rtt_us: i64, delivered: i32, interval_us: i64, prior_in_flight: u32, is_app_limited: bool) {
+        let ack = self.get(Field::SndUna) as u32;
+        unsafe { cch_op_cong_control_rs(self.s, ack, flag, acked_sacked, losses, rtt_us, delivered, interval_us, prior_in_flight, is_app_limited) }
     }
     pub fn cong_avoid(&self, acked: u32) {
         let ack = self.get(Field::SndUna) as u32;
@@ -365,8 +394,8 @@ impl Conn {
     }
 
     /// One round trip: the ACKs of the data outstanding when the previous round ended,
-    /// one ACK per segment, spread evenly over `rtt_us` of the fake clock, each carrying
-    /// the RTT sample `rtt_us`.
+    /// one ACK per segment (or per `set_ack_every` segments), spread evenly over `rtt_us`
+    /// of the fake clock, each carrying the RTT sample `rtt_us`.
     pub fn round(&self, rtt_us: u32) {
         self.round_with(rtt_us, |_| rtt_us)
     }
@@ -385,7 +414,9 @@ impl Conn {
     /// the algorithm's round, where its once-per-round rules are judged (a test can set
     /// the window they are judged with).
     pub fn round_then(&self, rtt_us: u32, mut rtt_of: impl FnMut(u32) -> u32, before_last: impl FnOnce(&Conn)) {
-        let n = self.next_round_acks();
+        let segs = self.next_round_acks();
+        let k = self.ack_every.get();
+        let n = segs.div_ceil(k);
         let step = (rtt_us / n).max(1) as u64;
         let mut before_last = Some(before_last);
         for i in 0..n {
@@ -393,14 +424,14 @@ impl Conn {
             if i + 1 == n {
                 (before_last.take().unwrap())(self);
             }
-            self.ack(Ack::new(1, rtt_of(i)));
+            self.ack(Ack::new(k.min(segs - i * k), rtt_of(i)));
         }
         self.round_target.set(Some(self.pre_refill_nxt.get()));
     }
 
-    /// The number of ACKs the next [`Conn::round`] delivers (one per segment of the data
-    /// outstanding when the previous round ended); fills the window first, as the round
-    /// does.
+    /// The segments the next [`Conn::round`] acknowledges (the data outstanding when the
+    /// previous round ended: one ACK each unless `set_ack_every`); fills the window first,
+    /// as the round does.
     pub fn next_round_acks(&self) -> u32 {
         self.transmit();
         let mss = self.mss() as u64;
@@ -533,3 +564,7 @@ impl Conn {
 
 /// cca_common.h's arithmetic and window helpers, called directly (common.rs).
 pub mod common;
+/// Traces recorded from Linux's own modules, replayed call by call (replay.rs).
+pub mod replay;
+/// The trace file format (trace.rs).
+pub mod trace;

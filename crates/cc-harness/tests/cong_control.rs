@@ -360,11 +360,13 @@ fn the_pacing_rate_follows_prr_and_is_capped_by_sk_max_pacing_rate() {
     c.set(Field::MaxPacingRate, 100_000);
     c.cong_control(0, 0, 0, 50_000);
     assert_eq!(c.get(Field::PacingRate), 100_000);
-    // no RTT measured yet: the rate is left as it was
+    // no RTT measured yet: the kernel does not divide, so the rate is only capped by
+    // sk_max_pacing_rate (unlimited unless SO_MAX_PACING_RATE set one)
     let c = in_ca(20, 30);
     c.set(Field::PacingRate, 12_345);
+    c.set(Field::MaxPacingRate, 7_000_000);
     c.cong_control(0, 0, 0, -1);
-    assert_eq!(c.get(Field::PacingRate), 12_345);
+    assert_eq!(c.get(Field::PacingRate), 7_000_000);
 }
 
 // ---- the check before use

@@ -7,6 +7,10 @@ Resolution rule (``force=None``): the kernel's own algorithm when the kernel has
 implementation ``cca_<name>``. ``force="kernel"`` / ``force="bpf"`` insist on one source.
 A name written ``cca_<name>`` means the BPF one. Names currently registered by
 ccarena (``cca_*`` in the kernel's list) are never reported as kernel algorithms.
+``<name>:<variant>`` asks for a variant (cc.variants): ``:paper`` is always the BPF
+object that follows the paper (``cca_<name>_p`` where it differs from Linux's), ``:linux``
+the kernel's module or the BPF object that behaves as it. Every Algo says which variant it
+is and what it follows (``variant``, ``follows``), and runs record both.
 
 BPF objects: ``<build>/bpf/cc/<name>.bpf.o`` (``make bpf``), and user sources
 ``<dir>/<name>.bpf.c`` from the extra directories (see ``paths.extra_dirs``),
@@ -23,10 +27,10 @@ import platform
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ccarena.cc import paths
+from ccarena.cc import paths, variants
 from ccarena.cc.errors import CompileError, UnknownAlgorithm
 
 AVAILABLE_FILE = "/proc/sys/net/ipv4/tcp_available_congestion_control"
@@ -66,8 +70,19 @@ def known_names() -> set[str]:
     users = {p.name[: -len(".bpf.c")] for d in paths.extra_dirs() for p in d.glob("*.bpf.c")}
     bpf = set(builtin_sources()) | users
     # cca_<name> insists on the BPF version (resolve), so one study can put it beside the
-    # kernel's <name>
+    # kernel's <name>; variants are chosen with cc_variant (study.schema), not by name
     return set(CATALOG) | bpf | {PREFIX + n for n in bpf}
+
+
+def paper_reference(name: str) -> str | None:
+    """The reference a BPF algorithm's paper variant follows (CATALOG's citation)."""
+    d = CATALOG.get(name)
+    return d.split(" — ", 1)[1] if d and " — " in d else None
+
+
+def shipped_bpf(name: str) -> bool:
+    """A BPF algorithm of ccarena's own pack (variants exist only for these)."""
+    return name in builtin_sources() or (name in CATALOG and "kernel only" not in CATALOG[name])
 
 
 @dataclass(frozen=True)
@@ -86,6 +101,8 @@ class Algo:
     why: str
     bpf_object: Path | None = None
     module: str | None = None
+    variant: str | None = None   # "linux" or "paper" (cc.variants); None for a user's own
+    follows: str | None = None   # what it behaves as: "linux-6.12", a paper, the kernel
 
 
 # --- what the kernel offers (functions so tests can monkeypatch them) ---
@@ -118,6 +135,14 @@ def kernel_modules() -> dict[str, str]:
 
 def builtin_objects() -> dict[str, Path]:
     d = paths.objects_dir()
+    if not d.is_dir():
+        return {}
+    return {p.name[: -len(".bpf.o")]: p for p in sorted(d.glob("*.bpf.o"))}
+
+
+def paper_objects() -> dict[str, Path]:
+    """The paper variants built beside the default objects (-DCCA_PAPER, mk/bpf.mk)."""
+    d = paths.paper_objects_dir()
     if not d.is_dir():
         return {}
     return {p.name[: -len(".bpf.o")]: p for p in sorted(d.glob("*.bpf.o"))}
@@ -191,9 +216,10 @@ def user_algorithms(extra_dirs=None) -> dict[str, Algo]:
                 out[name] = Algo(name, "unavailable", None,
                                  f"{src}: name must be [a-z0-9_] and at most {NAME_MAX - len(PREFIX)} characters")
                 continue
-            if name in shipped:
+            if name in shipped or kname in {variants.paper_kernel_name(b) for b in variants.LINUX}:
                 out[name] = Algo(name, "unavailable", None,
-                                 f"{src}: {name!r} is a shipped algorithm; rename the file")
+                                 f"{src}: {name!r} is a shipped algorithm (or its paper "
+                                 "variant's kernel name); rename the file")
                 continue
             try:
                 obj = compile_user(src)
@@ -212,7 +238,18 @@ def available(extra_dirs=None) -> dict[str, Algo]:
     srcs = builtin_sources()
     users = user_algorithms(extra_dirs)
     names = list(dict.fromkeys([*kernel, *modules, *CATALOG, *srcs, *objs, *users]))
-    return {n: _resolve_one(n, None, kernel, modules, objs, srcs, users) for n in names}
+    return {n: _annotate(_resolve_one(n, None, kernel, modules, objs, srcs, users), n, None, users)
+            for n in names}
+
+
+def _annotate(a: Algo, base: str, variant: str | None, users) -> Algo:
+    """`a` with the variant it is and what it follows."""
+    if a.source == "kernel":
+        return replace(a, variant="linux", follows=f"the running kernel ({platform.release()})")
+    if a.source != "bpf" or (base in users and users[base].source == "bpf"):
+        return a
+    v = variant or variants.default_variant(base)
+    return replace(a, variant=v, follows=variants.follows(base, v, paper_reference(base)))
 
 
 def _bpf_algo(name, objs, srcs, users) -> Algo:
@@ -250,21 +287,45 @@ def _resolve_one(name, force, kernel, modules, objs, srcs, users) -> Algo:
 
 
 def resolve(name: str, force: str | None = None, *, extra_dirs=None, strict: bool = False) -> Algo:
-    """Resolve one algorithm name. When it cannot be provided, returns an Algo with
-    source "unavailable" and the reason in ``why``; ``strict=True`` raises
-    UnknownAlgorithm instead (with the names that are known)."""
+    """Resolve one algorithm name (``<name>``, ``cca_<name>``, ``<name>:<variant>``). When it
+    cannot be provided, returns an Algo with source "unavailable" and the reason in
+    ``why``; ``strict=True`` raises UnknownAlgorithm instead (with the names that are
+    known)."""
     if force not in (None, "kernel", "bpf"):
         raise ValueError(f"force={force!r}: expected None, 'kernel' or 'bpf'")
-    base = name
-    if name.startswith(PREFIX):
+    base, variant = variants.split(name)
+    if variant is not None and variant not in variants.VARIANT_NAMES:
+        raise UnknownAlgorithm(name, f"unknown variant {variant!r}; accepted: "
+                               + ", ".join(variants.VARIANT_NAMES))
+    if base.startswith(PREFIX):
         if force == "kernel":
             raise UnknownAlgorithm(name, "a cca_ name is a BPF algorithm; force='kernel' contradicts it")
-        base, force = name[len(PREFIX):], "bpf"
+        base, force = base[len(PREFIX):], "bpf"
+    if variant == "paper":
+        if force == "kernel":
+            raise UnknownAlgorithm(name, "the paper variant is a BPF algorithm; force='kernel' "
+                                   "contradicts it")
+        force = "bpf"
     kernel = [n for n in kernel_available() if not n.startswith(PREFIX)]
     modules = kernel_modules()
     objs, srcs = builtin_objects(), builtin_sources()
     users = user_algorithms(extra_dirs) if force != "kernel" else {}
-    a = _resolve_one(base, force, kernel, modules, objs, srcs, users)
+    if variant is not None and base in users and users[base].source == "bpf":
+        a = Algo(base, "unavailable", None, f"{base} is the user's own BPF algorithm: it has "
+                 "one variant (leave cc_variant out)")
+    elif variant == "paper" and variants.has_paper_object(base):
+        obj = paper_objects().get(base)
+        a = (Algo(base, "bpf", variants.paper_kernel_name(base), str(obj), bpf_object=obj)
+             if obj else Algo(base, "unavailable", None, f"the paper variant of {base} is not "
+                              f"built ({paths.paper_objects_dir() / (base + '.bpf.o')}): run "
+                              "`make bpf`"))
+    else:
+        a = _resolve_one(base, force, kernel, modules, objs, srcs, users)
+        if variant == "linux" and a.source == "bpf" and base not in variants.LINUX:
+            a = Algo(base, "unavailable", None, f"ccarena's BPF {base} follows its paper only "
+                     f"(no Linux variant yet), and the running kernel ({platform.release()}) "
+                     f"has no {base!r} of its own")
+    a = _annotate(a, base, variant, users)
     if a.source == "unavailable" and strict:
         known = sorted(set(kernel) | set(modules) | set(objs) | {k for k, v in users.items() if v.source == "bpf"})
         raise UnknownAlgorithm(name, a.why, known)

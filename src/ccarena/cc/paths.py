@@ -1,7 +1,8 @@
 """Where the congestion-control pack finds its files (the tree, build directory and
 binaries as ccarena.paths says):
 
-- BPF objects in ``<build>/bpf/cc/<name>.bpf.o`` (``make bpf``), user objects in
+- BPF objects in ``<build>/bpf/cc/<name>.bpf.o`` (``make bpf``), their paper variants in
+  ``<build>/bpf/cc/paper/<name>.bpf.o``, user objects in
   ``<build>/bpf/cc-extra/``; sources in ``<root>/bpf/cc``;
 - loader binary: ``$CCARENA_CC_LOADER``, else ccarena-cc found like every binary;
 - extra algorithm directories (user ``*.bpf.c``): ``$CCARENA_CC_PATH`` (``:``-separated)
@@ -26,6 +27,11 @@ def build_dir() -> Path:
 
 def objects_dir() -> Path:
     return build_dir() / "bpf" / "cc"
+
+
+def paper_objects_dir() -> Path:
+    """The paper variants (-DCCA_PAPER) of the algorithms whose paper differs from Linux."""
+    return objects_dir() / "paper"
 
 
 def extra_objects_dir() -> Path:

@@ -221,14 +221,20 @@ def cmd_cc_list(args) -> int:
     from rich.table import Table
 
     from ccarena import cc
+    from ccarena.cc.catalog import paper_reference, shipped_bpf
+    from ccarena.cc.variants import describe
     algs = cc.available()
+    variants = {n: describe(n, shipped_bpf(n), paper_reference(n)) for n in algs}
     if args.json:
-        print(json.dumps({n: {"source": a.source, "kernel_name": a.kernel_name, "why": a.why}
+        print(json.dumps({n: {"source": a.source, "kernel_name": a.kernel_name, "why": a.why,
+                              "variant": a.variant, "follows": a.follows,
+                              "variants": variants[n]}
                           for n, a in algs.items()}, indent=1))
         return 0
-    t = Table("algorithm", "source", "kernel name", "why", title_justify="left")
+    t = Table("algorithm", "source", "kernel name", "variants (cc_variant)", "why",
+              title_justify="left")
     for n, a in sorted(algs.items()):
-        t.add_row(n, a.source, a.kernel_name or "", a.why or "")
+        t.add_row(n, a.source, a.kernel_name or "", variants[n], a.why or "")
     _console().print(t)
     return 0
 

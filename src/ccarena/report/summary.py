@@ -202,6 +202,8 @@ def render(results, console: Console | None = None) -> list[Table]:
                   "arrivals; limit: what held the sender back most of the time (cwnd: the "
                   "network, rwnd: the receiver's window, sndbuf: its own buffer, app: "
                   "nothing to send).[/dim]")
+    for line in algorithm_lines(results):
+        console.print(f"[dim]{escape(line)}[/dim]")
     for line in completeness(results):
         console.print(f"[red]{escape(line)}[/red]")
     for p in results.problems if hasattr(results, "problems") else []:
@@ -218,6 +220,19 @@ def render(results, console: Console | None = None) -> list[Table]:
             console.print(f"[dim]run {r['label']} was run {int(r['reruns']) + 1} times; set "
                           f"aside (superseded/): {escape(str(r['rerun_reasons']))}[/dim]")
     return tables
+
+
+def algorithm_lines(results) -> list[str]:
+    """Where each algorithm came from and, for ccarena's BPF ones, which variant ran and
+    what it follows (the study's preflight record)."""
+    algs = ((getattr(results, "preflight", None) or {}).get("algorithms")) or {}
+    out = []
+    for n, a in sorted(algs.items()):
+        line = f"algorithm {n}: {a.get('source')} {a.get('kernel_name') or ''}".rstrip()
+        if a.get("variant"):
+            line += f", {a['variant']} variant following {a.get('follows')}"
+        out.append(line)
+    return out
 
 
 def anomaly_lines(results) -> list[str]:

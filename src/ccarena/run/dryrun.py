@@ -128,6 +128,8 @@ def describe(study, plan, pf: dict | None = None, capacity_bps: float | None = N
     if pf:
         for n, a in sorted(pf["algorithms"].items()):
             lines.append(f"algorithm {n}: {a['source']} ({a['kernel_name']})"
+                         + (f", {a['variant']} variant following {a['follows']}"
+                            if a.get("variant") else "")
                          + (f": {a['why']}" if a.get("why") else ""))
     else:
         lines.append("(link backend and algorithm sources: run as root to see them)")

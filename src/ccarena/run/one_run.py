@@ -178,9 +178,11 @@ def _flows_meta(study: Study, kernel_names: dict, pf: dict) -> list[dict]:
     for i, f in enumerate(study.flows):
         if f.kind == "command":
             continue
-        src = pf["algorithms"].get(f.cc, {}).get("source")
+        alg = pf["algorithms"].get(f.cc, {})
         out.append({"flow": i, "name": f.name, "kind": f.kind, "from": f.src, "to": f.dst,
-                    "cc": f.cc, "cc_kernel": kernel_names.get(f.cc, f.cc), "cc_source": src,
+                    "cc": f.cc, "cc_kernel": kernel_names.get(f.cc, f.cc),
+                    "cc_source": alg.get("source"), "cc_variant": alg.get("variant"),
+                    "cc_follows": alg.get("follows"),
                     "receiver_cc": algs[i][1] if f.kind in ("bulk", "parallel", "paced")
                     else algs[i][0], "conns": f.conns, "start_s": f.start_s,
                     "stop_s": f.stop_s if f.stop_s is not None else study.duration_s,

@@ -47,7 +47,8 @@ def preflight(study: Study, force_cc: str | None = None) -> dict:
     missing = []
     for n in sorted(names):
         a = ccmod.resolve(n, force=force_cc)
-        out["algorithms"][n] = {"source": a.source, "kernel_name": a.kernel_name, "why": a.why}
+        out["algorithms"][n] = {"source": a.source, "kernel_name": a.kernel_name, "why": a.why,
+                                "variant": a.variant, "follows": a.follows}
         if a.source == "unavailable":
             missing.append(f"{n} ({a.why})")
     if missing:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ccarena import units
+from ccarena.cc.variants import VARIANT_NAMES
 from ccarena.study.model import DEFAULT_CC, FLOW_KINDS
 
 QUEUES = ("droptail", "red", "codel", "fq_codel", "step", "classes")
@@ -311,6 +312,9 @@ FLOW_KEYS = {
     "to": text("the host that receives it"),
     "kind": choice(FLOW_KINDS, "what the flow does (docs/workloads.md)", "bulk"),
     "cc": text("algorithm of the data sender", f"its host's cc, else {DEFAULT_CC}"),
+    "cc_variant": choice(VARIANT_NAMES, "which behaviour of cc's BPF algorithm: Linux's "
+                         "module's, or the paper's (docs/algorithms.md, Variants)",
+                         "linux where ccarena has it, else paper"),
     "receiver_cc": text("algorithm of the other end", f"its host's cc, else {DEFAULT_CC}"),
     "start": time("start, from the run's t0", "0s"),
     "stop": time("stop (none: the end of the run)", positive=True),

@@ -9,7 +9,8 @@ import re
 from typing import Any, Callable
 
 from ccarena import units
-from ccarena.cc.catalog import known_names
+from ccarena.cc import variants
+from ccarena.cc.catalog import PREFIX, known_names, shipped_bpf
 from ccarena.errors import SpecError
 from ccarena.study.keys import (EXPECT_KEYS, FLOW_KEYS, HOST_KEYS, LINK_KEYS, PROBE_KEYS,
                                PROBE_SHAPES, STUDY_KEYS, TCP_KEYS, TESTBED_KEYS, TOP_KEYS,
@@ -28,6 +29,11 @@ class Ctx:
         self.path = path
         # the names a study may use (cc.catalog); whether one runs here is preflight's
         self.algorithms = known_names() | set(extra_algorithms)
+
+    def user_algorithms(self) -> set[str]:
+        """The names a study may use that are the user's own BPF sources."""
+        return {n for n in self.algorithms if not n.startswith(PREFIX) and not shipped_bpf(n)
+                and PREFIX + n in self.algorithms}
 
     def err(self, key: str, reason: str) -> SpecError:
         return SpecError(self.path, key, reason)
@@ -245,6 +251,20 @@ def _check_alg(ctx: Ctx, key: str, name: str):
                       + " (and cca_<name>: the BPF version of one)")
 
 
+def _variant(ctx: Ctx, key: str, cc: str, variant: str) -> str:
+    """The flow's algorithm with its variant (cc.variants): "bic" for the default, e.g.
+    "bic:paper" otherwise, so results never mix the two."""
+    base = cc[len(PREFIX):] if cc.startswith(PREFIX) else cc
+    if shipped_bpf(base):
+        q = variants.qualified(base, variant)
+        return PREFIX + q if cc.startswith(PREFIX) else q
+    if variant == "linux" and not cc.startswith(PREFIX) and base not in ctx.user_algorithms():
+        return cc       # only the kernel has it: its own module is Linux's behaviour
+    ours = sorted(n for n in ctx.algorithms if shipped_bpf(n))
+    raise ctx.err(key, f"{cc!r} has one behaviour only (no BPF variants in ccarena); "
+                  f"cc_variant applies to ccarena's BPF algorithms: {', '.join(ours)}")
+
+
 def _name(ctx: Ctx, label: str, f: dict, i: int, seen: set) -> str:
     name = f.get("name", f"flow{i}")
     if not _NAME.match(name):
@@ -317,6 +337,8 @@ def _flow(ctx: Ctx, study: Study, label: str, f: dict[str, Any], i: int, seen: s
     src_host = study.hosts.get(f["from"])
     cc = f.get("cc") or (src_host.cc if src_host and src_host.cc else DEFAULT_CC)
     _check_alg(ctx, f"{label}.cc", cc)
+    if "cc_variant" in f:
+        cc = _variant(ctx, f"{label}.cc_variant", cc, f["cc_variant"])
     if "receiver_cc" in f:
         _check_alg(ctx, f"{label}.receiver_cc", f["receiver_cc"])
     allowed = {

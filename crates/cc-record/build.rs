@@ -1,0 +1,57 @@
+//! Compiles bpf/record/ccrecord.bpf.c with clang into OUT_DIR/ccrecord.bpf.o, which
+//! src/main.rs embeds with include_bytes!: one binary, and the BPF object can never be
+//! out of step with the loader. vmlinux.h: $CCARENA_VMLINUX_H, else build/vmlinux.h
+//! (made by `make bpf`), else generated here with `bpftool btf dump` from the running
+//! kernel's BTF. Needs clang (>= 14) and libbpf's headers (<bpf/bpf_helpers.h>,
+//! Debian: libbpf-dev) — the same as mk/bpf.mk. Also the `--version` line
+//! (ccarena-buildinfo: crate version and git commit).
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn main() {
+    ccarena_buildinfo::emit(); // the --version line
+    let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
+    let root = manifest.parent().unwrap().parent().unwrap().to_path_buf();
+    let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    let src = root.join("bpf/record/ccrecord.bpf.c");
+    let hdr = root.join("bpf/record/ccrecord.h");
+    println!("cargo:rerun-if-changed={}", src.display());
+    println!("cargo:rerun-if-changed={}", hdr.display());
+    println!("cargo:rerun-if-env-changed=CCARENA_VMLINUX_H");
+    println!("cargo:rerun-if-env-changed=BPF_CLANG");
+
+    let vmlinux_dir = match std::env::var("CCARENA_VMLINUX_H") {
+        Ok(p) => Path::new(&p).parent().unwrap().to_path_buf(),
+        Err(_) if root.join("build/vmlinux.h").exists() => {
+            println!("cargo:rerun-if-changed={}", root.join("build/vmlinux.h").display());
+            root.join("build")
+        }
+        Err(_) => {
+            let dump = Command::new("bpftool")
+                .args(["btf", "dump", "file", "/sys/kernel/btf/vmlinux", "format", "c"])
+                .output()
+                .expect("ccarena-cc-record build: run bpftool (needed for vmlinux.h; or run `make bpf` first)");
+            assert!(dump.status.success(), "ccarena-cc-record build: bpftool btf dump failed: {}", String::from_utf8_lossy(&dump.stderr));
+            std::fs::write(out.join("vmlinux.h"), dump.stdout).unwrap();
+            out.clone()
+        }
+    };
+    let arch = match std::env::var("CARGO_CFG_TARGET_ARCH").unwrap().as_str() {
+        "x86_64" => "x86",
+        "aarch64" => "arm64",
+        other => panic!("ccarena-cc-record build: no BPF target arch for {other}"),
+    };
+    let obj = out.join("ccrecord.bpf.o");
+    let clang = std::env::var("BPF_CLANG").unwrap_or_else(|_| "clang".into());
+    let st = Command::new(&clang)
+        .args(["-O2", "-g", "-target", "bpf", &format!("-D__TARGET_ARCH_{arch}"), "-Wall", "-Werror"])
+        .arg(format!("-I{}", vmlinux_dir.display()))
+        .arg(format!("-I{}", root.join("bpf/record").display()))
+        .arg("-c")
+        .arg(&src)
+        .arg("-o")
+        .arg(&obj)
+        .status()
+        .unwrap_or_else(|e| panic!("ccarena-cc-record build: run {clang}: {e} (install clang >= 14)"));
+    assert!(st.success(), "ccarena-cc-record build: {clang} failed on {}", src.display());
+}
