@@ -67,7 +67,13 @@ def run_study(study, *, results_base="results", seed=None, shuffle=None, repetit
     or "bpf"; event_log: keep the user-space link's per-packet log; on_run(planned_run,
     meta) after each run and on_testbed(topology) once each run's network is built (not
     with vm or cluster)."""
+    from pathlib import Path
+
     from ccarena.run.study import run_study as _run
+    # the caller's paths, resolved once: the runs' processes need absolute ones
+    results_base = Path(results_base).resolve()
+    if resume is not None:
+        resume = Path(resume).resolve()
     runner = None
     if vm is not None and vm is not False:
         from ccarena.errors import CcarenaError

@@ -23,6 +23,11 @@ def cmd_run(args) -> int:
     from ccarena.study.plan import make_plan
     from ccarena.study.load import load_study
     from ccarena.report.summary import render
+    # paths the user gave are resolved here, once: every process a run starts works with
+    # them wherever its own working directory is
+    args.results = str(Path(args.results).resolve())
+    if args.resume:
+        args.resume = str(Path(args.resume).resolve())
     overrides = {}
     if args.duration:
         overrides.setdefault("study", {})["duration"] = args.duration

@@ -5,7 +5,16 @@ compute the run's metrics, store.
 
 The testbed and every part are torn down on success, on error, on SIGINT/SIGTERM (the
 executor turns SIGTERM into KeyboardInterrupt) and when the watchdog stops a run that
-overran. A run that fails is still stored, with its reasons, and marked invalid."""
+overran. A run that fails is still stored, with its reasons, and marked invalid.
+
+Who failed decides what `--resume` does with it. A failure before the workload was
+released at t0 (the testbed, a part that did not come up: a program that refused the
+configuration ccarena wrote or exited before READY) or in computing its metrics is
+ccarena's, not the experiment's: the run was not measured, meta["unmeasured"] says at
+which stage, and `--resume` sets it aside and runs it again (store/writer.py
+discard_in_flight). A failure after t0 (a process that exits non-zero while the flows
+run, a wrong congestion control, a sampler that failed) is what the run measured and
+stays, as does a run the machine's noise spoiled (re-run at once: executor.py)."""
 from __future__ import annotations
 
 import contextlib
@@ -61,6 +70,7 @@ def execute_run(r: PlannedRun, results, backend: str, kernel_names: dict, pf: di
     tb = None
     order, finish_order = parts_for(study, backend)
     raw = rd / RUN_RAW
+    stage = ["setup"]       # until the workload is released at t0: nothing is measured yet
     try:
         with watchdog.bounded(watchdog.limit_s(study.duration_s),
                               raw / "logs" / "watchdog-stacks.txt"), \
@@ -74,7 +84,7 @@ def execute_run(r: PlannedRun, results, backend: str, kernel_names: dict, pf: di
             if on_testbed:
                 on_testbed(topo)
             try:
-                _run_parts(ctx, order, finish_order)
+                _run_parts(ctx, order, finish_order, stage)
             finally:
                 for p in reversed(order):
                     p.stop()
@@ -88,6 +98,8 @@ def execute_run(r: PlannedRun, results, backend: str, kernel_names: dict, pf: di
         ctx.reasons.append(str(e))
         meta["error"] = str(e)
         note_killed(meta, getattr(e, "killed", None))
+        if stage[0] == "setup":
+            meta["unmeasured"] = {"stage": "setup", "error": str(e)}
         if isinstance(e, watchdog.RunOverrun) and tb is not None:
             # it may have struck during the teardown: finish it (idempotent)
             with contextlib.suppress(Exception):
@@ -120,7 +132,9 @@ def _fresh_run_id(results) -> str:
             return rid
 
 
-def _run_parts(ctx: RunContext, order, finish_order) -> None:
+def _run_parts(ctx: RunContext, order, finish_order, stage: list[str]) -> None:
+    """prepare, start and go every part, then finish them; stage[0] becomes "measurement"
+    once the workload was released at t0."""
     for p in order:
         p.prepare(ctx)
     # t0 is fixed before the link starts so a rate schedule or trace starts with it
@@ -133,6 +147,7 @@ def _run_parts(ctx: RunContext, order, finish_order) -> None:
     ctx.meta["t0_ns"] = ctx.t0_ns
     for p in order:
         p.go(ctx)
+    stage[0] = "measurement"
     for p in finish_order:
         p.finish(ctx)
 
@@ -147,6 +162,7 @@ def _metrics(tables: dict, meta: dict):
     except Exception as e:  # noqa: BLE001 — any failure of a formula is reported alike
         meta.setdefault("invalid_reasons", []).append(f"metrics failed: {e}")
         meta["valid"] = False
+        meta.setdefault("unmeasured", {"stage": "metrics", "error": f"metrics failed: {e}"})
         return None, None
 
 

