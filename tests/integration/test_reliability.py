@@ -130,3 +130,48 @@ def test_a_run_ccarena_failed_is_not_a_result_and_resume_runs_it_again(
     assert json.loads(aside.read_text())["run_id"] == m["run_id"]
     rec = json.loads((again.path / "resumes.json").read_text())[-1]
     assert any("c000-r1" in x and "not measured" in x for x in rec["discarded"]), rec
+
+
+# a flow engine that fails while the flows run (after READY and GO) when its host's flows
+# use reno, and is the real one otherwise: the reno cell's runs are measured and invalid
+REAL_ENGINE_OR_FAIL = """#!/bin/sh
+if grep -q '"cc": "reno"' "$2"; then
+  echo READY
+  read go
+  echo "ccarena-flow: failed on purpose" >&2
+  exit 1
+fi
+exec {real} "$@"
+"""
+
+
+@pytest.mark.parametrize("ccs,outcome,code", [(["reno", "cubic"], "partial", 5),
+                                              (["reno"], "failed", 6)])
+def test_cells_without_a_valid_run_are_a_partial_or_failed_study(tmp_path, ccs, outcome,
+                                                                 code, no_leaks):
+    """No checks: a study whose cells all have no valid run exits 6 (`run` and `check`),
+    one where some have none exits 5, and the API's results say it."""
+    from ccarena.paths import require_binary
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "ccarena-flow").write_text(REAL_ENGINE_OR_FAIL.format(
+        real=require_binary("ccarena-flow", "the test")))
+    (bindir / "ccarena-flow").chmod(0o755)
+    cc_list = ", ".join(f'"{c}"' for c in ccs)
+    study = write_study(tmp_path, extra=f'[sweep]\n"flow.bulk.cc" = [{cc_list}]\n')
+    env = {"CCARENA_BIN_DIR": str(bindir)}
+    r = ccarena_cli("run", study, "--results", tmp_path / "res", "--quiet", "--no-report",
+                    "--no-shuffle", env=env, check=False)
+    d = next((tmp_path / "res").glob("rel-*"))
+    m = metas(d)
+    if outcome == "partial" and not m["c001-r1"]["valid"]:
+        # the cubic run spoiled by the machine's noise alone (reruns = 0): no cell answers
+        assert validity.noise_only(m["c001-r1"]), m["c001-r1"]["invalid_reasons"]
+        outcome, code = "failed", 6
+    assert r.returncode == code, r.stdout + r.stderr
+    assert f"the study {'is partial' if code == 5 else 'failed'}" in r.stderr
+    assert "failed on purpose" in m["c000-r1"]["invalid_reasons"][0]
+    assert "unmeasured" not in m["c000-r1"]      # measured: the failure is the run's
+    r = ccarena_cli("check", d, check=False)
+    assert r.returncode == code, r.stdout + r.stderr
+    assert ccarena.open_results(d).outcome == outcome
