@@ -385,10 +385,11 @@ def main(argv=None) -> int:
         # complain while it flushes stdout at exit)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return exits.OK
-    except KeyboardInterrupt:
-        print("ccarena: interrupted; the current run was torn down, completed runs are kept",
-              file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        how = signal.Signals(e.signum).name if getattr(e, "signum", None) else "SIGINT"
+        print(f"ccarena: interrupted ({how}); the current run was torn down, completed "
+              "runs are kept", file=sys.stderr)
+        return exits.INTERRUPTED
     except CcarenaError as e:
         if args.debug:
             raise

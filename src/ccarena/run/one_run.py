@@ -3,9 +3,9 @@ compute the run's metrics, store.
 
     execute_run(planned_run, results, backend, kernel_names, preflight) -> meta
 
-The testbed and every part are torn down on success, on error, on SIGINT/SIGTERM (the
-executor turns SIGTERM into KeyboardInterrupt) and when the watchdog stops a run that
-overran. A run that fails is still stored, with its reasons, and marked invalid.
+The testbed and every part are torn down on success, on error, on a signal (acted on at
+the checkpoints here and in the parts' waits: run/interrupt.py) and when the watchdog
+stops a run that overran. A run that fails is still stored, with its reasons, and marked invalid.
 
 Who failed decides what `--resume` does with it. A failure before the workload was
 released at t0 (the testbed, a part that did not come up: a program that refused the
@@ -24,7 +24,7 @@ import time
 from ccarena.errors import CcarenaError
 from ccarena.metrics import run_metrics
 from ccarena.metrics.anomalies import anomalies
-from ccarena.run import watchdog
+from ccarena.run import interrupt, watchdog
 from ccarena.run.collect import collect, guard_counts, judge_guards
 from ccarena.run.parts import START_LEAD_S, RunContext, note_killed, parts_for
 from ccarena.store.layout import RUN_RAW
@@ -75,6 +75,7 @@ def execute_run(r: PlannedRun, results, backend: str, kernel_names: dict, pf: di
         with watchdog.bounded(watchdog.limit_s(study.duration_s),
                               raw / "logs" / "watchdog-stacks.txt"), \
                 Testbed(topo, study, cpuset=cpuset) as tb:
+            interrupt.checkpoint()      # a signal during the build: torn down now
             ctx = RunContext(study=study, topo=topo, testbed=tb, raw=raw, seed=r.seed,
                              kernel_names=kernel_names, event_log=event_log, meta=meta)
             tb.flush_tcp_metrics()
@@ -137,10 +138,12 @@ def _run_parts(ctx: RunContext, order, finish_order, stage: list[str]) -> None:
     once the workload was released at t0."""
     for p in order:
         p.prepare(ctx)
+        interrupt.checkpoint()
     # t0 is fixed before the link starts so a rate schedule or trace starts with it
     ctx.t0_ns = time.monotonic_ns() + int(START_LEAD_S * 1e9)
     for p in order:
         p.start(ctx)
+        interrupt.checkpoint()
     if time.monotonic_ns() >= ctx.t0_ns:      # setup overran the lead: start now, say so
         ctx.meta["t0_late_ns"] = time.monotonic_ns() - ctx.t0_ns
         ctx.t0_ns = time.monotonic_ns() + int(LATE_T0_LEAD_S * 1e9)
@@ -149,6 +152,7 @@ def _run_parts(ctx: RunContext, order, finish_order, stage: list[str]) -> None:
         p.go(ctx)
     stage[0] = "measurement"
     for p in finish_order:
+        interrupt.checkpoint()
         p.finish(ctx)
 
 

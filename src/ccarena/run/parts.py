@@ -26,7 +26,7 @@ from ccarena.measure import cpu
 from ccarena.measure.pcap import Pcap
 from ccarena.measure.ping import PingProbe
 from ccarena.measure.tracer import Tracer
-from ccarena.run import environment
+from ccarena.run import environment, interrupt
 from ccarena.measure import validity
 from ccarena.study.model import Study
 from ccarena.testbed import kernel_link, user_link
@@ -149,10 +149,12 @@ class FlowEngines(Part):
         self.engines.go_at(ctx.t0_ns)
 
     def finish(self, ctx):
-        self.rcs = self.engines.wait(ctx.wait_s)
-        # no engine (probes only) or an early exit: the run still lasts its duration
-        while time.monotonic_ns() < ctx.end_ns:
-            time.sleep(min(0.1, (ctx.end_ns - time.monotonic_ns()) / 1e9))
+        # the run's measurement: only a wait, which a signal cuts short (run/interrupt.py)
+        with interrupt.interruptible():
+            self.rcs = self.engines.wait(ctx.wait_s)
+            # no engine (probes only) or an early exit: the run still lasts its duration
+            while time.monotonic_ns() < ctx.end_ns:
+                time.sleep(min(0.1, (ctx.end_ns - time.monotonic_ns()) / 1e9))
 
     def stop(self):
         if self.engines:

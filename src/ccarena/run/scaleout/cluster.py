@@ -25,6 +25,7 @@ import sys
 
 from ccarena.analysis import aggregates
 from ccarena.errors import CcarenaError, RunError
+from ccarena.run import interrupt
 from ccarena.run.scaleout import remote, task
 from ccarena.measure import validity
 from ccarena.store import archive
@@ -112,9 +113,15 @@ class Dispatcher:
         try:
             for r in todo:
                 self.submit(r, [])
-            for fut in self.ac:
-                r, superseded = self.futures.pop(fut)
-                out = self._result(fut, r)
+            completed = iter(self.ac)
+            while True:
+                # waiting for the workers: a signal stops the study here at once
+                with interrupt.interruptible():
+                    fut = next(completed, None)
+                    if fut is None:
+                        break
+                    r, superseded = self.futures.pop(fut)
+                    out = self._result(fut, r)
                 fut.release()
                 self.received(r, superseded, out)
         except BaseException:
