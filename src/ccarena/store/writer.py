@@ -57,8 +57,15 @@ class Writer:
             except FileExistsError:
                 n += 1
             except OSError as e:
-                raise atomic.storage_error(p, e, "creating") from None
-        return cls._init(p, study_name)
+                raise atomic.storage_error(p, e, "creating", kept=False) from None
+        try:
+            return cls._init(p, study_name)
+        except BaseException as e:      # a full disk: no stub that looks like a study
+            shutil.rmtree(p, ignore_errors=True)
+            cause = getattr(e, "cause", None)
+            if cause is not None:
+                raise atomic.storage_error(*cause, kept=False) from None
+            raise
 
     @classmethod
     def create_at(cls, path: Path | str, study_name: str) -> "Writer":
