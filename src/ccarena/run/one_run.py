@@ -26,7 +26,8 @@ from ccarena.metrics import run_metrics
 from ccarena.metrics.anomalies import anomalies
 from ccarena.run import interrupt, watchdog
 from ccarena.run.collect import collect, guard_counts, judge_guards
-from ccarena.run.parts import START_LEAD_S, RunContext, note_killed, parts_for
+from ccarena.run.parts import (START_LEAD_S, TIMED_LINK_LEAD_S, RunContext, UserLink,
+                               note_killed, parts_for)
 from ccarena.store.layout import RUN_RAW
 from ccarena.store.manifest import MANIFEST_VERSION
 from ccarena.store.writer import Writer
@@ -140,13 +141,23 @@ def _run_parts(ctx: RunContext, order, finish_order, stage: list[str]) -> None:
         p.prepare(ctx)
         interrupt.checkpoint()
     # t0 is fixed before the link starts so a rate schedule or trace starts with it
-    ctx.t0_ns = time.monotonic_ns() + int(START_LEAD_S * 1e9)
+    b = ctx.study.bottleneck
+    timed_link = bool(b.rate_schedule or b.trace) and any(isinstance(p, UserLink)
+                                                          for p in order)
+    lead = TIMED_LINK_LEAD_S if timed_link else START_LEAD_S
+    ctx.t0_ns = time.monotonic_ns() + int(lead * 1e9)
     for p in order:
         p.start(ctx)
         interrupt.checkpoint()
     if time.monotonic_ns() >= ctx.t0_ns:      # setup overran the lead: start now, say so
-        ctx.meta["t0_late_ns"] = time.monotonic_ns() - ctx.t0_ns
+        late = ctx.meta["t0_late_ns"] = time.monotonic_ns() - ctx.t0_ns
         ctx.t0_ns = time.monotonic_ns() + int(LATE_T0_LEAD_S * 1e9)
+        if timed_link:
+            # the link already counts its schedule from the planned t0: the flows would
+            # meet every rate change this much early (the machine was too slow to start)
+            ctx.noise.append(f"the setup overran its lead by {late / 1e6:.0f} ms: the "
+                             "link's rate schedule or trace would run that far ahead of "
+                             "the flows")
     ctx.meta["t0_ns"] = ctx.t0_ns
     for p in order:
         p.go(ctx)

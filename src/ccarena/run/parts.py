@@ -35,6 +35,10 @@ from ccarena.workload.commands import Commands
 from ccarena.workload.engine import Engines, host_configs
 
 START_LEAD_S = 0.3      # t0 is this far after the parts are prepared
+# ... and this far when the user-space link follows a rate schedule or trace: the link
+# counts them from t0, which it must know when it starts, and starting it can take a
+# second or more on a busy machine (later, the run's flows would lag its schedule)
+TIMED_LINK_LEAD_S = 2.0
 WAIT_MARGIN_S = 15.0    # how long past its end a run's processes may take to finish
 
 
@@ -301,7 +305,7 @@ class Pings(Part):
             if p.kind == "ping":
                 self.pings.append(PingProbe(p.name, ctx.topo.ns(p.src),
                                             ctx.topo.host_ip[p.dst], p.interval_s,
-                                            ctx.study.duration_s + START_LEAD_S,
+                                            (ctx.end_ns - time.monotonic_ns()) / 1e9,
                                             ctx.raw / "logs"))
 
     def finish(self, ctx):
