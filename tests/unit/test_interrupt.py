@@ -102,3 +102,14 @@ def test_outside_a_wait_nothing_is_raised_where_the_signal_lands():
             done = sum(range(1000))             # arbitrary code goes on
             assert done == 499500
             interrupt.checkpoint()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_signal_dropped_inside_a_wait_is_acted_on_at_the_next_checkpoint():
+    """Inside a wait the handler raises; should that land where Python drops it (a fork
+    hook), the signal is still pending and the next checkpoint acts on it."""
+    with pytest.raises(interrupt.Interrupted):
+        with interrupt.handled():
+            with interrupt.interruptible():
+                fork_with_signal(signal.SIGTERM)
+            interrupt.checkpoint()

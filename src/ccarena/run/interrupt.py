@@ -12,7 +12,8 @@ acted on -- Interrupted raised, which tears the run down like any exception -- a
   built, between the steps of a run's parts), and
 - the waits declared `interruptible()`: code that only waits (for processes, a deadline,
   Dask's results), forks nothing and leaves nothing half-changed, so a long wait is cut
-  short at once.
+  short at once; and the stretch before a run builds anything (imports, preflight),
+  where there is nothing to tear down.
 
 A study acts on the first signal only: the teardown that follows is never cut short by a
 second Ctrl-C. SIGHUP (a closed terminal or SSH session) is taken as SIGTERM.
@@ -53,8 +54,10 @@ _state = _State()
 def _record(signum, frame) -> None:
     if _state.pending is None:
         _state.pending = signum
-    if _state.waiting:
-        checkpoint()
+    if _state.waiting and not _state.acted:
+        # marked acted on only once it leaves the wait (interruptible): raised where
+        # Python drops it, it is acted on at the next checkpoint all the same
+        raise Interrupted(_state.pending)
 
 
 def checkpoint() -> None:
@@ -71,12 +74,16 @@ def pending() -> int | None:
 
 @contextlib.contextmanager
 def interruptible():
-    """A wait that a signal may cut short where it stands."""
+    """A wait that a signal may cut short where it stands (or a stretch before anything
+    that needs tearing down exists)."""
     checkpoint()
     _state.waiting += 1
     try:
         checkpoint()        # arrived between the first check and the count
         yield
+    except Interrupted:
+        _state.acted = True
+        raise
     finally:
         _state.waiting -= 1
 

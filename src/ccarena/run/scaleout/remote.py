@@ -35,7 +35,7 @@ from ccarena.run import environment
 log = logging.getLogger(__name__)
 
 TEARDOWN_WAIT_S = 60.0      # how long a stopped run may take to tear itself down
-POLL_S = 0.5
+POLL_S = 0.1          # how often a task looks whether its run was cancelled
 
 
 class RemoteRunError(RunError):

@@ -91,23 +91,26 @@ def die_with_parent(parent: int) -> None:
 
 
 def run(d: Path) -> int:
-    from ccarena import cc as ccmod
-    from ccarena.run import environment, interrupt
-    from ccarena.run.scaleout import shares
-    from ccarena.run.one_run import execute_run
-    from ccarena.run.preflight import preflight
-    from ccarena.store.atomic import write_json
-    from ccarena.store.writer import Writer
-    payload = json.loads((d / "payload.json").read_text())
-    share = payload.get("cpuset")
-    shares.apply(share)
-    r = planned_run(payload)
-    shares.check_study(r.study, share)
-    pf = preflight(r.study, payload.get("force_cc"))
-    backend = pf["cells"][0]["backend"]
-    results = Writer.create(r.study.name, d / "results").results
-    worker = {**environment.worker(), **(payload.get("worker") or {})}
-    interrupt.checkpoint()      # stopped while it prepared: build nothing
+    from ccarena.run import interrupt
+    # until the run builds something, a signal stops it at once: importing and checking
+    # this machine take seconds on a busy one, and nothing needs tearing down yet
+    with interrupt.interruptible():
+        from ccarena import cc as ccmod
+        from ccarena.run import environment
+        from ccarena.run.scaleout import shares
+        from ccarena.run.one_run import execute_run
+        from ccarena.run.preflight import preflight
+        from ccarena.store.atomic import write_json
+        from ccarena.store.writer import Writer
+        payload = json.loads((d / "payload.json").read_text())
+        share = payload.get("cpuset")
+        shares.apply(share)
+        r = planned_run(payload)
+        shares.check_study(r.study, share)
+        pf = preflight(r.study, payload.get("force_cc"))
+        backend = pf["cells"][0]["backend"]
+        results = Writer.create(r.study.name, d / "results").results
+        worker = {**environment.worker(), **(payload.get("worker") or {})}
     with ccmod.acquire(sorted(r.study.algorithms()), "t" + secrets.token_hex(3),
                        force=payload.get("force_cc")) as kernel_names:
         meta = execute_run(r, results, backend, kernel_names, pf,
@@ -166,4 +169,10 @@ def _error(d: Path, text: str) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # everything it writes is flushed and renamed (store/atomic.py) and its run torn down:
+    # skip the interpreter's teardown of pandas, pyarrow & co., which takes seconds on a
+    # busy machine, so a stopped run's process is gone as soon as its run is
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
