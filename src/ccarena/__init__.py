@@ -58,7 +58,10 @@ def run_study(study, *, results_base="results", seed=None, shuffle=None, repetit
     """Run a study (needs root) and return its results directory, as `ccarena run` does:
     the study's checks are evaluated and stored (checks.json) and given as
     `results.checks` (one dict per check) and `results.passed` (True, False, or None
-    without checks); with report=True, report.html is written (`results.report`).
+    without checks), and `results.outcome` says what the runs answer: "complete",
+    "incomplete" (planned runs missing), "partial" (a cell has no valid run) or "failed"
+    (no cell has one); with report=True, report.html is written (`results.report`).
+    Ctrl-C, SIGTERM and SIGHUP tear the current run down and raise KeyboardInterrupt.
 
     results_base: where the results directory is made; seed, shuffle, repetitions,
     reruns: override the study's plan; resume: a results directory of this study to

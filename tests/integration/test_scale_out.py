@@ -228,8 +228,12 @@ def test_a_worker_killed_mid_study(study_file, scheduler, workers, tmp_path, no_
         if sub.poll() is None:
             sub.kill()
             sub.wait()
-    assert sub.returncode == 0, err
     res = open_results(next(base.glob("scale-*")))
+    # 0, or a cell whose runs the machine's noise alone made invalid (reruns = 0)
+    from ccarena.measure import validity
+    noisy = [m for m in res.metas.values() if not m["valid"]]
+    assert sub.returncode == 0 or (sub.returncode in (5, 6) and all(
+        validity.noise_only(m) for m in noisy)), err
     assert_complete_study(res, res.plan["runs"])
     # the survivor (CPU 1) ran at least what the victim could not finish
     assert "1" in {m["cpuset"] for m in res.metas.values()}
