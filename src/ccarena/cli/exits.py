@@ -37,4 +37,5 @@ def outcome_line(results) -> str | None:
     lacking = sorted(valid.index[~valid])
     named = ", ".join(lacking[:5]) + (f" and {len(lacking) - 5} more" if len(lacking) > 5
                                       else "")
-    return f"the study is partial: {len(lacking)} of {len(valid)} cells have no valid run ({named})"
+    return (f"the study is partial: {len(lacking)} of {len(valid)} cells have no valid run "
+            f"({named})")

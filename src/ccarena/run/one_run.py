@@ -5,7 +5,8 @@ compute the run's metrics, store.
 
 The testbed and every part are torn down on success, on error, on a signal (acted on at
 the checkpoints here and in the parts' waits: run/interrupt.py) and when the watchdog
-stops a run that overran. A run that fails is still stored, with its reasons, and marked invalid.
+stops a run that overran. A run that fails is still stored, with its reasons, and marked
+invalid.
 
 Who failed decides what `--resume` does with it. A failure before the workload was
 released at t0 (the testbed, a part that did not come up: a program that refused the

@@ -12,7 +12,8 @@ started in the shell uses it. Then it runs `argv` (default: an interactive shell
 host's namespace and returns its exit status. Ctrl-C goes to the program in the host (as
 in any shell); SIGTERM or SIGHUP (the terminal closed) ends the program and the
 testbed. Everything is torn down when the program ends, on error, on Ctrl-C and on
-SIGTERM or SIGHUP, and registered for `ccarena cleanup` meanwhile. No flow, probe or measurement runs and nothing is stored."""
+SIGTERM or SIGHUP, and registered for `ccarena cleanup` meanwhile. No flow, probe or
+measurement runs and nothing is stored."""
 from __future__ import annotations
 
 import contextlib
