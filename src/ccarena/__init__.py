@@ -58,7 +58,10 @@ def run_study(study, *, results_base="results", seed=None, shuffle=None, repetit
     """Run a study (needs root) and return its results directory, as `ccarena run` does:
     the study's checks are evaluated and stored (checks.json) and given as
     `results.checks` (one dict per check) and `results.passed` (True, False, or None
-    without checks); with report=True, report.html is written (`results.report`).
+    without checks), and `results.outcome` says what the runs answer: "complete",
+    "incomplete" (planned runs missing), "partial" (a cell has no valid run) or "failed"
+    (no cell has one); with report=True, report.html is written (`results.report`).
+    Ctrl-C, SIGTERM and SIGHUP tear the current run down and raise KeyboardInterrupt.
 
     results_base: where the results directory is made; seed, shuffle, repetitions,
     reruns: override the study's plan; resume: a results directory of this study to
@@ -67,7 +70,13 @@ def run_study(study, *, results_base="results", seed=None, shuffle=None, repetit
     or "bpf"; event_log: keep the user-space link's per-packet log; on_run(planned_run,
     meta) after each run and on_testbed(topology) once each run's network is built (not
     with vm or cluster)."""
+    from pathlib import Path
+
     from ccarena.run.study import run_study as _run
+    # the caller's paths, resolved once: the runs' processes need absolute ones
+    results_base = Path(results_base).resolve()
+    if resume is not None:
+        resume = Path(resume).resolve()
     runner = None
     if vm is not None and vm is not False:
         from ccarena.errors import CcarenaError

@@ -67,7 +67,7 @@ def test_run_whose_build_fails_is_cleaned(tmp_path, no_leaks):
     assert "tcp_no_such_knob" in reasons and "no such sysctl" in reasons
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_signal_in_mid_run_tears_down_and_keeps_completed_runs(tmp_path, no_leaks, sig):
     before = ccarena_namespaces()
     p = start_cli_study(tmp_path, "sig", "duration = \"3s\"\nrepetitions = 3\nshuffle = false",

@@ -228,8 +228,12 @@ def test_a_worker_killed_mid_study(study_file, scheduler, workers, tmp_path, no_
         if sub.poll() is None:
             sub.kill()
             sub.wait()
-    assert sub.returncode == 0, err
     res = open_results(next(base.glob("scale-*")))
+    # 0, or a cell whose runs the machine's noise alone made invalid (reruns = 0)
+    from ccarena.measure import validity
+    noisy = [m for m in res.metas.values() if not m["valid"]]
+    assert sub.returncode == 0 or (sub.returncode in (5, 6) and all(
+        validity.noise_only(m) for m in noisy)), err
     assert_complete_study(res, res.plan["runs"])
     # the survivor (CPU 1) ran at least what the victim could not finish
     assert "1" in {m["cpuset"] for m in res.metas.values()}
@@ -279,3 +283,88 @@ def test_a_share_too_small_for_its_rate_never_gives_a_valid_run_below_that_rate(
             assert d["frac"] >= validity.CPU_LIMIT_UTIL_MAX, d
         else:
             assert validity.noise_only(m), m["invalid_reasons"]
+
+
+def _flow_engines_of(workers) -> list[int]:
+    """The flow engines of runs that these workers run (their config is in the task
+    directory, named after the worker's pid)."""
+    out = []
+    for w in workers:
+        out += subprocess.run(["pgrep", "-f", f"ccarena-flow --config {tempfile.gettempdir()}"
+                               f"/ccarena-task-{w.p.pid}-"], capture_output=True,
+                              text=True).stdout.split()
+    return [int(x) for x in out]
+
+
+def test_interrupting_the_submitter_stops_the_runs_on_the_workers(study_file, scheduler,
+                                                                  workers, tmp_path,
+                                                                  no_leaks):
+    """Ctrl-C of `ccarena run --cluster` while runs measure: the submitter exits 130 with
+    its one line, and every run process on the workers is gone within the time
+    docs/scale-out.md gives (the worker notices the cancellation within 0.1 s; the run
+    process stops at once where it waits and tears itself down)."""
+    sub = subprocess.Popen([sys.executable, "-m", "ccarena.cli", "run", str(study_file),
+                            "--quiet", "--no-report", "--results", str(tmp_path / "res"),
+                            "--cluster", scheduler], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: _flow_engines_of(workers), 180, "a run measuring on a worker")
+        running = {p for w in workers for p in w.run_processes()}
+        assert running
+        sub.send_signal(signal.SIGINT)
+        t = time.monotonic()
+        wait_for(lambda: not any(os.path.exists(f"/proc/{p}") for p in running), 30,
+                 "the workers' run processes to end")
+        took = time.monotonic() - t
+        out, err = sub.communicate(timeout=120)
+    finally:
+        if sub.poll() is None:
+            sub.kill()
+            sub.wait()
+    print(f"the workers' runs ended {took:.2f} s after the Ctrl-C")
+    assert took < 5.0, took
+    assert sub.returncode == 130, err
+    assert err.strip().splitlines() == ["ccarena: interrupted (SIGINT); the current run was "
+                                        "torn down, completed runs are kept"], err
+
+
+def test_a_killed_scheduler_is_one_line(study_file, tmp_path, no_leaks):
+    """SIGKILL of the Dask scheduler while a run measures: the submitter stops with one
+    line saying the connection was lost (none of Dask's own log or tracebacks), and the
+    worker's run is torn down."""
+    d = tmp_path / "dask"
+    d.mkdir()
+    f = d / "scheduler.json"
+    sched = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
+                              "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                              "--scheduler-file", str(f)], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    worker = sub = None
+    try:
+        wait_for(lambda: f.exists() and f.stat().st_size, 60, "the Dask scheduler")
+        time.sleep(0.2)
+        address = json.loads(f.read_text())["address"]
+        worker = Worker(address, "0", tmp_path / "worker.log")
+        sub = subprocess.Popen([sys.executable, "-m", "ccarena.cli", "run", str(study_file),
+                                "--quiet", "--no-report", "--results", str(tmp_path / "res"),
+                                "--cluster", address], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        wait_for(lambda: _flow_engines_of([worker]), 180, "a run measuring on the worker")
+        running = worker.run_processes()
+        sched.send_signal(signal.SIGKILL)
+        sched.wait()
+        out, err = sub.communicate(timeout=180)
+        wait_for(lambda: not any(os.path.exists(f"/proc/{p}") for p in running), 60,
+                 "the worker's run process to end")
+    finally:
+        for p in (sub, sched):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+        if worker is not None:
+            worker.stop()
+    assert sub.returncode == 1, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("ccarena: run ") and "connection to the Dask scheduler" \
+        in lines[0] and address in lines[0] and "--resume" in lines[0], lines[0]

@@ -64,7 +64,8 @@ def test_the_command_runs_with_the_flows_algorithm_and_its_status_is_returned(tm
     assert r.stdout.strip() == "reno"
 
 
-def test_sigterm_tears_the_testbed_down(tmp_path, no_leaks):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_or_a_closed_terminal_tears_the_testbed_down(tmp_path, sig, no_leaks):
     before = ccarena_namespaces()
     s = study(tmp_path, 'backend = "kernel"', delay=False)
     p = subprocess.Popen([sys.executable, "-m", "ccarena.cli", "shell", str(s), "--host",
@@ -75,9 +76,9 @@ def test_sigterm_tears_the_testbed_down(tmp_path, no_leaks):
         time.sleep(0.2)
     assert len(ccarena_namespaces() - before) >= 4, "the testbed was never built"
     time.sleep(0.5)
-    p.send_signal(signal.SIGTERM)
+    p.send_signal(sig)
     p.wait(timeout=60)
-    assert p.returncode != 0
+    assert p.returncode == 130, p.stderr.read()
 
 
 def test_unknown_host_and_cell_are_one_clear_line(tmp_path):

@@ -102,7 +102,8 @@ def test_missing_metric_fails_with_a_reason(tmp_path):
 
 def test_a_partial_study_does_not_pass(tmp_path):
     """Runs of one cell removed (as after a crash): the checks covering that cell fail with
-    the missing count, the status says missing, and `ccarena check` exits non-zero."""
+    the missing count, the status says missing, and `ccarena check` exits 4: the study
+    is incomplete (what its runs lack comes before its checks)."""
     import json
     import shutil
 
@@ -133,8 +134,9 @@ def test_a_partial_study_does_not_pass(tmp_path):
     failed = [r for r in out if not r["ok"]]
     assert failed and "0 of 2 planned runs valid" in failed[0]["why"]
     r = ccarena_cli("check", d, check=False)
-    assert r.returncode == 3, r.stdout + r.stderr
+    assert r.returncode == 4, r.stdout + r.stderr
     assert "NO valid run" in r.stdout and "2 missing" in r.stdout
+    assert "incomplete: 2 of 8 planned runs are missing" in r.stderr
 
 
 def _res(rows, plan_cells=None):

@@ -78,8 +78,9 @@ RANGE_PROBES = {
     ("probability", "0..100"): (["0%", "100%"], ["101%"]),
     ("buffer", "≥ 1"): (["1p", "1b"], ["0p"]),
     ("number", "≥ 0.01"): ([0.01], [0.009]),
-    ("list", 'times increasing; rate or "unlimited"'):
-        ([[["0s", "1mbit"], ["1s", "unlimited"]]], [[["1s", "1mbit"], ["0s", "2mbit"]]]),
+    ("list", 'times increasing; rate ≥ 0 or "unlimited"'):
+        ([[["0s", "1mbit"], ["1s", "unlimited"]], [["1s", "0mbit"], ["2s", "1mbit"]]],
+         [[["1s", "1mbit"], ["0s", "2mbit"]], [["1s", "-1mbit"]]]),
 }
 
 

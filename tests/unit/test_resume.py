@@ -140,3 +140,18 @@ def test_a_process_killed_before_ready_carries_it_in_the_error(tmp_path):
     assert "exit -9" in str(e.value)
     assert e.value.killed == {"process": "eng", "signal": "SIGKILL"}
     p.terminate()
+
+
+def test_discard_sets_a_run_ccarena_failed_aside_to_be_run_again(tmp_path):
+    """A complete run marked unmeasured (ccarena failed it before t0 or in its metrics,
+    run/one_run.py) is no result: moved whole under superseded/ and run again."""
+    res = Writer.create("r", tmp_path).results
+    store(res, "c000-r1")
+    store(res, "c000-r2", valid=False, invalid_reasons=["ccarena-flow@r1: exited before "
+          "READY (exit 2)"], unmeasured={"stage": "setup", "error": "ccarena-flow@r1: "
+                                                                   "exited before READY"})
+    done = Writer(res).discard_in_flight()
+    assert done == ["c000-r2 (not measured: ccarena failed in its setup: moved to "
+                    "superseded/c000-r2.unmeasured)"]
+    assert (res.path / "superseded" / "c000-r2.unmeasured" / "meta.json").exists()
+    assert sorted(m["label"] for m in res.metas.values()) == ["c000-r1"]

@@ -129,13 +129,30 @@ fn segment_at(transmitter: &Transmitter, t: u64) -> (Option<u64>, Option<u64>) {
     }
 }
 
+/// A frame that a rate schedule's last segment, an outage (rate 0) to the end, holds.
+const NEVER: u64 = u64::MAX;
+
+/// The first time at or after `t` at which the transmitter sends (its rate is not 0);
+/// None when an outage lasts to the end of the schedule.
+fn sending_from(transmitter: &Transmitter, t: u64) -> Option<u64> {
+    let mut t = t;
+    loop {
+        match segment_at(transmitter, t) {
+            (Some(0), Some(end)) => t = end,
+            (Some(0), None) => return None,
+            _ => return Some(t),
+        }
+    }
+}
+
 /// When a frame of `bytes` whose transmission starts at `start` has been sent. Each
 /// segment of a rate schedule sends at its own rate: a rate change during the frame
 /// re-times the bits still to send, as a real link's rate change would (a frame started
 /// at 1 kbit/s finishes at the new rate once the link is fast again; an unlimited
-/// segment finishes it at once). The work is counted in bit·10⁹ so that at r bit/s one
-/// ns sends r units exactly; `carry` keeps what rounding down to a whole ns left over,
-/// so long runs at a rate do not drift.
+/// segment finishes it at once; an outage, rate 0, sends nothing until it ends, or
+/// NEVER). The work is counted in bit·10⁹ so that at r bit/s one ns sends r units
+/// exactly; `carry` keeps what rounding down to a whole ns left over, so long runs at a
+/// rate do not drift.
 fn tx_finish(transmitter: &Transmitter, start: u64, bytes: usize, carry: &mut u128) -> u64 {
     let mut need = bytes as u128 * 8 * 1_000_000_000 + *carry;
     let mut t = start;
@@ -145,7 +162,16 @@ fn tx_finish(transmitter: &Transmitter, start: u64, bytes: usize, carry: &mut u1
             *carry = 0;
             return t;
         };
-        let r = r.max(1) as u128;
+        if r == 0 {
+            match end {
+                Some(e) => {
+                    t = e;
+                    continue;
+                }
+                None => return NEVER,
+            }
+        }
+        let r = r as u128;
         match end {
             Some(e) if need > (e - t) as u128 * r => {
                 need -= (e - t) as u128 * r;
@@ -356,7 +382,12 @@ impl Direction {
             if self.qdisc.len_pkts() == 0 {
                 break;
             }
-            let t = self.free_at;
+            // during an outage the packets wait in the queue (its limit and AQM apply)
+            // and the next leaves when the rate returns
+            let t = match sending_from(&self.transmitter, self.free_at) {
+                Some(t) if t <= now => t,
+                _ => break,
+            };
             let Some(p) = self.dequeue_at(t) else { break };
             let f = tx_finish(&self.transmitter, t, p.len(), &mut self.carry);
             self.in_service = Some((p, f));
@@ -401,7 +432,14 @@ impl Direction {
             (self.partial.is_some() || self.qdisc.len_pkts() > 0)
                 .then(|| self.transmitter.opportunity_ns())
         } else {
-            self.in_service.as_ref().map(|(_, f)| *f)
+            match &self.in_service {
+                Some((_, f)) => (*f != NEVER).then_some(*f),
+                // idle, or waiting for an outage to end
+                None if self.qdisc.len_pkts() > 0 => {
+                    sending_from(&self.transmitter, self.free_at).filter(|&t| t > self.free_at)
+                }
+                None => None,
+            }
         };
         match (tx, self.delay_line.next_due()) {
             (Some(a), Some(b)) => Some(a.min(b)),

@@ -140,3 +140,29 @@ fn rt_yield_is_fair_unless_asked_and_unknown_ways_are_rejected() {
     assert_eq!(e.object, "rt_yield");
     assert!(e.cause.contains("\"fair\", \"sleep\""), "{}", e.cause);
 }
+
+#[test]
+fn a_schedule_step_of_rate_0_is_an_outage_and_a_negative_one_is_refused() {
+    let c = parse(
+        &base(r#"{"rate_bps": 10000000, "buffer": {"packets": 10}, "rate_schedule":
+                 [{"t_ns": 1000000000, "rate_bps": 0}, {"t_ns": 2000000000, "rate_bps": 10000000}]}"#),
+        std::path::Path::new("/"),
+    )
+    .unwrap();
+    assert_eq!(
+        c.link.dirs[0].rate,
+        RateSpec::Schedule {
+            initial: Some(10_000_000),
+            steps: vec![(1_000_000_000, Some(0)), (2_000_000_000, Some(10_000_000))]
+        }
+    );
+    let e = err(r#"{"rate_bps": 10000000, "buffer": {"packets": 10}, "rate_schedule":
+                   [{"t_ns": 0, "rate_bps": -1}]}"#);
+    assert_eq!(e.object, "w2e.rate_schedule[0].rate_bps");
+    assert!(e.cause.contains("0 (an outage)"), "{}", e.cause);
+    // the rate itself stays at least 1 bit/s: an outage is a step of the schedule
+    assert_eq!(
+        err(r#"{"rate_bps": 0, "buffer": {"packets": 10}}"#).object,
+        "w2e.rate_bps"
+    );
+}

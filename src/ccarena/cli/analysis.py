@@ -219,7 +219,8 @@ def cmd_compare(args) -> int:
 
 def cmd_check(args) -> int:
     """Re-evaluate a stored study's checks, or another study file's, without re-running.
-    Exit 3 when a check fails or cannot be evaluated, 4 when planned runs are missing."""
+    Exit 3 when a check fails or cannot be evaluated; 4, 5 or 6 when planned runs are
+    missing, a cell has no valid run, or none has (cli/exits.py)."""
     from ccarena.analysis.checks import evaluate, record
     from ccarena.report.summary import anomaly_lines, completeness, print_checks
     from ccarena.store.atomic import StoreError
@@ -238,10 +239,9 @@ def cmd_check(args) -> int:
         print(line)
     for line in anomaly_lines(res):
         print(f"anomaly {line}")
-    missing = res.status()["state"].eq("missing").sum() if len(res.status()) else 0
     if not study.expect:
         print(f"{d}: the study declares no checks")
-        return exits.INCOMPLETE if missing else 0
+        return _status(res, None)
     if args.study:      # another study's checks: shown, never stored as this study's own
         checks = evaluate(res, study)
         print(f"checks of {args.study} (not stored: {d}'s own checks.json is kept)")
@@ -251,10 +251,14 @@ def cmd_check(args) -> int:
         except StoreError as e:     # a read-only copy: the checks are printed all the same
             checks = evaluate(res, study)
             print(f"checks.json not written: {e}")
-    ok = print_checks(checks)
-    if not ok:
-        return exits.CHECKS
-    return exits.INCOMPLETE if missing else 0
+    return _status(res, print_checks(checks))
+
+
+def _status(res, passed: bool | None) -> int:
+    lacks = exits.outcome_line(res)
+    if lacks:
+        print(f"ccarena: {lacks}", file=sys.stderr)
+    return exits.of_study(res, passed)
 
 
 # -- parser ---------------------------------------------------------------------------------

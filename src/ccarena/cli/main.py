@@ -1,8 +1,9 @@
 """The `ccarena` command: a thin layer over the Python API.
 
 Errors print one line (`ccarena: <what failed>`) and exit 1; `--debug` shows tracebacks.
-Exit codes: 0 ok, 1 error, 2 bad usage, 3 a study's check failed or could not be
-evaluated, 4 the study is incomplete (planned runs missing), 130 interrupted."""
+Exit codes (cli/exits.py): 0 ok, 1 error, 2 bad usage, 3 a study's check failed or could
+not be evaluated, 4 the study is incomplete (planned runs missing), 5 partial (a cell has
+no valid run), 6 failed (no cell has a valid run), 130 interrupted."""
 from __future__ import annotations
 
 import argparse
@@ -23,6 +24,11 @@ def cmd_run(args) -> int:
     from ccarena.study.plan import make_plan
     from ccarena.study.load import load_study
     from ccarena.report.summary import render
+    # paths the user gave are resolved here, once: every process a run starts works with
+    # them wherever its own working directory is
+    args.results = str(Path(args.results).resolve())
+    if args.resume:
+        args.resume = str(Path(args.resume).resolve())
     overrides = {}
     if args.duration:
         overrides.setdefault("study", {})["duration"] = args.duration
@@ -48,15 +54,18 @@ def cmd_run(args) -> int:
                             report=not args.no_report)
     if args.json:
         from ccarena.report.summary import as_dict
-        print(json.dumps(as_dict(res, res.checks), indent=1))
-        return exits.OK if res.passed is not False else exits.CHECKS
+        print(json.dumps({**as_dict(res, res.checks), "outcome": res.outcome}, indent=1))
+        return exits.of_study(res, res.passed)
     render(res)
     print(f"results: {res.path}")
     from ccarena.report.summary import print_checks
     print_checks(res.checks)
     if res.report:
         print(f"report: {res.report}")
-    return exits.OK if res.passed is not False else exits.CHECKS
+    lacks = exits.outcome_line(res)
+    if lacks:
+        print(f"ccarena: {lacks}", file=sys.stderr)
+    return exits.of_study(res, res.passed)
 
 
 def _dry_run(study, args) -> int:
@@ -382,10 +391,11 @@ def main(argv=None) -> int:
         # complain while it flushes stdout at exit)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return exits.OK
-    except KeyboardInterrupt:
-        print("ccarena: interrupted; the current run was torn down, completed runs are kept",
-              file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        how = signal.Signals(e.signum).name if getattr(e, "signum", None) else "SIGINT"
+        print(f"ccarena: interrupted ({how}); the current run was torn down, completed "
+              "runs are kept", file=sys.stderr)
+        return exits.INTERRUPTED
     except CcarenaError as e:
         if args.debug:
             raise

@@ -4,8 +4,8 @@
 It checks the machine first (what `ccarena doctor` calls essential: root, network
 namespaces, veth, the flow engine and the link built) and removes what crashed runs left
 here, then serves as a Dask worker with one thread and one `testbed` resource per slot
-(`--slots K`: K runs at once, each on its own share of the CPUs, or of `--cpus`). SIGINT
-or SIGTERM tears the running runs down and hands them back to the scheduler.
+(`--slots K`: K runs at once, each on its own share of the CPUs, or of `--cpus`). SIGINT,
+SIGTERM or SIGHUP tears the running runs down and hands them back to the scheduler.
 
 The same machine check and slots serve a plain `dask worker` started with
 `--preload ccarena.cli.worker` (what Dask's SSHCluster and dask-jobqueue start)."""

@@ -20,10 +20,12 @@ A run is flagged (never silently averaged in) when
   CPU_LIMIT_UTIL_MAX and its drop-tail queue overflowed while the senders' windows were
   too small to fill it: packets reached it in bursts that only a machine short of CPU
   makes (judge_cpu_bursts);
+- the setup overran the lead before t0 while the user-space link follows a rate schedule
+  or trace (run/one_run.py): the link counts it from the planned t0, the flows would lag;
 - a socket ran another congestion control than the one the study asked for;
 - a process failed.
 
-The first six (and a tracer that lost events) are the machine's noise: the experiment
+The first seven (and a tracer that lost events) are the machine's noise: the experiment
 was not measured, through no fault of its own, and the runner runs it again (`noise_only`,
 study.reruns). The others say something failed or is wrong, and re-running would hide it."""
 from __future__ import annotations

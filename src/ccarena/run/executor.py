@@ -4,17 +4,18 @@ each as it completes (run/study.py adds the checks and the report on top).
     run_plan(study) -> ResultsDir
 
 Preflight raises before anything is built (no backend, a missing algorithm or binary).
-SIGINT and SIGTERM tear the current run down; completed runs stay stored."""
+SIGINT, SIGTERM and SIGHUP are recorded and acted on at the next safe point (run/
+interrupt.py): the current run is torn down, completed runs stay stored, and
+interrupt.Interrupted (a KeyboardInterrupt) is raised."""
 from __future__ import annotations
 
 import contextlib
 import secrets
-import signal
 
 from ccarena import cc as ccmod
 from ccarena.analysis import aggregates
 from ccarena.errors import PreflightError
-from ccarena.run import environment
+from ccarena.run import environment, interrupt
 from ccarena.run.scaleout import shares
 from ccarena.measure import validity
 from ccarena.run import resume as resume_mod
@@ -27,21 +28,6 @@ from ccarena.store.writer import Writer
 from ccarena.study.model import Study
 from ccarena.testbed import leftovers
 from ccarena.study.plan import PlannedRun, make_plan
-
-
-class _Terminate(KeyboardInterrupt):
-    """SIGTERM, delivered as an exception so every `with` tears its part down."""
-
-
-@contextlib.contextmanager
-def _sigterm_as_exception():
-    def handler(signum, frame):
-        raise _Terminate()
-    old = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
 
 
 def run_plan(study: Study, *, results_base="results", seed=None, shuffle=None,
@@ -70,23 +56,51 @@ def run_plan(study: Study, *, results_base="results", seed=None, shuffle=None,
         raise PreflightError(f"--jobs {jobs}" + (" with --cluster: the cluster's workers "
                              "decide how many runs run at once (ccarena worker --slots)"
                              if cluster else ": give 1 or more"))
-    # a cluster's submitter need not be a test bed: each worker checks its own machine
-    pf = preflight(study, force_cc) if not cluster else None
-    cpu_shares = shares.partition(shares.usable_cpus(), jobs) if jobs > 1 else None
-    for share in cpu_shares or []:
-        shares.check_study(study, share)
-    executor = None if jobs == 1 and not cluster else \
-        {"kind": "cluster", "scheduler": cluster} if cluster else \
-        {"kind": "local", "jobs": jobs, "cpu_shares": cpu_shares}
-    results = ResultsDir.open(resume) if resume is not None else \
-        Writer.create(study.name, results_base).results
-    # one writer per results directory: a second `run --resume` or a rebuild while this
-    # study runs would discard its run in flight or interleave with its files
-    with atomic.exclusive(results.path, "resuming" if resume is not None else "running"):
-        return _run_in(results, study, resume, pf, executor, cpu_shares, seed=seed,
-                       shuffle=shuffle, repetitions=repetitions, reruns=reruns,
-                       progress=progress, force_cc=force_cc, event_log=event_log,
-                       on_run=on_run, on_testbed=on_testbed, cluster=cluster)
+    with interrupt.handled():
+        # a cluster's submitter need not be a test bed: each worker checks its own machine
+        pf = preflight(study, force_cc) if not cluster else None
+        cpu_shares = shares.partition(shares.usable_cpus(), jobs) if jobs > 1 else None
+        for share in cpu_shares or []:
+            shares.check_study(study, share)
+        executor = None if jobs == 1 and not cluster else \
+            {"kind": "cluster", "scheduler": cluster} if cluster else \
+            {"kind": "local", "jobs": jobs, "cpu_shares": cpu_shares}
+        if resume is not None:
+            results = ResultsDir.open(resume)
+        else:
+            results = Writer.create(study.name, results_base).results
+        try:
+            # one writer per results directory: a second `run --resume` or a rebuild
+            # while this study runs would discard its run in flight or interleave with
+            # its files
+            with atomic.exclusive(results.path,
+                                  "resuming" if resume is not None else "running"):
+                return _run_in(results, study, resume, pf, executor, cpu_shares, seed=seed,
+                               shuffle=shuffle, repetitions=repetitions, reruns=reruns,
+                               progress=progress, force_cc=force_cc, event_log=event_log,
+                               on_run=on_run, on_testbed=on_testbed, cluster=cluster)
+        except BaseException as e:
+            if resume is None:
+                _leave_nothing(results, e)
+            raise
+
+
+def _leave_nothing(results: ResultsDir, e: BaseException) -> None:
+    """A new study that stops (an error, a full disk, a signal) before any of its runs
+    completed leaves nothing: its directory is removed, since there is nothing to resume
+    (without a stored plan, nothing could be). A storage failure is then said again
+    without advising --resume."""
+    try:
+        removed = Writer(results).remove_if_no_run()
+    except OSError:
+        return
+    if not removed:
+        return
+    cause = getattr(e, "cause", None) if isinstance(e, atomic.StoreError) else \
+        (e.filename or str(results.path), e, "writing") \
+        if isinstance(e, OSError) and e.errno is not None else None
+    if cause is not None:
+        raise atomic.storage_error(*cause, kept=False) from None
 
 
 def _run_in(results, study, resume, pf, executor, cpu_shares, *, seed, shuffle,
@@ -122,10 +136,11 @@ def _run_in(results, study, resume, pf, executor, cpu_shares, *, seed, shuffle,
     reruns = plan.reruns        # recorded in plan.json
     unhelped: set[str] = set()      # cells whose re-runs were invalid all the same
     bar = Progress(len(todo), study.name) if progress else None
-    with _sigterm_as_exception(), ccmod.acquire(sorted(pf["algorithms"]), _study_token(),
-                                                 force=force_cc) as kernel_names:
+    with ccmod.acquire(sorted(pf["algorithms"]), _study_token(),
+                       force=force_cc) as kernel_names:
         try:
             for r in todo:
+                interrupt.checkpoint()
                 backend = pf["cells"][cell_index[r.cell]]["backend"]
                 if bar:
                     bar.update(r)
@@ -156,7 +171,7 @@ def _run_parallel(study: Study, plan, results: ResultsDir, todo: list[PlannedRun
     holds = contextlib.nullcontext() if cluster else \
         ccmod.acquire(sorted(pf["algorithms"]), _study_token(), force=force_cc)
     try:
-        with _sigterm_as_exception(), holds, \
+        with holds, \
                 (cl.remote_client(cluster) if cluster else cl.local_client(cpu_shares)) as client:
             if cluster and todo and not cl.testbed_slots(client):
                 cl.note(f"no worker of {cluster} offers a test bed yet; the runs wait for "

@@ -3,9 +3,19 @@ compute the run's metrics, store.
 
     execute_run(planned_run, results, backend, kernel_names, preflight) -> meta
 
-The testbed and every part are torn down on success, on error, on SIGINT/SIGTERM (the
-executor turns SIGTERM into KeyboardInterrupt) and when the watchdog stops a run that
-overran. A run that fails is still stored, with its reasons, and marked invalid."""
+The testbed and every part are torn down on success, on error, on a signal (acted on at
+the checkpoints here and in the parts' waits: run/interrupt.py) and when the watchdog
+stops a run that overran. A run that fails is still stored, with its reasons, and marked
+invalid.
+
+Who failed decides what `--resume` does with it. A failure before the workload was
+released at t0 (the testbed, a part that did not come up: a program that refused the
+configuration ccarena wrote or exited before READY) or in computing its metrics is
+ccarena's, not the experiment's: the run was not measured, meta["unmeasured"] says at
+which stage, and `--resume` sets it aside and runs it again (store/writer.py
+discard_in_flight). A failure after t0 (a process that exits non-zero while the flows
+run, a wrong congestion control, a sampler that failed) is what the run measured and
+stays, as does a run the machine's noise spoiled (re-run at once: executor.py)."""
 from __future__ import annotations
 
 import contextlib
@@ -15,9 +25,10 @@ import time
 from ccarena.errors import CcarenaError
 from ccarena.metrics import run_metrics
 from ccarena.metrics.anomalies import anomalies
-from ccarena.run import watchdog
+from ccarena.run import interrupt, watchdog
 from ccarena.run.collect import collect, guard_counts, judge_guards
-from ccarena.run.parts import START_LEAD_S, RunContext, note_killed, parts_for
+from ccarena.run.parts import (START_LEAD_S, TIMED_LINK_LEAD_S, RunContext, UserLink,
+                               note_killed, parts_for)
 from ccarena.store.layout import RUN_RAW
 from ccarena.store.manifest import MANIFEST_VERSION
 from ccarena.store.writer import Writer
@@ -61,10 +72,12 @@ def execute_run(r: PlannedRun, results, backend: str, kernel_names: dict, pf: di
     tb = None
     order, finish_order = parts_for(study, backend)
     raw = rd / RUN_RAW
+    stage = ["setup"]       # until the workload is released at t0: nothing is measured yet
     try:
         with watchdog.bounded(watchdog.limit_s(study.duration_s),
                               raw / "logs" / "watchdog-stacks.txt"), \
                 Testbed(topo, study, cpuset=cpuset) as tb:
+            interrupt.checkpoint()      # a signal during the build: torn down now
             ctx = RunContext(study=study, topo=topo, testbed=tb, raw=raw, seed=r.seed,
                              kernel_names=kernel_names, event_log=event_log, meta=meta)
             tb.flush_tcp_metrics()
@@ -74,7 +87,7 @@ def execute_run(r: PlannedRun, results, backend: str, kernel_names: dict, pf: di
             if on_testbed:
                 on_testbed(topo)
             try:
-                _run_parts(ctx, order, finish_order)
+                _run_parts(ctx, order, finish_order, stage)
             finally:
                 for p in reversed(order):
                     p.stop()
@@ -88,6 +101,8 @@ def execute_run(r: PlannedRun, results, backend: str, kernel_names: dict, pf: di
         ctx.reasons.append(str(e))
         meta["error"] = str(e)
         note_killed(meta, getattr(e, "killed", None))
+        if stage[0] == "setup":
+            meta["unmeasured"] = {"stage": "setup", "error": str(e)}
         if isinstance(e, watchdog.RunOverrun) and tb is not None:
             # it may have struck during the teardown: finish it (idempotent)
             with contextlib.suppress(Exception):
@@ -120,20 +135,36 @@ def _fresh_run_id(results) -> str:
             return rid
 
 
-def _run_parts(ctx: RunContext, order, finish_order) -> None:
+def _run_parts(ctx: RunContext, order, finish_order, stage: list[str]) -> None:
+    """prepare, start and go every part, then finish them; stage[0] becomes "measurement"
+    once the workload was released at t0."""
     for p in order:
         p.prepare(ctx)
+        interrupt.checkpoint()
     # t0 is fixed before the link starts so a rate schedule or trace starts with it
-    ctx.t0_ns = time.monotonic_ns() + int(START_LEAD_S * 1e9)
+    b = ctx.study.bottleneck
+    timed_link = bool(b.rate_schedule or b.trace) and any(isinstance(p, UserLink)
+                                                          for p in order)
+    lead = TIMED_LINK_LEAD_S if timed_link else START_LEAD_S
+    ctx.t0_ns = time.monotonic_ns() + int(lead * 1e9)
     for p in order:
         p.start(ctx)
+        interrupt.checkpoint()
     if time.monotonic_ns() >= ctx.t0_ns:      # setup overran the lead: start now, say so
-        ctx.meta["t0_late_ns"] = time.monotonic_ns() - ctx.t0_ns
+        late = ctx.meta["t0_late_ns"] = time.monotonic_ns() - ctx.t0_ns
         ctx.t0_ns = time.monotonic_ns() + int(LATE_T0_LEAD_S * 1e9)
+        if timed_link:
+            # the link already counts its schedule from the planned t0: the flows would
+            # meet every rate change this much early (the machine was too slow to start)
+            ctx.noise.append(f"the setup overran its lead by {late / 1e6:.0f} ms: the "
+                             "link's rate schedule or trace would run that far ahead of "
+                             "the flows")
     ctx.meta["t0_ns"] = ctx.t0_ns
     for p in order:
         p.go(ctx)
+    stage[0] = "measurement"
     for p in finish_order:
+        interrupt.checkpoint()
         p.finish(ctx)
 
 
@@ -147,6 +178,7 @@ def _metrics(tables: dict, meta: dict):
     except Exception as e:  # noqa: BLE001 — any failure of a formula is reported alike
         meta.setdefault("invalid_reasons", []).append(f"metrics failed: {e}")
         meta["valid"] = False
+        meta.setdefault("unmeasured", {"stage": "metrics", "error": f"metrics failed: {e}"})
         return None, None
 
 

@@ -26,7 +26,7 @@ from ccarena.measure import cpu
 from ccarena.measure.pcap import Pcap
 from ccarena.measure.ping import PingProbe
 from ccarena.measure.tracer import Tracer
-from ccarena.run import environment
+from ccarena.run import environment, interrupt
 from ccarena.measure import validity
 from ccarena.study.model import Study
 from ccarena.testbed import kernel_link, user_link
@@ -35,6 +35,10 @@ from ccarena.workload.commands import Commands
 from ccarena.workload.engine import Engines, host_configs
 
 START_LEAD_S = 0.3      # t0 is this far after the parts are prepared
+# ... and this far when the user-space link follows a rate schedule or trace: the link
+# counts them from t0, which it must know when it starts, and starting it can take a
+# second or more on a busy machine (later, the run's flows would lag its schedule)
+TIMED_LINK_LEAD_S = 2.0
 WAIT_MARGIN_S = 15.0    # how long past its end a run's processes may take to finish
 
 
@@ -149,10 +153,12 @@ class FlowEngines(Part):
         self.engines.go_at(ctx.t0_ns)
 
     def finish(self, ctx):
-        self.rcs = self.engines.wait(ctx.wait_s)
-        # no engine (probes only) or an early exit: the run still lasts its duration
-        while time.monotonic_ns() < ctx.end_ns:
-            time.sleep(min(0.1, (ctx.end_ns - time.monotonic_ns()) / 1e9))
+        # the run's measurement: only a wait, which a signal cuts short (run/interrupt.py)
+        with interrupt.interruptible():
+            self.rcs = self.engines.wait(ctx.wait_s)
+            # no engine (probes only) or an early exit: the run still lasts its duration
+            while time.monotonic_ns() < ctx.end_ns:
+                time.sleep(min(0.1, (ctx.end_ns - time.monotonic_ns()) / 1e9))
 
     def stop(self):
         if self.engines:
@@ -299,7 +305,7 @@ class Pings(Part):
             if p.kind == "ping":
                 self.pings.append(PingProbe(p.name, ctx.topo.ns(p.src),
                                             ctx.topo.host_ip[p.dst], p.interval_s,
-                                            ctx.study.duration_s + START_LEAD_S,
+                                            (ctx.end_ns - time.monotonic_ns()) / 1e9,
                                             ctx.raw / "logs"))
 
     def finish(self, ctx):

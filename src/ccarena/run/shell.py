@@ -10,9 +10,10 @@ congestion controls (cc.acquire); each host's default algorithm
 (net.ipv4.tcp_congestion_control) is the one its flows send with, so `iperf3` or `curl`
 started in the shell uses it. Then it runs `argv` (default: an interactive shell) in the
 host's namespace and returns its exit status. Ctrl-C goes to the program in the host (as
-in any shell); SIGTERM ends the program and the testbed. Everything is torn down when
-the program ends, on error, on Ctrl-C and on SIGTERM, and registered for `ccarena
-cleanup` meanwhile. No flow, probe or measurement runs and nothing is stored."""
+in any shell); SIGTERM or SIGHUP (the terminal closed) ends the program and the
+testbed. Everything is torn down when the program ends, on error, on Ctrl-C and on
+SIGTERM or SIGHUP, and registered for `ccarena cleanup` meanwhile. No flow, probe or
+measurement runs and nothing is stored."""
 from __future__ import annotations
 
 import contextlib
@@ -27,6 +28,7 @@ from pathlib import Path
 from ccarena import cc as ccmod
 from ccarena import units
 from ccarena.errors import CcarenaError, TestbedError
+from ccarena.run import interrupt
 from ccarena.run.preflight import preflight
 from ccarena.study.model import Cell, Study
 from ccarena.study.plan import make_plan
@@ -35,10 +37,6 @@ from ccarena.testbed.build import Testbed
 from ccarena.testbed.topology import Topology, plan_dumbbell
 
 ROUTER_ROLES = {"rl": "left router", "rr": "right router", "ln": "link emulator"}
-
-
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the shell waits so every `with` tears its part down."""
 
 
 def pick_cell(study: Study, cell) -> int:
@@ -124,22 +122,18 @@ def _default_algorithms(topo: Topology, algs: dict[str, str], names: dict) -> li
     return notes
 
 
-def _raise_terminated(signum, frame):
-    raise _Terminated()
-
-
 def _run_in(ns: str, host: str, argv: list[str] | None, cgroup=None) -> int:
     """Run the program in the namespace and wait for it. Ctrl-C is the program's (the
     handler here only keeps this process waiting; a handler, unlike SIG_IGN, is reset
-    by exec); SIGTERM ends the program, then raises to tear down."""
+    by exec); SIGTERM or SIGHUP ends the program, then the testbed (run/interrupt.py)."""
     cmd, env = _argv(ns, host, argv)
     old_int = signal.signal(signal.SIGINT, lambda s, f: None)
-    old_term = signal.signal(signal.SIGTERM, _raise_terminated)
     child = None
     try:
         child = subprocess.Popen(cmd, env=env,
                                  preexec_fn=cgroup.add_self if cgroup is not None else None)
-        return child.wait()
+        with interrupt.interruptible():
+            return child.wait()
     finally:
         if child is not None and child.poll() is None:
             # an interactive shell ignores SIGTERM: hang it up, then kill
@@ -150,7 +144,6 @@ def _run_in(ns: str, host: str, argv: list[str] | None, cgroup=None) -> int:
                     child.wait(timeout=2)
                     break
         signal.signal(signal.SIGINT, old_int)
-        signal.signal(signal.SIGTERM, old_term)
 
 
 def open_shell(study: Study, cell=0, host: str = "s1", argv: list[str] | None = None,
@@ -171,26 +164,25 @@ def open_shell(study: Study, cell=0, host: str = "s1", argv: list[str] | None = 
     algs = host_algorithms(cstudy)
     label = r.cell + (" (" + ", ".join(f"{k}={v}" for k, v in r.params.items()) + ")"
                       if r.params else "")
-    old_term = signal.signal(signal.SIGTERM, _raise_terminated)
-    try:
-        with ccmod.acquire(sorted(cstudy.algorithms()), run_id, force=force_cc) as names, \
-                tempfile.TemporaryDirectory(prefix=f"ccarena-shell-{run_id}-") as raw, \
-                Testbed(topo, cstudy) as tb:
-            link = None
-            try:
-                if backend == "kernel":
-                    kernel_link.apply(topo, cstudy)
-                elif backend == "user":
-                    link = user_link.start(topo, cstudy, Path(raw), r.seed)
-                notes = _default_algorithms(topo, algs, names)
-                for line in describe(cstudy, topo, backend, label, algs) + notes:
-                    say(line)
-                say(f"running {' '.join(argv) if argv else 'a shell'} in {host}; "
-                    "the testbed is torn down when it ends")
-                return _run_in(ns, host, argv, tb.cgroups.get(host))
-            finally:
-                if link is not None:
-                    with contextlib.suppress(Exception):
-                        link.terminate(timeout_s=10)
-    finally:
-        signal.signal(signal.SIGTERM, old_term)
+    with interrupt.handled(), \
+            ccmod.acquire(sorted(cstudy.algorithms()), run_id, force=force_cc) as names, \
+            tempfile.TemporaryDirectory(prefix=f"ccarena-shell-{run_id}-") as raw, \
+            Testbed(topo, cstudy) as tb:
+        link = None
+        try:
+            interrupt.checkpoint()      # a signal during the build: torn down now
+            if backend == "kernel":
+                kernel_link.apply(topo, cstudy)
+            elif backend == "user":
+                link = user_link.start(topo, cstudy, Path(raw), r.seed)
+            interrupt.checkpoint()
+            notes = _default_algorithms(topo, algs, names)
+            for line in describe(cstudy, topo, backend, label, algs) + notes:
+                say(line)
+            say(f"running {' '.join(argv) if argv else 'a shell'} in {host}; "
+                "the testbed is torn down when it ends")
+            return _run_in(ns, host, argv, tb.cgroups.get(host))
+        finally:
+            if link is not None:
+                with contextlib.suppress(Exception):
+                    link.terminate(timeout_s=10)

@@ -35,9 +35,24 @@ _REMEDY = {
 }
 
 
-def storage_error(path, e: OSError, what: str = "writing") -> StoreError:
-    remedy = _REMEDY.get(e.errno, e.strerror or str(e))
-    return StoreError(f"{what} {path}: {e.strerror or e}; {remedy}")
+# the remedy when nothing of the study was kept (no run had completed): no --resume
+_AFRESH = {
+    errno.ENOSPC: "the disk is full: free space, then run the study again (nothing of it "
+                  "was kept)",
+    errno.EDQUOT: "the disk quota is used up: free space, then run the study again "
+                  "(nothing of it was kept)",
+}
+
+
+def storage_error(path, e: OSError, what: str = "writing", kept: bool = True) -> StoreError:
+    """The one line for a failed write; `kept`: the study's results directory stays (so
+    it can be resumed), else it was removed. The error carries (path, e, what) as
+    `cause`, to be said again when that changes."""
+    remedy = (None if kept else _AFRESH.get(e.errno)) or _REMEDY.get(e.errno,
+                                                                     e.strerror or str(e))
+    err = StoreError(f"{what} {path}: {e.strerror or e}; {remedy}")
+    err.cause = (path, e, what)
+    return err
 
 
 def fsync_dir(d: Path) -> None:

@@ -46,6 +46,8 @@ KEYS: dict[str, tuple[tuple, str]] = {
     "interrupted": ((bool,), "SIGINT or SIGTERM stopped the run"),
     "error": ((str,), "what failed, when something did"),
     "killed": ((list,), "processes of the run something outside killed"),
+    "unmeasured": ((dict,), "ccarena failed the run before t0 (stage setup) or in its "
+                   "metrics (stage metrics): not a result; --resume runs it again"),
     "wall_start": ((str,), "local time the run started"),
     "wall_s": (_num, "the run's wall time"),
     "t0_ns": ((int,), "CLOCK_MONOTONIC of the common start"),

@@ -257,6 +257,21 @@ class ResultsDir:
         return None if c is None else all(bool(r.get("ok")) for r in c)
 
     @property
+    def outcome(self) -> str:
+        """What the stored runs answer of the plan (status()):
+        "complete"    every planned run is stored and every cell has a valid run;
+        "incomplete"  planned runs are missing (interrupted: `--resume` completes it);
+        "partial"     every planned run is stored, but a cell has no valid run;
+        "failed"      no cell has a valid run (or nothing was planned and stored)."""
+        st = self.status()
+        if not len(st):
+            return "failed"
+        if st["state"].eq("missing").any():
+            return "incomplete"
+        answered = st.groupby("cell")["state"].agg(lambda s: s.eq("valid").any())
+        return "complete" if answered.all() else "partial" if answered.any() else "failed"
+
+    @property
     def name(self) -> str:
         st = self.study.get("study") if isinstance(self.study.get("study"), dict) else {}
         return st.get("name") or self.path.name

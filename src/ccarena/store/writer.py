@@ -57,8 +57,15 @@ class Writer:
             except FileExistsError:
                 n += 1
             except OSError as e:
-                raise atomic.storage_error(p, e, "creating") from None
-        return cls._init(p, study_name)
+                raise atomic.storage_error(p, e, "creating", kept=False) from None
+        try:
+            return cls._init(p, study_name)
+        except BaseException as e:      # a full disk: no stub that looks like a study
+            shutil.rmtree(p, ignore_errors=True)
+            cause = getattr(e, "cause", None)
+            if cause is not None:
+                raise atomic.storage_error(*cause, kept=False) from None
+            raise
 
     @classmethod
     def create_at(cls, path: Path | str, study_name: str) -> "Writer":
@@ -202,6 +209,9 @@ class Writer:
           the link emulator or a flow engine ended by SIGKILL, SIGTERM, ...; run/parts.py)
           was cut short like an interrupted one: moved whole to
           superseded/<label>.interrupted and run again;
+        - a complete run that ccarena itself failed before it was measured or in its
+          metrics (meta["unmeasured"]: run/one_run.py) is no result: moved whole to
+          superseded/<label>.unmeasured and run again;
         - a staged re-run (superseded/.<label>.next): adopted as the run when the swap was
           cut between its two renames (runs/<label> gone, the staged attempt complete),
           removed otherwise;
@@ -231,6 +241,10 @@ class Writer:
             if meta.get("killed"):
                 who = ", ".join(f"{k.get('process')} {k.get('signal')}" for k in meta["killed"])
                 aside(d, f"interrupted: {who}", "interrupted")
+            elif meta.get("unmeasured"):
+                u = meta["unmeasured"]
+                aside(d, f"not measured: ccarena failed in its {u.get('stage')}",
+                      "unmeasured")
         for d in sorted(staged_dir.glob(".*.next")) if staged_dir.is_dir() else []:
             label = d.name[1:-len(".next")]
             run = L.run_dir(results.path, label)

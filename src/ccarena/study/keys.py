@@ -146,6 +146,9 @@ def _schedule(v):
             raise ValueError(f"each step is [time, rate], got {step!r}")
         t = units.parse_time(step[0])
         r = None if step[1] in ("unlimited", None) else units.parse_rate(step[1])
+        if r is not None and r < 0:
+            raise ValueError(f"a step's rate is 0 (an outage), a rate or \"unlimited\", "
+                             f"got {step[1]!r}")
         if out and t <= out[-1][0]:
             raise ValueError("step times must increase")
         out.append((t, r))
@@ -278,8 +281,10 @@ LINK_KEYS = {
                       "auto"),
     "trace": text("mahimahi delivery trace (user backend), path relative to the study"),
     "rate_schedule": Key("list", "[[time, rate], ...]: the rate changes at these times "
-                         "(user backend)", _schedule, unit="s, bit/s",
-                         range="times increasing; rate or \"unlimited\""),
+                         "(user backend); a rate of 0 is an outage: nothing is sent, packets "
+                         "wait in the buffer (what does not fit is dropped) until the next "
+                         "step", _schedule, unit="s, bit/s",
+                         range="times increasing; rate ≥ 0 or \"unlimited\""),
 }
 TCP_KEYS = {
     "ecn": Key("integer", "net.ipv4.tcp_ecn of every host (0, 1, 2; true = 1)",

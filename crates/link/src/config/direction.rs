@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use super::raw::{RawBuffer, RawDir, RawJitter, RawLoss, RawQueue};
-use super::values::{ipv4, nonneg_int, positive_int, prob, rate};
+use super::values::{ipv4, nonneg_int, positive_int, prob, rate, schedule_rate};
 use super::ConfigError;
 use crate::impair::{JitterModel, LossModel};
 use crate::params::{DirParams, QueueKind, RateSpec};
@@ -63,7 +63,7 @@ fn rate_spec(name: &str, d: &RawDir, base_dir: &Path) -> Result<RateSpec, Config
             }
             let r = s
                 .rate_bps
-                .map(|x| rate(&k(&format!("rate_schedule[{i}].rate_bps")), x))
+                .map(|x| schedule_rate(&k(&format!("rate_schedule[{i}].rate_bps")), x))
                 .transpose()?;
             v.push((t, r));
         }

@@ -59,3 +59,16 @@ pub(super) fn rate(key: &str, v: f64) -> Result<u64, ConfigError> {
     }
     Ok(v.round() as u64)
 }
+
+/// A rate schedule's step: a rate, or 0 for an outage (nothing is sent until the next step).
+pub(super) fn schedule_rate(key: &str, v: f64) -> Result<u64, ConfigError> {
+    if v == 0.0 {
+        return Ok(0);
+    }
+    rate(key, v).map_err(|_| {
+        ConfigError::new(
+            key,
+            format!("rate must be 0 (an outage) or at least 1 bit/s (null = unlimited), got {v}"),
+        )
+    })
+}

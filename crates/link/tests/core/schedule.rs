@@ -147,3 +147,75 @@ fn rounding_to_whole_ns_does_not_drift() {
         );
     }
 }
+
+#[test]
+fn an_outage_holds_the_queue_and_it_flows_at_the_rate_once_it_ends() {
+    // 10 Mbit/s, nothing from 1 ms to 5 ms (a link flap), 10 Mbit/s again: the first
+    // frame ends as the outage starts, the others wait and leave 1 ms apart from 5 ms.
+    let mut link = scheduled(
+        10_000_000,
+        &[(1_000_000, Some(0)), (5_000_000, Some(10_000_000))],
+    );
+    for _ in 0..4 {
+        link.enqueue(0, W2E, pkt(1250, 1)); // 1 ms each at 10 Mbit/s
+    }
+    let mut out = Vec::new();
+    link.poll(1_000_000, &mut out);
+    assert_eq!(out.len(), 1);
+    assert_eq!(link.next_deadline(), Some(5_000_000), "it wakes when the rate returns");
+    assert_eq!(
+        dues(&mut link, u64::MAX / 2),
+        vec![6_000_000, 7_000_000, 8_000_000]
+    );
+}
+
+#[test]
+fn a_frame_in_transmission_when_an_outage_starts_sends_its_rest_after_it() {
+    // Half of a 1 ms frame is sent before the outage at 0.5 ms; the other half after it
+    // ends at 2 ms.
+    let mut link = scheduled(
+        10_000_000,
+        &[(500_000, Some(0)), (2_000_000, Some(10_000_000))],
+    );
+    link.enqueue(0, W2E, pkt(1250, 1));
+    link.enqueue(0, W2E, pkt(1250, 1));
+    assert_eq!(link.next_deadline(), Some(2_500_000));
+    assert_eq!(dues(&mut link, u64::MAX / 2), vec![2_500_000, 3_500_000]);
+}
+
+#[test]
+fn during_an_outage_the_buffer_limit_drops_what_does_not_fit() {
+    let dp = DirParams::simple(
+        RateSpec::Schedule {
+            initial: Some(10_000_000),
+            steps: vec![(0, Some(0)), (10_000_000, Some(10_000_000))],
+        },
+        0,
+        Limit::packets(5),
+    );
+    let mut link = Link::new(&params(dp), 0);
+    for _ in 0..8 {
+        link.enqueue(1_000_000, W2E, pkt(1250, 1));
+    }
+    assert_eq!(link.next_deadline(), Some(10_000_000));
+    assert_eq!(
+        dues(&mut link, u64::MAX / 2),
+        vec![11_000_000, 12_000_000, 13_000_000, 14_000_000, 15_000_000]
+    );
+}
+
+#[test]
+fn an_outage_to_the_end_holds_everything_and_never_wakes_the_link() {
+    let mut link = scheduled(10_000_000, &[(500_000, Some(0))]);
+    link.enqueue(0, W2E, pkt(1250, 1)); // in transmission when the outage starts
+    link.enqueue(0, W2E, pkt(1250, 1));
+    let mut out = Vec::new();
+    link.poll(100_000_000, &mut out);
+    assert!(out.is_empty());
+    assert_eq!(link.next_deadline(), None);
+    // and an arrival during it queues without a deadline either
+    let mut link = scheduled(10_000_000, &[(0, Some(0))]);
+    link.enqueue(1_000, W2E, pkt(1250, 1));
+    link.poll(2_000, &mut out);
+    assert!(out.is_empty() && link.next_deadline().is_none());
+}

@@ -25,6 +25,7 @@ import sys
 
 from ccarena.analysis import aggregates
 from ccarena.errors import CcarenaError, RunError
+from ccarena.run import interrupt
 from ccarena.run.scaleout import remote, task
 from ccarena.measure import validity
 from ccarena.store import archive
@@ -56,44 +57,72 @@ class ClusterError(RunError):
 
 
 @contextlib.contextmanager
+def _dask_quiet():
+    """Dask's own log (its errors with their tracebacks, as it meets them: a scheduler
+    gone, a connection refused) is not shown to the submitter: what stops the study is
+    said in one line (Dispatcher._result). Its loggers exist once distributed is
+    imported; they are silenced while the client lives, then restored."""
+    import distributed  # noqa: F401 — creates the loggers
+    names = [n for n in logging.root.manager.loggerDict
+             if n == "distributed" or n.startswith("distributed.")]
+    was = {n: logging.getLogger(n).disabled for n in names}
+    for n in names:
+        logging.getLogger(n).disabled = True
+    try:
+        yield
+    finally:
+        for n, d in was.items():
+            logging.getLogger(n).disabled = d
+
+
+@contextlib.contextmanager
 def local_client(shares: list[str | None]):
     """An in-process Dask cluster: one one-thread worker per share (`testbed` = 1 each);
     its tasks run in threads of this process, each run in a process of its own."""
     remote.require_dask("--jobs")
     from distributed import Client, LocalCluster
     remote.configure(shares)
-    cluster = LocalCluster(n_workers=len(shares), threads_per_worker=1, processes=False,
-                           resources={"testbed": 1}, dashboard_address="127.0.0.1:0",
-                           silence_logs=logging.ERROR)
-    client = Client(cluster, set_as_default=False)
-    try:
-        yield client
-    finally:
-        with contextlib.suppress(Exception):
-            client.close()
-        with contextlib.suppress(Exception):
-            cluster.close()
+    with _dask_quiet():
+        cluster = LocalCluster(n_workers=len(shares), threads_per_worker=1, processes=False,
+                               resources={"testbed": 1}, dashboard_address="127.0.0.1:0",
+                               silence_logs=logging.ERROR)
+        client = Client(cluster, set_as_default=False)
+        try:
+            yield client
+        finally:
+            with contextlib.suppress(Exception):
+                client.close()
+            with contextlib.suppress(Exception):
+                cluster.close()
 
 
 @contextlib.contextmanager
 def remote_client(address: str):
     remote.require_dask("--cluster")
     from distributed import Client
-    try:
-        client = Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
-    except (OSError, TimeoutError, ValueError) as e:
-        raise ClusterError(f"connecting to the Dask scheduler at {address}: "
-                           f"{str(e).splitlines()[0] if str(e) else type(e).__name__} "
-                           "(start one with `dask scheduler`, see docs/scale-out.md)") from None
-    try:
-        bad = version_mismatch(client.get_versions(packages=list(SAME_VERSIONS)))
-        if bad:
-            raise ClusterError(f"{address}: {bad}; every machine of a cluster must run the "
-                               f"same {', '.join(SAME_VERSIONS)} (docs/scale-out.md)")
-        yield client
-    finally:
-        with contextlib.suppress(Exception):
-            client.close()
+    with _dask_quiet():
+        try:
+            client = Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+        except (OSError, TimeoutError, ValueError) as e:
+            raise ClusterError(f"connecting to the Dask scheduler at {address}: "
+                               f"{_one_line(e)} (start one with `dask scheduler`, see "
+                               "docs/scale-out.md)") from None
+        try:
+            bad = version_mismatch(client.get_versions(packages=list(SAME_VERSIONS)))
+            if bad:
+                raise ClusterError(f"{address}: {bad}; every machine of a cluster must run "
+                                   f"the same {', '.join(SAME_VERSIONS)} (docs/scale-out.md)")
+            yield client
+        finally:
+            with contextlib.suppress(Exception):
+                client.close()
+
+
+def _one_line(e: BaseException) -> str:
+    """An exception's text on one line: its first line (Dask's messages go on with
+    advice of their own), else its type."""
+    lines = str(e).strip().splitlines()
+    return lines[0].strip() if lines else type(e).__name__
 
 
 def testbed_slots(client) -> int:
@@ -116,6 +145,7 @@ class Dispatcher:
         self.futures: dict = {}
         self.token = secrets.token_hex(3)
         self.pf = {"cells": {}, "algorithms": {}} if merge_preflight else None
+        self.where = getattr(getattr(client, "scheduler", None), "address", None) or ""
         self.ac = self._as_completed()
 
     def _as_completed(self):
@@ -136,9 +166,15 @@ class Dispatcher:
         try:
             for r in todo:
                 self.submit(r, [])
-            for fut in self.ac:
-                r, superseded = self.futures.pop(fut)
-                out = self._result(fut, r)
+            completed = iter(self.ac)
+            while True:
+                # waiting for the workers: a signal stops the study here at once
+                with interrupt.interruptible():
+                    fut = next(completed, None)
+                    if fut is None:
+                        break
+                    r, superseded = self.futures.pop(fut)
+                    out = self._result(fut, r)
                 fut.release()
                 self.received(r, superseded, out)
         except BaseException:
@@ -161,9 +197,15 @@ class Dispatcher:
         except Exception as e:  # noqa: BLE001 — Dask's own (KilledWorker) and a worker's bugs
             name = type(e).__name__
             if name == "KilledWorker":
-                raise ClusterError(f"run {r.label}: every worker that ran it died ({e}); the "
-                                   "study stops here (complete it with --resume)") from None
-            raise ClusterError(f"run {r.label} on a worker: {name}: {e}") from None
+                raise ClusterError(f"run {r.label}: every worker that ran it died "
+                                   f"({_one_line(e)}); the study stops here (complete it "
+                                   "with --resume)") from None
+            if getattr(e, "reason", None) == "scheduler-connection-lost":
+                raise ClusterError(f"run {r.label}: the connection to the Dask scheduler "
+                                   f"{self.where} was lost (the scheduler stopped or is "
+                                   "unreachable); the study stops here (complete it with "
+                                   "--resume once it runs again)") from None
+            raise ClusterError(f"run {r.label} on a worker: {name}: {_one_line(e)}") from None
 
     def received(self, r, superseded: list[dict], out: dict) -> None:
         if r.label in self.done:        # a copy Dask ran twice: the first one counts

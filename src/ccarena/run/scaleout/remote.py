@@ -35,7 +35,7 @@ from ccarena.run import environment
 log = logging.getLogger(__name__)
 
 TEARDOWN_WAIT_S = 60.0      # how long a stopped run may take to tear itself down
-POLL_S = 0.5
+POLL_S = 0.1          # how often a task looks whether its run was cancelled
 
 
 class RemoteRunError(RunError):
@@ -236,8 +236,8 @@ def stop_all(timeout_s: float = TEARDOWN_WAIT_S) -> None:
 def serve(address: str, shares: list[str | None], name: str | None = None,
           on_ready=None) -> int:
     """A Dask worker connected to the scheduler at `address`, with one thread and one
-    `testbed` resource per share, until SIGINT or SIGTERM (then every run is torn down and
-    handed back to the scheduler) or the scheduler closes it."""
+    `testbed` resource per share, until SIGINT, SIGTERM or SIGHUP (then every run is torn
+    down and handed back to the scheduler) or the scheduler closes it."""
     import asyncio
 
     require_dask("ccarena worker")
@@ -247,7 +247,8 @@ def serve(address: str, shares: list[str | None], name: str | None = None,
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
-        for s in (signal.SIGINT, signal.SIGTERM):
+        # SIGHUP: the terminal or SSH session that started the worker closed
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.add_signal_handler(s, stop.set)
         w = await Worker(address, nthreads=len(shares), resources={"testbed": len(shares)},
                          name=name, validate=False)

@@ -14,9 +14,9 @@ itself to that share, runs preflight for the run's cell, makes its algorithms us
 runs it with execute_run into DIR/results/ and writes DIR/result.json (the run's meta,
 the cell's preflight); or DIR/error.txt, one line, and exits non-zero. It runs in the
 main thread of its own process, so the watchdog, signals and teardown work as in a serial
-study. SIGTERM (also when its parent dies: PR_SET_PDEATHSIG) tears the run down, and
-further SIGTERMs or SIGINTs are ignored until it is down; a run process whose parent is
-gone removes DIR itself."""
+study. SIGTERM (also when its parent dies: PR_SET_PDEATHSIG), SIGINT or SIGHUP tears the
+run down at its next safe point (run/interrupt.py), and further signals are ignored until
+it is down; a run process whose parent is gone removes DIR itself."""
 from __future__ import annotations
 
 import ctypes
@@ -80,19 +80,6 @@ def planned_run(payload: dict) -> PlannedRun:
 
 # -- the run process ---------------------------------------------------------------------
 
-class _Terminate(KeyboardInterrupt):
-    """SIGTERM, raised so every `with` tears its part down."""
-
-
-def _on_sigterm(signum, frame):
-    # once: the teardown that follows must not be cut short by another request. (A parent
-    # with threads makes the kernel send PR_SET_PDEATHSIG as each of its threads exits,
-    # so the death of one worker may come as several SIGTERMs.)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    raise _Terminate()
-
-
 def die_with_parent(parent: int) -> None:
     """SIGTERM this process when its parent dies (the run is then torn down)."""
     try:
@@ -104,22 +91,26 @@ def die_with_parent(parent: int) -> None:
 
 
 def run(d: Path) -> int:
-    from ccarena import cc as ccmod
-    from ccarena.run import environment
-    from ccarena.run.scaleout import shares
-    from ccarena.run.one_run import execute_run
-    from ccarena.run.preflight import preflight
-    from ccarena.store.atomic import write_json
-    from ccarena.store.writer import Writer
-    payload = json.loads((d / "payload.json").read_text())
-    share = payload.get("cpuset")
-    shares.apply(share)
-    r = planned_run(payload)
-    shares.check_study(r.study, share)
-    pf = preflight(r.study, payload.get("force_cc"))
-    backend = pf["cells"][0]["backend"]
-    results = Writer.create(r.study.name, d / "results").results
-    worker = {**environment.worker(), **(payload.get("worker") or {})}
+    from ccarena.run import interrupt
+    # until the run builds something, a signal stops it at once: importing and checking
+    # this machine take seconds on a busy one, and nothing needs tearing down yet
+    with interrupt.interruptible():
+        from ccarena import cc as ccmod
+        from ccarena.run import environment
+        from ccarena.run.scaleout import shares
+        from ccarena.run.one_run import execute_run
+        from ccarena.run.preflight import preflight
+        from ccarena.store.atomic import write_json
+        from ccarena.store.writer import Writer
+        payload = json.loads((d / "payload.json").read_text())
+        share = payload.get("cpuset")
+        shares.apply(share)
+        r = planned_run(payload)
+        shares.check_study(r.study, share)
+        pf = preflight(r.study, payload.get("force_cc"))
+        backend = pf["cells"][0]["backend"]
+        results = Writer.create(r.study.name, d / "results").results
+        worker = {**environment.worker(), **(payload.get("worker") or {})}
     with ccmod.acquire(sorted(r.study.algorithms()), "t" + secrets.token_hex(3),
                        force=payload.get("force_cc")) as kernel_names:
         meta = execute_run(r, results, backend, kernel_names, pf,
@@ -135,11 +126,15 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     d = Path(argv[0])
     parent = int(argv[1]) if len(argv) > 1 else os.getppid()
-    signal.signal(signal.SIGTERM, _on_sigterm)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    die_with_parent(parent)
+    from ccarena.run import interrupt
     try:
-        return run(d)
+        # the first signal tears the run down at its next safe point; later ones (a
+        # parent with threads makes the kernel send PR_SET_PDEATHSIG as each of its
+        # threads exits, so one worker's death may come as several SIGTERMs) never cut
+        # that teardown short
+        with interrupt.handled():
+            die_with_parent(parent)
+            return run(d)
     except KeyboardInterrupt:
         _error(d, "interrupted: the run was torn down")
         return 143
@@ -174,4 +169,10 @@ def _error(d: Path, text: str) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # everything it writes is flushed and renamed (store/atomic.py) and its run torn down:
+    # skip the interpreter's teardown of pandas, pyarrow & co., which takes seconds on a
+    # busy machine, so a stopped run's process is gone as soon as its run is
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
