@@ -343,6 +343,13 @@ def _flows_table(res: Results, key: list[str]) -> dict:
     return _results_table(st.drop(columns=["n_invalid"]).assign(n_invalid=0), by, ms)
 
 
+def _limits_table(res: Results) -> dict:
+    """What limited each flow, with its evidence (report/limits.py)."""
+    from ccarena.report.limits import flow_limits, report_table
+    lim = report_table(flow_limits(res.flows), cell_labels(res))
+    return table_data(lim, left=tuple(lim.columns))
+
+
 MACHINE_KEYS = {"kernel": "kernel", "cpu_model": "CPU model", "ccarena": "ccarena version",
                 "commit": "ccarena commit"}
 
@@ -425,6 +432,7 @@ def write_report(study_dir, out=None, max_timeseries: int = 12,
         models=_results_table(cell_stats(runs, known, models), known, models)
         if models else None,
         sections=sections, flows=_flows_table(res, key), environment=_environment(res),
+        limits=_limits_table(res),
         study_json=json.dumps(res.study, indent=1, sort_keys=True, default=str))
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic.write_text(out, html)
