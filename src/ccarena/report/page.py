@@ -343,6 +343,20 @@ def _flows_table(res: Results, key: list[str]) -> dict:
     return _results_table(st.drop(columns=["n_invalid"]).assign(n_invalid=0), by, ms)
 
 
+def _tcp_left_to_host(res: Results) -> str | None:
+    """The TCP settings the study left to its hosts whose recorded values differ from the
+    reference kernel's (analysis/host_settings.py): what a result here may owe to the
+    machine."""
+    from ccarena.analysis.host_settings import against_reference, recorded
+    from ccarena.study.load import parse_study
+    try:
+        lines = against_reference(recorded(res.metas), parse_study(res.study,
+                                                                   res.study_source))
+    except Exception:  # noqa: BLE001 — a study that no longer parses still has a report
+        return None
+    return "; ".join(lines) if lines else None
+
+
 def _limits_table(res: Results) -> dict:
     """What limited each flow, with its evidence (report/limits.py)."""
     from ccarena.report.limits import flow_limits, report_table
@@ -391,6 +405,9 @@ def _environment(res: Results) -> list[tuple]:
     line = machines_line(metas)
     if line:
         env["machines"] = line
+    tcp = _tcp_left_to_host(res)
+    if tcp:
+        env["TCP settings left to the host, unlike the reference kernel's"] = tcp
     if "cpu_busy_frac" in res.runs:
         env["cpu busy (mean over runs)"] = f"{res.runs['cpu_busy_frac'].mean():.3g}"
     if "cpu_steal_frac" in res.runs:
