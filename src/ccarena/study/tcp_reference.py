@@ -93,6 +93,11 @@ def pinned(study) -> dict[str, set[str]]:
             for h in study.host_names}
 
 
+def _host_order(h: str):
+    """s1, s2, ..., r1, r2, ...: senders first, by number."""
+    return (h[:1] != "s", int(h[1:]) if h[1:].isdigit() else 0, h)
+
+
 def _norm(v) -> str | None:
     return None if v is None else " ".join(str(v).split())
 
@@ -113,8 +118,7 @@ def left_to_host(study, values: dict[str, str | None]) -> list[tuple[str, str, s
     for k, hosts in out.items():
         here, ref = _norm(values.get(k)), REFERENCE_TCP[k]
         if here != ref:
-            order = {h: i for i, h in enumerate(study.host_names)}
-            rows.append((k, ", ".join(sorted(hosts, key=lambda h: order.get(h, 99))),
+            rows.append((k, ", ".join(sorted(hosts, key=_host_order)),
                          here if here is not None else "absent", ref))
     return rows
 
