@@ -120,9 +120,9 @@ def test_summary_counts_labels_and_takes_evidence_from_the_majoritys_samples():
     # medians and maximum over the 8 sndbuf samples only, not the cwnd ones
     assert a.limit_inflight_pkts == 2898 and a.limit_inflight_max_pkts == 2898
     assert a.limit_cwnd_pkts == 6024 and a.limit_sndbuf_bytes == 4 * MiB
-    assert a.limit_evidence == ("sndbuf: up to 2,898 segments in flight (4.0 MiB) = 4.0 MiB "
-                                "send buffer, nothing unsent; cwnd 6,024 segments "
-                                "(80% of samples)")
+    assert a.limit_evidence == ("sndbuf: nothing unsent, 4.0 MiB queued in a 4.0 MiB send "
+                                "buffer; 2,898 segments in flight (up to 2,898, 4.0 MiB) of "
+                                "a 6,024-segment cwnd (80% of samples)")
     b = s.loc[1]
     assert b.limited_by == "app" and b.app_limited_frac == 1.0
     assert b.limit_evidence == ("app: nothing unsent, 30 of a 100-segment cwnd in flight, "

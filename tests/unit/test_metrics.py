@@ -247,8 +247,9 @@ def test_a_send_buffer_limit_is_judged_from_the_samples_and_the_kernel_flagged()
     assert row.limited_by == "sndbuf" and row.sndbuf_limited_frac == pytest.approx(1.0)
     assert row.kernel_limited_by == "cwnd" and row.limit_disagrees == 1.0
     assert row.limit_inflight_max_pkts == 2898 and row.limit_sndbuf_bytes == 4 * 2**20
-    assert row.limit_evidence.startswith("sndbuf: up to 2,898 segments in flight (4.0 MiB) "
-                                         "= 4.0 MiB send buffer")
+    assert row.limit_evidence.startswith("sndbuf: nothing unsent, 3.9 MiB queued in a 4.0 "
+                                         "MiB send buffer; 2,898 segments in flight (up to "
+                                         "2,898, 4.0 MiB)")
     assert "the kernel's counters say cwnd 100%" in row.limit_evidence
 
 

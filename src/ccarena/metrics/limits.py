@@ -6,7 +6,7 @@ Contract:
 - `summarise(samples, keys) -> DataFrame`: per group (flow, or flow and connection) the
   fraction of samples under each label, the label of most of them (`limited_by`) and the
   numbers that show it (medians over the samples with that label), `limit_evidence` as
-  one line ("sndbuf: up to 2,898 segments in flight (4.0 MiB) = 4.0 MiB send buffer, ...").
+  one line ("sndbuf: nothing unsent, 4.0 MiB queued in a 4.0 MiB send buffer; ...").
 - `kernel_opinion(fdf, col)`: the kernel's own accounting (tcp_chrono: busy, rwnd- and
   sndbuf-limited time) as a second opinion, `kernel_*` columns, and `limit_disagrees`.
 Pure: DataFrames in, DataFrames out; missing columns give None labels, never exceptions.
@@ -178,9 +178,10 @@ def evidence(r: dict) -> str | None:
     if lab == "sndbuf":
         top = r.get("limit_inflight_max_pkts")
         mss = r.get("limit_mss") or np.nan
-        return f"sndbuf: up to {_segs(top)} segments in flight ({_size(top * mss)}) = " \
-               f"{_size(r.get('limit_sndbuf_bytes'))} send buffer, nothing unsent; cwnd " \
-               f"{_segs(cwnd)} segments ({share})"
+        return f"sndbuf: nothing unsent, {_size(r.get('limit_queued_bytes'))} queued in a " \
+               f"{_size(r.get('limit_sndbuf_bytes'))} send buffer; {_segs(inflight)} " \
+               f"segments in flight (up to {_segs(top)}, {_size(top * mss)}) of a " \
+               f"{_segs(cwnd)}-segment cwnd ({share})"
     if lab == "pacing":
         return f"pacing: {_size(r.get('limit_unsent_bytes'))} unsent while " \
                f"{_segs(inflight)} of a {_segs(cwnd)}-segment cwnd in flight ({share})"
