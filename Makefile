@@ -28,7 +28,7 @@ APT_PACKAGES := iproute2 iputils-ping ethtool iperf3 curl wget tcpdump procps \
 TEST_APT_PACKAGES := chromium
 STAMP := build/.stamps
 
-.PHONY: install deps test-deps build python lock demo test test-unit bench clean mutants mutants-cc
+.PHONY: install deps test-deps build python lock demo test test-unit test-min bench clean mutants mutants-cc
 
 install: deps build python
 
@@ -64,12 +64,12 @@ $(STAMP)/venv: pyproject.toml requirements.lock
 	@mkdir -p $(STAMP)
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c requirements.lock -e '.[test]'
+	$(PY) -m pip install -q -c requirements.lock -e '.[cluster,test]'
 	@touch $@
 
 lock: $(STAMP)/venv
 	$(PY) -m pip install -q pip-tools
-	$(VENV)/bin/pip-compile --quiet --extra test --strip-extras --no-emit-index-url \
+	$(VENV)/bin/pip-compile --quiet --extra cluster --extra test --strip-extras --no-emit-index-url \
 	  --no-emit-find-links --output-file requirements.lock pyproject.toml
 
 python: deps $(STAMP)/venv
@@ -81,6 +81,19 @@ test: install test-deps vm
 	cargo test --release -q -p ccarena-sys -p ccarena-flow -p ccarena-link -p ccarena-trace -p ccarena-cc-harness
 	cargo build --release -q -p ccarena-cc --features testing --bin ccarena-cc-testaid
 	CCARENA_REQUIRE_CHROMIUM=1 $(VENV)/bin/pytest -q -ra --durations=25 tests
+
+# The lowest library versions pyproject.toml allows, tested once (docs/dev/libraries.md):
+# a venv with every direct dependency at its minimum (uv's lowest-direct resolution) runs
+# the unit tests (but the one that checks the recorded versions are the lock's). Not part of `make test`: it downloads a second set of libraries.
+MIN_VENV ?= build/venv-min
+UV_VERSION := 0.13.9
+test-min: deps
+	test -x $(MIN_VENV)/bin/python || python3 -m venv $(MIN_VENV)
+	$(MIN_VENV)/bin/python -m pip install -q 'uv==$(UV_VERSION)'
+	$(MIN_VENV)/bin/uv pip install -q --python $(MIN_VENV)/bin/python --resolution lowest-direct \
+	  -e '.[cluster,test]'
+	$(MIN_VENV)/bin/pytest -q -p no:cacheprovider tests/unit \
+	  --deselect tests/unit/test_packaging.py::test_a_study_records_the_python_libraries_it_ran_with
 
 # no root needed: Python unit tests and the BPF congestion controls in user space
 # (crates/cc-harness, docs/dev/cc-harness.md)

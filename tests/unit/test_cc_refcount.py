@@ -66,7 +66,7 @@ def test_holder_files_are_not_run_files(tmp_path):
 
 
 def test_bad_names_rejected(tmp_path):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"kernel name '\.\./etc': only \[A-Za-z0-9_\.-\] allowed"):
         AlgoDir("../etc", tmp_path)
     d = AlgoDir("cca_x", tmp_path)
     with d.lock(), pytest.raises(ValueError):
@@ -261,3 +261,17 @@ def test_holder_processes_finds_live_holders_by_their_command_line(tmp_path):
     finally:
         p.kill()
         p.wait()
+
+
+def test_the_name_of_a_registered_algorithm_is_read_from_bpftool_json():
+    """bpftool's `struct_ops dump` prints its parts as comma-joined JSON objects; the name
+    is the struct_ops value's data.name, read as JSON whatever the fields' order."""
+    from ccarena.cc.loader import struct_ops_name
+    dump = ('{"bpf_map_info":{"type":26,"id":76,"name":"cca_reno_ops"}},'
+            '{"bpf_struct_ops_tcp_congestion_ops":{"common":{"state":"READY"},"data":{'
+            '"owner":0,"ssthresh":"u32 (struct sock *) cca_reno_ssthresh/prog_id:184",'
+            '"name":"cca_reno","flags":0}}}')
+    assert struct_ops_name(dump) == "cca_reno"
+    assert struct_ops_name("[" + dump + "]") == "cca_reno"
+    assert struct_ops_name('{"bpf_map_info":{"name":"x"}}') is None
+    assert struct_ops_name("not json") is None

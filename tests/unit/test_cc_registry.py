@@ -89,7 +89,7 @@ def test_unknown_name_lists_known_ones(tree):
 
 
 def test_bad_force_value(tree):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="force='module': expected None, 'kernel' or 'bpf'"):
         resolve("reno", "module")
 
 

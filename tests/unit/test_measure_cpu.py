@@ -45,3 +45,27 @@ def test_pinned_emulator_threads_are_found_through_psutil(monkeypatch):
     aff = {101: {1}, 102: {0, 1}, 103: {1}, 7: {0}}
     monkeypatch.setattr(os, "sched_getaffinity", lambda tid: aff[tid])
     assert user_link._pinned_links() == {1: 2}
+
+
+def test_a_share_is_summed_over_its_cpus_by_id_even_with_cpus_offline(monkeypatch):
+    """CPU 1 offline: /proc/stat lists cpu0, cpu2, cpu3; a share of {2, 3} is those two
+    lines, not the second and third (positional matching took cpu2 for CPU 1)."""
+    import builtins
+    import io
+    import os
+    stat = ("cpu  900 0 300 2000 0 0 0 60 0 0\n"
+            "cpu0 100 0 100 1000 0 0 0 0 0 0\n"
+            "cpu2 300 0 100 500 0 0 0 20 0 0\n"
+            "cpu3 500 0 100 500 0 0 0 40 0 0\n"
+            "intr 12345\n")
+    assert cpu.per_cpu_times(stat, 100) == {
+        0: [1.0, 0.0, 1.0, 10.0, 0.0, 0.0, 0.0, 0.0],
+        2: [3.0, 0.0, 1.0, 5.0, 0.0, 0.0, 0.0, 0.2],
+        3: [5.0, 0.0, 1.0, 5.0, 0.0, 0.0, 0.0, 0.4]}
+    real_open = builtins.open
+    monkeypatch.setattr(builtins, "open", lambda p, *a, **kw: io.StringIO(stat)
+                        if p == "/proc/stat" else real_open(p, *a, **kw))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {2, 3})
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(os, "sysconf", lambda name: 100)
+    assert cpu.snapshot() == [8.0, 0.0, 2.0, 10.0, 0.0, 0.0, 0.0, pytest.approx(0.6)]

@@ -18,11 +18,24 @@ def pins() -> dict[str, str]:
 
 def test_every_dependency_is_pinned_in_the_lock():
     pp = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = pp["dependencies"] + pp["optional-dependencies"]["test"]
+    wanted = pp["dependencies"] + [d for ds in pp["optional-dependencies"].values() for d in ds]
     names = {re.split(r"[<>=!~\[ ]", d, maxsplit=1)[0].lower().replace("_", "-")
              for d in wanted}
     missing = names - set(pins())
     assert not missing, f"not pinned in requirements.lock: {sorted(missing)} (make lock)"
+
+
+def test_the_package_states_minimums_and_leaves_exact_pins_to_the_lock():
+    """ccarena installs beside other software: its metadata asks for lowest versions,
+    never exact ones, and Dask (scale-out only) is an extra, not a requirement."""
+    pp = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    every = pp["dependencies"] + [d for ds in pp["optional-dependencies"].values() for d in ds]
+    assert not [d for d in every if "==" in d], every
+    names = {re.split(r"[<>=!~\[ ]", d, maxsplit=1)[0].lower() for d in pp["dependencies"]}
+    assert not names & {"dask", "distributed"}, "Dask is the cluster extra's, not required"
+    assert {re.split(r"[<>=]", d)[0] for d in pp["optional-dependencies"]["cluster"]} == \
+        {"dask", "distributed"}
+    assert pp["requires-python"] == ">=3.11.4"     # tarfile's extractall(filter="data")
 
 
 def test_the_venv_is_built_with_the_lock_as_constraints():

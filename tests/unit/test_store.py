@@ -84,7 +84,7 @@ def test_atomic_writes_leave_the_old_file_on_failure(tmp_path):
 
     class Boom:
         pass
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="Boom object at 0x"):
         atomic.write_json(p, {"a": Boom()})
     assert json.loads(p.read_text()) == {"a": 1}
     assert not list(tmp_path.glob(".*.tmp"))

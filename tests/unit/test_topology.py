@@ -21,5 +21,23 @@ def test_kernel_backend_has_no_link_namespace():
 
 
 def test_pairs_are_bounded():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^pairs must be 1\.\.250$"):
         plan_dumbbell("abc123", 0, "kernel")
+
+
+def test_the_pairs_a_study_may_ask_for_are_the_pairs_the_address_plan_builds(tmp_path):
+    """One limit: a study with one pair too many is refused at validation, naming the
+    key, and the largest accepted one has a plan (a study that passes validation never
+    fails at run time for its number of pairs)."""
+    import pytest
+
+    from ccarena.errors import SpecError
+    from ccarena.study.keys import MAX_PAIRS
+    from ccarena.study.load import loads_study
+    from ccarena.testbed.topology import plan_dumbbell
+    body = '[study]\nname = "p"\nduration = "2s"\n[topology]\npairs = {}\n[[flow]]\nname = "f"\n' \
+           'from = "s1"\nto = "r1"\n'
+    assert plan_dumbbell("abc123", MAX_PAIRS, "user").pairs == MAX_PAIRS
+    assert loads_study(body.format(MAX_PAIRS), "p.toml").pairs == MAX_PAIRS
+    with pytest.raises(SpecError, match=r"p\.toml: topology\.pairs: .*250"):
+        loads_study(body.format(MAX_PAIRS + 1), "p.toml")

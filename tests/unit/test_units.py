@@ -60,7 +60,7 @@ def test_buffers():
 def test_fractions():
     assert units.parse_fraction("1%") == pytest.approx(0.01)
     assert units.parse_fraction("5%") == pytest.approx(0.05)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"probability '150%' is outside 0\.\.100 %"):
         units.parse_fraction("150%")
 
 

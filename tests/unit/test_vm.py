@@ -49,7 +49,7 @@ def test_each_writable_folder_is_passed_once_in_order():
 
 
 def test_an_unknown_accelerator_is_refused_in_the_argv():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="accel must be kvm or tcg, not 'auto'"):
         vng_argv(IMG, accel="auto", cpus=1, memory="1G", rwdirs=[], cwd="/", guest_cmd="true")
 
 

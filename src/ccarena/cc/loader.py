@@ -159,10 +159,31 @@ def tcp_struct_ops() -> list[dict]:
         d = subprocess.run([bt, "-j", "struct_ops", "dump", "id", str(e["id"])],
                            capture_output=True, text=True)
         if d.returncode == 0:
-            m = re.search(r'"name"\s*:\s*"(cca_[^"]*|[^"]*)"\s*,\s*"owner"', d.stdout)
-            name = m.group(1) if m else None
+            name = struct_ops_name(d.stdout)
         out.append({"id": e["id"], "map_name": e.get("name"), "name": name})
     return out
+
+
+def struct_ops_name(dump: str) -> str | None:
+    """The algorithm's name in `bpftool -j struct_ops dump id N`'s output. bpftool prints
+    one JSON object per part of the map (its map info, then the struct_ops value) joined
+    by commas, not one array: each is decoded in turn."""
+    dec = json.JSONDecoder()
+    i = 0
+    while True:
+        while i < len(dump) and dump[i] in " \t\r\n,[]":
+            i += 1
+        if i >= len(dump):
+            return None
+        try:
+            obj, i = dec.raw_decode(dump, i)
+        except ValueError:
+            return None
+        for part in obj if isinstance(obj, list) else [obj]:
+            ops = part.get("bpf_struct_ops_tcp_congestion_ops") if isinstance(part, dict) \
+                else None
+            if isinstance(ops, dict) and isinstance(ops.get("data"), dict):
+                return ops["data"].get("name")
 
 
 def unregister_struct_ops(map_id: int) -> bool:

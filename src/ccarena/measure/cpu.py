@@ -30,11 +30,25 @@ def snapshot() -> list[float]:
     share = _share()
     if share is None:
         return _fields(psutil.cpu_times())
+    with open("/proc/stat") as f:
+        per_cpu = per_cpu_times(f.read(), os.sysconf("SC_CLK_TCK"))
     total = [0.0] * len(FIELDS)
-    for i, t in enumerate(psutil.cpu_times(percpu=True)):
-        if i in share:
-            total = [a + b for a, b in zip(total, _fields(t))]
+    for cpu in share:
+        total = [a + b for a, b in zip(total, per_cpu.get(cpu, [0.0] * len(FIELDS)))]
     return total
+
+
+def per_cpu_times(stat: str, ticks_per_s: int) -> dict[int, list[float]]:
+    """/proc/stat's per-CPU lines by CPU id (`cpu3 ...` is CPU 3), in seconds per state
+    (FIELDS order). By name, not by position: an offline CPU has no line, so the n-th
+    line is not CPU n (psutil's per-CPU list is positional)."""
+    out = {}
+    for line in stat.splitlines():
+        head, _, rest = line.partition(" ")
+        if head.startswith("cpu") and head[3:].isdigit():
+            vals = [int(x) / ticks_per_s for x in rest.split()[:len(FIELDS)]]
+            out[int(head[3:])] = vals + [0.0] * (len(FIELDS) - len(vals))
+    return out
 
 
 def usage(before: list[float], after: list[float]) -> dict:

@@ -96,11 +96,8 @@ def write_archive(results_dir, out=None, preset: int = 6) -> Path:
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _results_in(d: Path) -> Path:

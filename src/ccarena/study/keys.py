@@ -20,7 +20,8 @@ QUEUES = ("droptail", "red", "codel", "fq_codel", "step", "classes")
 BACKENDS = ("auto", "kernel", "user")
 PROBE_KINDS = ("ping", "udp", "tcp_probe", "pcap")
 MAX_RERUNS = 10    # study.reruns and `ccarena run --reruns`
-MAX_PAIRS = 256    # topology.pairs: the address plan gives each pair a /24 of its own
+MAX_PAIRS = 250    # topology.pairs: the address plan (testbed/topology.py) gives each pair a
+                   # /24 of its own, 10.1.<i>.0 and 10.2.<i>.0
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ccarena.study.keys import MAX_PAIRS
+
 PREFIX = "cca"
-MAX_PAIRS = 250
 
 
 @dataclass

@@ -287,11 +287,8 @@ def fetch(cache: Path | None = None, package: str = PACKAGE, log=print) -> Kerne
 
 
 def _sha256(p: Path) -> str:
-    h = hashlib.sha256()
     with open(p, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _check(argv: list[str], what: str) -> None:

@@ -31,6 +31,24 @@ from ccarena.store import archive
 from ccarena.store.writer import Writer
 
 CONNECT_TIMEOUT_S = 20
+# what every machine of a cluster must run in the same version: a task's payload, the
+# run it describes and the archive it returns are only understood alike then
+SAME_VERSIONS = ("ccarena", "dask", "distributed")
+
+
+def version_mismatch(versions: dict) -> str | None:
+    """The first machine whose ccarena, dask or distributed differs from this one's, as
+    one line (distributed's Client.get_versions shape), or None when all agree."""
+    mine = (versions.get("client") or {}).get("packages") or {}
+    others = [("the scheduler", (versions.get("scheduler") or {}).get("packages") or {})]
+    others += [(f"worker {addr}", (v or {}).get("packages") or {})
+               for addr, v in sorted((versions.get("workers") or {}).items())]
+    for name in SAME_VERSIONS:
+        for who, pk in others:
+            if pk.get(name) != mine.get(name):
+                return (f"{who} runs {name} {pk.get(name) or '(none)'}, this machine "
+                        f"{mine.get(name) or '(none)'}")
+    return None
 
 
 class ClusterError(RunError):
@@ -41,6 +59,7 @@ class ClusterError(RunError):
 def local_client(shares: list[str | None]):
     """An in-process Dask cluster: one one-thread worker per share (`testbed` = 1 each);
     its tasks run in threads of this process, each run in a process of its own."""
+    remote.require_dask("--jobs")
     from distributed import Client, LocalCluster
     remote.configure(shares)
     cluster = LocalCluster(n_workers=len(shares), threads_per_worker=1, processes=False,
@@ -58,6 +77,7 @@ def local_client(shares: list[str | None]):
 
 @contextlib.contextmanager
 def remote_client(address: str):
+    remote.require_dask("--cluster")
     from distributed import Client
     try:
         client = Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
@@ -66,6 +86,10 @@ def remote_client(address: str):
                            f"{str(e).splitlines()[0] if str(e) else type(e).__name__} "
                            "(start one with `dask scheduler`, see docs/scale-out.md)") from None
     try:
+        bad = version_mismatch(client.get_versions(packages=list(SAME_VERSIONS)))
+        if bad:
+            raise ClusterError(f"{address}: {bad}; every machine of a cluster must run the "
+                               f"same {', '.join(SAME_VERSIONS)} (docs/scale-out.md)")
         yield client
     finally:
         with contextlib.suppress(Exception):

@@ -55,6 +55,17 @@ _tasks = [0]        # run_task calls under way in this process
 TASK_PREFIX = "ccarena-task-"   # + <worker pid>-<label>-<random>, in the temp directory
 
 
+def require_dask(what: str) -> None:
+    """Raise PreflightError naming the extra when dask/distributed are not installed."""
+    try:
+        import dask  # noqa: F401
+        import distributed  # noqa: F401
+    except ImportError:
+        from ccarena.errors import PreflightError
+        raise PreflightError(f"{what} needs Dask: install ccarena with its cluster extra "
+                             "(pip install 'ccarena[cluster]'; `make install` does)") from None
+
+
 def configure(shares: list[str | None]) -> None:
     """This process runs len(shares) runs at once, each held to its share."""
     global _slots
@@ -68,9 +79,8 @@ def _where() -> dict:
     """This task's Dask worker and key (None outside a worker)."""
     try:
         from distributed import get_worker
-        from distributed.worker import thread_state
         w = get_worker()
-        return {"worker": w, "key": thread_state.key}
+        return {"worker": w, "key": w.get_current_task()}
     except (ImportError, ValueError, AttributeError):
         return {"worker": None, "key": None}
 
@@ -230,6 +240,7 @@ def serve(address: str, shares: list[str | None], name: str | None = None,
     handed back to the scheduler) or the scheduler closes it."""
     import asyncio
 
+    require_dask("ccarena worker")
     from distributed import Worker
     configure(shares)
 
