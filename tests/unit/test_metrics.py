@@ -207,10 +207,12 @@ def test_retransmissions_ratio_ce_and_models():
     assert run["bdp_bytes"] == pytest.approx(25000)
 
 
-def test_what_limited_the_flow_from_the_kernels_accounting():
+def test_the_kernels_accounting_is_a_second_opinion():
     """busy_us includes the rwnd- and sndbuf-limited time (Linux's tcp_chrono): over an 8 s
     window, 6 s busy of which 1 s rwnd- and 0.5 s sndbuf-limited -> cwnd 4.5/8,
-    app 2/8; the congestion window at the measured RTT bounds the rate."""
+    app 2/8; the congestion window at the measured RTT bounds the rate. The samples (cwnd
+    10, nothing in flight, no unacked column) cannot say what limited the flow: the
+    kernel's opinion stands alone, and nothing is flagged as a disagreement."""
     tcp = tcpinfo([50_000])
     t = tcp["t"].to_numpy()
     tcp["busy_us"] = t * 0.75e6
@@ -218,15 +220,37 @@ def test_what_limited_the_flow_from_the_kernels_accounting():
     tcp["sndbuf_limited_us"] = t * 0.0625e6
     flows, _ = run_metrics({"tcpinfo": tcp}, meta(flows=1))
     row = flows.iloc[0]
-    assert row.rwnd_limited_frac == pytest.approx(1 / 8)
-    assert row.sndbuf_limited_frac == pytest.approx(0.5 / 8)
-    assert row.cwnd_limited_frac == pytest.approx(4.5 / 8)
-    assert row.app_limited_frac == pytest.approx(2 / 8)
-    assert row.limited_by == "cwnd"
+    assert row.kernel_rwnd_limited_frac == pytest.approx(1 / 8)
+    assert row.kernel_sndbuf_limited_frac == pytest.approx(0.5 / 8)
+    assert row.kernel_cwnd_limited_frac == pytest.approx(4.5 / 8)
+    assert row.kernel_app_limited_frac == pytest.approx(2 / 8)
+    assert row.kernel_limited_by == "cwnd"
+    assert row.limited_by is None and math.isnan(row.limit_disagrees)
     assert row.cwnd_bound_bps == pytest.approx(10 * 1000 * 8 / 0.05)
     tcp["rwnd_limited_us"] = t * 0.7e6            # the receiver's window dominates
     flows, _ = run_metrics({"tcpinfo": tcp}, meta(flows=1))
-    assert flows.iloc[0].limited_by == "rwnd"
+    assert flows.iloc[0].kernel_limited_by == "rwnd"
+
+
+def test_a_send_buffer_limit_is_judged_from_the_samples_and_the_kernel_flagged():
+    """The kernel's counters call a flow that keeps its send buffer full "busy" (cwnd);
+    the samples show in flight far below cwnd, nothing unsent, the buffer full: sndbuf,
+    with the kernel's other opinion flagged and named in the evidence."""
+    tcp = tcpinfo([50_000])
+    t = tcp["t"].to_numpy()
+    tcp = tcp.assign(cwnd=6024, mss=1448, unacked=2898, sacked=0, lost=0, retrans=0,
+                     snd_wnd=6_000_000, notsent_bytes=0, sndbuf=4 * 2**20,
+                     wmem_queued=4_100_000, ca_state=0, busy_us=t * 1e6,
+                     rwnd_limited_us=0, sndbuf_limited_us=0)
+    flows, _ = run_metrics({"tcpinfo": tcp}, meta(flows=1))
+    row = flows.iloc[0]
+    assert row.limited_by == "sndbuf" and row.sndbuf_limited_frac == pytest.approx(1.0)
+    assert row.kernel_limited_by == "cwnd" and row.limit_disagrees == 1.0
+    assert row.limit_inflight_max_pkts == 2898 and row.limit_sndbuf_bytes == 4 * 2**20
+    assert row.limit_evidence.startswith("sndbuf: nothing unsent, 3.9 MiB queued in a 4.0 "
+                                         "MiB send buffer; 2,898 segments in flight (up to "
+                                         "2,898, 4.0 MiB)")
+    assert "the kernel's counters say cwnd 100%" in row.limit_evidence
 
 
 def test_link_loss_marks_queue_and_utilisation():

@@ -199,6 +199,17 @@ pub fn tcp_info_raw(fd: RawFd, buf: &mut [u8; 256]) -> io::Result<usize> {
     Ok(len as usize)
 }
 
+/// asm-generic/socket.h (the libc crate does not name it)
+const SO_MEMINFO: libc::c_int = 55;
+
+/// SO_MEMINFO's slots (`sk_rmem_alloc`, `sk_rcvbuf`, ..., `sk_sndbuf`, `sk_wmem_queued`,
+/// ...; include/uapi/linux/sock_diag.h); returns how many the kernel filled in.
+pub fn sk_meminfo(fd: RawFd, buf: &mut [u32; 16]) -> io::Result<usize> {
+    let mut len = std::mem::size_of_val(buf) as libc::socklen_t;
+    cvt(unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, SO_MEMINFO, buf.as_mut_ptr() as *mut libc::c_void, &mut len) })?;
+    Ok(len as usize / 4)
+}
+
 // ---- UDP ----------------------------------------------------------------------------
 
 pub fn udp_socket(for_addr: &SocketAddr) -> io::Result<RawFd> {

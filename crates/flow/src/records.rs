@@ -45,7 +45,9 @@ pub const TCPINFO_FIELDS: &[Field] = &[
     ("delivered", "u32", 1),
     ("delivered_ce", "u32", 1),
     ("notsent_bytes", "u32", 1),
-    ("_pad2", "u32", 1),
+    ("retrans", "u32", 1),
+    ("sndbuf", "u32", 1),
+    ("wmem_queued", "u32", 1),
 ];
 
 pub const RX_FIELDS: &[Field] = &[("t_ns", "u64", 1), ("flow", "u32", 1), ("conn", "u32", 1), ("bytes", "u64", 1)];
@@ -122,9 +124,18 @@ pub struct TcpInfoRec {
     pub delivered: u32,
     pub delivered_ce: u32,
     pub notsent_bytes: u32,
+    /// Segments retransmitted and not yet acknowledged (`tcpi_retrans`, `retrans_out`).
+    pub retrans: u32,
+    /// The socket's send buffer, bytes (`sk_sndbuf`: SO_MEMINFO; autotuned up to
+    /// tcp_wmem[2]); 0 when the kernel could not say.
+    pub sndbuf: u32,
+    /// Memory charged to the send queue, bytes (`sk_wmem_queued`: unacknowledged and
+    /// unsent data with its buffers' overhead); a writer is held back when it reaches
+    /// `sndbuf`.
+    pub wmem_queued: u32,
 }
 
-pub const TCPINFO_SIZE: usize = 148;
+pub const TCPINFO_SIZE: usize = 156;
 pub const RX_SIZE: usize = 24;
 pub const RR_SIZE: usize = 24;
 pub const UDP_SIZE: usize = 24;
@@ -183,7 +194,9 @@ impl TcpInfoRec {
         p.u32(self.delivered);
         p.u32(self.delivered_ce);
         p.u32(self.notsent_bytes);
-        p.u32(0);
+        p.u32(self.retrans);
+        p.u32(self.sndbuf);
+        p.u32(self.wmem_queued);
         debug_assert_eq!(p.at, TCPINFO_SIZE);
         b
     }
@@ -268,6 +281,10 @@ mod tests {
         panic!("no field {name}");
     }
 
+    fn o_end(fields: &[Field]) -> usize {
+        offset(fields, "wmem_queued") + 4
+    }
+
     #[test]
     fn every_field_lands_at_its_schema_offset() {
         let r = TcpInfoRec {
@@ -298,6 +315,9 @@ mod tests {
             delivered: 34,
             delivered_ce: 35,
             notsent_bytes: 36,
+            retrans: 37,
+            sndbuf: 38,
+            wmem_queued: 39,
         };
         let b = r.encode();
         let u32_at = |n: &str| {
@@ -319,7 +339,10 @@ mod tests {
         assert_eq!(u64_at("sndbuf_limited_us"), 33);
         assert_eq!(u32_at("delivered"), 34);
         assert_eq!(u32_at("notsent_bytes"), 36);
-        assert_eq!(u32_at("_pad2"), 0);
+        assert_eq!(u32_at("retrans"), 37);
+        assert_eq!(u32_at("sndbuf"), 38);
+        assert_eq!(u32_at("wmem_queued"), 39);
+        assert_eq!(o_end(TCPINFO_FIELDS), TCPINFO_SIZE, "wmem_queued is the last field");
         let rx = encode_rx(1, 2, 3, 4);
         assert_eq!(u64::from_le_bytes(rx[16..24].try_into().unwrap()), 4);
         let rr = encode_rr(1, 2, 3, 5);

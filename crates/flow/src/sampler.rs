@@ -3,6 +3,9 @@
 //! - `decode_tcp_info` reads the kernel's struct by the offsets of
 //!   include/uapi/linux/tcp.h; a field past the length the kernel filled in (older
 //!   kernels) reads as 0. One getsockopt per socket per tick, no allocation.
+//! - `with_meminfo` adds the socket's send buffer and the memory queued in it (SO_MEMINFO):
+//!   with TCP_INFO's in-flight and unsent counts they say whether the send buffer held the
+//!   sender back (docs/metrics.md, "What limited a flow").
 //! - `Ticker` schedules ticks on the grid `first + k·interval` (absolute, so lateness
 //!   never accumulates). When a tick is served late it records the lateness; a tick
 //!   more than one interval late is a *gap* (the grid points it skipped are counted in
@@ -17,6 +20,7 @@ mod off {
     pub const UNACKED: usize = 24;
     pub const SACKED: usize = 28;
     pub const LOST: usize = 32;
+    pub const RETRANS: usize = 36;
     pub const RTT: usize = 68;
     pub const RTTVAR: usize = 72;
     pub const SND_SSTHRESH: usize = 76;
@@ -84,7 +88,25 @@ pub fn decode_tcp_info(t_ns: u64, flow: u32, conn: u32, b: &[u8], len: usize) ->
         delivered: u32_at(b, len, off::DELIVERED),
         delivered_ce: u32_at(b, len, off::DELIVERED_CE),
         notsent_bytes: u32_at(b, len, off::NOTSENT_BYTES),
+        retrans: u32_at(b, len, off::RETRANS),
+        sndbuf: 0,
+        wmem_queued: 0,
     }
+}
+
+/// SO_MEMINFO's slots (include/uapi/linux/sock_diag.h, SK_MEMINFO_*).
+const SK_MEMINFO_SNDBUF: usize = 3;
+const SK_MEMINFO_WMEM_QUEUED: usize = 5;
+
+/// The record with `sndbuf` and `wmem_queued` from SO_MEMINFO's `n` filled slots (a
+/// kernel that filled fewer leaves them 0: unknown).
+pub fn with_meminfo(mut rec: TcpInfoRec, mem: &[u32], n: usize) -> TcpInfoRec {
+    let n = n.min(mem.len());
+    if n > SK_MEMINFO_WMEM_QUEUED {
+        rec.sndbuf = mem[SK_MEMINFO_SNDBUF];
+        rec.wmem_queued = mem[SK_MEMINFO_WMEM_QUEUED];
+    }
+    rec
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -178,6 +200,19 @@ mod tests {
     }
 
     #[test]
+    fn retrans_out_and_the_send_buffer_come_from_their_slots() {
+        let mut b = [0u8; 256];
+        b[36..40].copy_from_slice(&7u32.to_ne_bytes());
+        let r = decode_tcp_info(5, 1, 2, &b, 256);
+        assert_eq!(r.retrans, 7);
+        let mem = [1, 2, 3, 4_194_304, 5, 3_000_000, 7, 8, 9];
+        let m = with_meminfo(r, &mem, 9);
+        assert_eq!((m.sndbuf, m.wmem_queued, m.retrans), (4_194_304, 3_000_000, 7));
+        // a kernel that filled only five slots has no wmem_queued: both stay unknown
+        assert_eq!((with_meminfo(r, &mem, 5).sndbuf, with_meminfo(r, &mem, 5).wmem_queued), (0, 0));
+    }
+
+    #[test]
     fn offsets_agree_with_libc_struct_where_it_has_the_field() {
         // libc's tcp_info ends before the newest fields; check the ones it has.
         let z: libc::tcp_info = unsafe { std::mem::zeroed() };
@@ -186,5 +221,8 @@ mod tests {
         assert_eq!(&z.tcpi_rtt as *const _ as usize - base, off::RTT);
         assert_eq!(&z.tcpi_total_retrans as *const _ as usize - base, off::TOTAL_RETRANS);
         assert_eq!(&z.tcpi_snd_mss as *const _ as usize - base, off::SND_MSS);
+        assert_eq!(&z.tcpi_retrans as *const _ as usize - base, off::RETRANS);
+        assert_eq!(libc::SK_MEMINFO_SNDBUF as usize, SK_MEMINFO_SNDBUF);
+        assert_eq!(libc::SK_MEMINFO_WMEM_QUEUED as usize, SK_MEMINFO_WMEM_QUEUED);
     }
 }

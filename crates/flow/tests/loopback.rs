@@ -159,7 +159,7 @@ fn every_kind_runs_over_loopback_and_leaves_consistent_files() {
     }
 
     // Binary files: whole records, sizes as their schemas say.
-    for (host, file, size) in [("cli", "tcpinfo.bin", 148), ("srv", "rx.bin", 24), ("cli", "rr.bin", 24)] {
+    for (host, file, size) in [("cli", "tcpinfo.bin", 156), ("srv", "rx.bin", 24), ("cli", "rr.bin", 24)] {
         let p = dir.join(host).join(file);
         let schema: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(format!("{}.schema.json", p.display())).unwrap()).unwrap();
@@ -168,6 +168,13 @@ fn every_kind_runs_over_loopback_and_leaves_consistent_files() {
         assert!(len > 0 && len.is_multiple_of(size), "{file}: {len} bytes");
     }
     assert_eq!(std::fs::metadata(dir.join("cli/rr.bin")).unwrap().len(), 20 * 24);
+    // Every sample knows its socket's send buffer (SO_MEMINFO): positive, and the memory
+    // queued in it never far past it (the kernel lets one buffer overshoot).
+    let ti = std::fs::read(dir.join("cli/tcpinfo.bin")).unwrap();
+    for r in ti.chunks_exact(156) {
+        let (sndbuf, queued) = (u32::from_le_bytes(r[148..152].try_into().unwrap()), u32::from_le_bytes(r[152..156].try_into().unwrap()));
+        assert!(sndbuf > 0 && queued <= 2 * sndbuf, "sndbuf {sndbuf}, queued {queued}");
+    }
     let eng: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("cli/engine.json")).unwrap()).unwrap();
     assert_eq!(eng["stopped_by"], "flows done");

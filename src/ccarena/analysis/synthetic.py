@@ -49,12 +49,13 @@ def synthetic_run(n_flows: int = 4, duration_s: float = 30.0, dt: float = 0.01,
     rep_ns = np.repeat(tns, n_flows)
     on = active.ravel()
     cwnd = (srtt * rate_flow / MSS).ravel()
+    cwnd = np.maximum(cwnd * (1 + 0.3 * np.sin(rep_t * 3)), 2).astype("int64")
     tcp = pd.DataFrame({
         "run_id": run_id, "t_ns": rep_ns, "t": rep_t, "flow": flow, "conn": 0,
-        "cwnd": np.maximum(cwnd * (1 + 0.3 * np.sin(rep_t * 3)), 2).astype("int64"),
+        "cwnd": cwnd,
         "ssthresh": 64, "srtt_us": (srtt.ravel() * 1e6).astype("int64"),
         "rttvar_us": 1000, "min_rtt_us": int(base_rtt * 1e6), "mss": MSS,
-        "total_retrans": (retr.ravel() / MSS).astype("int64"), "lost": 0, "unacked": 10,
+        "total_retrans": (retr.ravel() / MSS).astype("int64"), "lost": 0, "unacked": cwnd,
         "sacked": 0, "ca_state": 0, "snd_wnd": 3 * 2**20, "rcv_wnd": 65535,
         "delivery_rate": (rate_flow.ravel()).astype("int64"),
         "pacing_rate": (2 * rate_flow.ravel()).astype("int64"),
@@ -62,7 +63,8 @@ def synthetic_run(n_flows: int = 4, duration_s: float = 30.0, dt: float = 0.01,
         "bytes_retrans": retr.ravel().astype("int64"), "busy_us": (rep_t * 1e6).astype("int64"),
         "rwnd_limited_us": 0, "sndbuf_limited_us": 0,
         "delivered": (cum.ravel() / MSS).astype("int64"), "delivered_ce": 0,
-        "notsent_bytes": 0,
+        # a bulk sender held by its congestion window: cwnd in flight, more data waiting
+        "notsent_bytes": 65536, "retrans": 0, "sndbuf": 4 * 2**20, "wmem_queued": 3 * 2**20,
     })[on].reset_index(drop=True)
     rx = pd.DataFrame({"run_id": run_id, "t_ns": rep_ns, "t": rep_t, "flow": flow, "conn": 0,
                        "bytes": cum.ravel().astype("int64")})[on].reset_index(drop=True)

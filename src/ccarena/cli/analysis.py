@@ -214,6 +214,13 @@ def cmd_compare(args) -> int:
     inv_a, inv_b = int(res["n_invalid_a"].iloc[0]), int(res["n_invalid_b"].iloc[0])
     if inv_a or inv_b:
         print(f"invalid runs excluded: A {inv_a}, B {inv_b}")
+    from ccarena.analysis.host_settings import differences, recorded
+    diff = differences(recorded(a.metas), recorded(b.metas))
+    if diff:
+        console.print(f"[yellow]warning[/yellow]: the two studies' hosts had different TCP "
+                      f"settings ({len(diff)}); a difference above may be theirs:")
+        for line in diff:
+            console.print("  " + line, markup=False, highlight=False)
     return 0
 
 

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ccarena.metrics import formulas as F
+from ccarena.metrics import limits as L
 from ccarena.metrics.series import (CONVERGENCE_ALLOWANCE_S, DEFAULT_INTERVAL_S, _jain_frame, convergence_fairness, cum_at, fairness_columns, flow_table, goodput_matrix, interval_edges, nonempty, run_timing, usable, with_t)
 
 FLOW_ID_COLUMNS = ["run_id", "flow", "name", "kind", "cc", "from", "to", "start_s", "stop_s",
@@ -79,7 +80,7 @@ def _tcp_conn_metrics(tcp, flows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFr
             "wnd_bytes": (g["snd_wnd"].median() if "snd_wnd" in win else
                           g["rcv_wnd"].median() if "rcv_wnd" in win else NAN),
         }, index=s.index)
-        per.append(s.join(extra))
+        per.append(s.join(extra).join(L.summarise(win, keys)))
     deltas = _counter_deltas(tcp, flows)
     conn = per[0].join(deltas, how="outer")
     flow = per[1].join(deltas.groupby(level="flow").sum(), how="outer")
@@ -364,7 +365,8 @@ def _receiver_ran(fl: dict, meta: dict) -> bool:
 def _tcp_row(t: pd.DataFrame, key) -> dict:
     if t.empty or key not in t.index:
         return {}
-    return {k: float(v) for k, v in t.loc[key].items()}
+    return {k: v if isinstance(v, str) or v is None else float(v)
+            for k, v in t.loc[key].items()}
 
 
 def _fct_summary(recs: pd.DataFrame, f: int, fl, conns: list) -> dict:
@@ -410,38 +412,18 @@ def _derived_flow_columns(fdf: pd.DataFrame, timing) -> pd.DataFrame:
     # pass; the congestion window at the measured RTT is what the sender allowed itself
     fdf["rwnd_bound_bps"] = col("wnd_bytes") * 8.0 / base
     fdf["cwnd_bound_bps"] = col("cwnd_mean_pkts") * mss * 8.0 / rtt.where(rtt > 0)
-    fdf = _limits(fdf, col)
+    # what limited it: judged from the samples (metrics/limits.py), with the kernel's
+    # own accounting as a second opinion
+    for c in ("limited_by", "limit_evidence"):
+        if c not in fdf:
+            fdf[c] = None
+    fdf = L.kernel_opinion(fdf, col)
     fdf["mathis_bps"] = [F.mathis_bps(m, r, p) for m, r, p in zip(mss, rtt, fdf["loss_p"])]
     top = fdf["conn"] == -1
     tot = fdf.loc[top, "goodput_bps"].sum()
     fdf["share"] = fdf["goodput_bps"] / tot if tot > 0 else NAN
     drop = [c for c in COUNTERS if c in fdf]
     return fdf.drop(columns=drop)
-
-
-LIMITS = ("cwnd", "rwnd", "sndbuf", "app")
-
-
-def _limits(fdf: pd.DataFrame, col) -> pd.DataFrame:
-    """Fractions of the flow's window during which the kernel's own accounting (TCP_INFO
-    busy_time, rwnd_limited, sndbuf_limited; Linux's tcp_chrono) says what limited it:
-      rwnd_limited_frac   the peer's receive window was full
-      sndbuf_limited_frac the socket's send buffer was (the sender's memory)
-      cwnd_limited_frac   busy otherwise: the congestion window or pacing (the network)
-      app_limited_frac    not busy: nothing to send (the application, or idle)
-    Each is Δcounter / (connections × window); `limited_by` names the largest."""
-    span = fdf["window_s"].astype(float) * 1e6 * fdf["n_conns"].clip(lower=1).astype(float)
-    span = span.where(span > 0)
-    busy, rw, sb = col("busy_us"), col("rwnd_limited_us"), col("sndbuf_limited_us")
-    fdf["rwnd_limited_frac"] = (rw / span).clip(0, 1)
-    fdf["sndbuf_limited_frac"] = (sb / span).clip(0, 1)
-    fdf["cwnd_limited_frac"] = ((busy - rw - sb) / span).clip(0, 1)
-    fdf["app_limited_frac"] = (1 - busy / span).clip(0, 1)
-    fr = fdf[[f"{k}_limited_frac" for k in LIMITS]]
-    best = fr.fillna(-1).to_numpy().argmax(axis=1)
-    fdf["limited_by"] = [LIMITS[i] if fr.iloc[j].notna().any() else None
-                         for j, i in enumerate(best)]
-    return fdf
 
 
 def _run_rtt(tcp, timing) -> dict:

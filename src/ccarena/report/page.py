@@ -343,6 +343,27 @@ def _flows_table(res: Results, key: list[str]) -> dict:
     return _results_table(st.drop(columns=["n_invalid"]).assign(n_invalid=0), by, ms)
 
 
+def _tcp_left_to_host(res: Results) -> str | None:
+    """The TCP settings the study left to its hosts whose recorded values differ from the
+    reference kernel's (analysis/host_settings.py): what a result here may owe to the
+    machine."""
+    from ccarena.analysis.host_settings import against_reference, recorded
+    from ccarena.study.load import parse_study
+    try:
+        lines = against_reference(recorded(res.metas), parse_study(res.study,
+                                                                   res.study_source))
+    except Exception:  # noqa: BLE001 — a study that no longer parses still has a report
+        return None
+    return "; ".join(lines) if lines else None
+
+
+def _limits_table(res: Results) -> dict:
+    """What limited each flow, with its evidence (report/limits.py)."""
+    from ccarena.report.limits import flow_limits, report_table
+    lim = report_table(flow_limits(res.flows), cell_labels(res))
+    return table_data(lim, left=tuple(lim.columns))
+
+
 MACHINE_KEYS = {"kernel": "kernel", "cpu_model": "CPU model", "ccarena": "ccarena version",
                 "commit": "ccarena commit"}
 
@@ -384,6 +405,9 @@ def _environment(res: Results) -> list[tuple]:
     line = machines_line(metas)
     if line:
         env["machines"] = line
+    tcp = _tcp_left_to_host(res)
+    if tcp:
+        env["TCP settings left to the host, unlike the reference kernel's"] = tcp
     if "cpu_busy_frac" in res.runs:
         env["cpu busy (mean over runs)"] = f"{res.runs['cpu_busy_frac'].mean():.3g}"
     if "cpu_steal_frac" in res.runs:
@@ -425,6 +449,7 @@ def write_report(study_dir, out=None, max_timeseries: int = 12,
         models=_results_table(cell_stats(runs, known, models), known, models)
         if models else None,
         sections=sections, flows=_flows_table(res, key), environment=_environment(res),
+        limits=_limits_table(res),
         study_json=json.dumps(res.study, indent=1, sort_keys=True, default=str))
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic.write_text(out, html)

@@ -99,21 +99,9 @@ def _run_cells(runs) -> dict[str, dict]:
 
 def _limits(flows) -> dict:
     """(cell, flow) -> what limited the flow most often over its valid runs, with the mean
-    fraction of time it did ("cwnd 97%")."""
-    if not len(flows) or "limited_by" not in flows:
-        return {}
-    f = flows[(flows["conn"] == -1) if "conn" in flows else slice(None)]
-    if "valid" in f:
-        f = f[f["valid"].astype(bool)]
-    out = {}
-    for (cell, name), g in f.groupby(["cell", "name"]):
-        lim = g["limited_by"].dropna()
-        if not len(lim):
-            continue
-        top = lim.mode().iloc[0]
-        frac = g[f"{top}_limited_frac"].mean()
-        out[(cell, name)] = f"{top} {frac:.0%}"
-    return out
+    share of samples it did ("sndbuf 97%"; report/limits.py)."""
+    from ccarena.report.limits import flow_limits, short
+    return {(r["cell"], r["name"]): short(r) for r in flow_limits(flows).to_dict("records")}
 
 
 def terminal() -> Console:
@@ -199,11 +187,17 @@ def render(results, console: Console | None = None) -> list[Table]:
     console.print("[dim]mean ± half-width of the 95 % confidence interval over the valid "
                   "runs of a cell (n); invalid runs (the machine or a tool failed the "
                   "experiment) are never averaged in. loss: the bottleneck's drops over its "
-                  "arrivals; limit: what held the sender back most of the time (cwnd: the "
-                  "network, rwnd: the receiver's window, sndbuf: its own buffer, app: "
-                  "nothing to send).[/dim]")
+                  "arrivals; limit: what held the sender back in most samples (cwnd: the "
+                  "congestion window, rwnd: the receiver's window, sndbuf: its own send "
+                  "buffer, pacing: its pacing, app: nothing to send).[/dim]")
     for line in algorithm_lines(results):
         console.print(f"[dim]{escape(line)}[/dim]")
+    from ccarena.report.limits import flow_limits, show_lines
+    cells = (results.plan or {}).get("cells", {}) or {}
+    labels = {c: ", ".join(f"{k.rsplit('.', 1)[-1]} {v}" for k, v in p.items()) or str(c)
+              for c, p in cells.items()}
+    for line in show_lines(flow_limits(results.flows), labels):
+        console.print(escape(line), highlight=False)
     for line in completeness(results):
         console.print(f"[red]{escape(line)}[/red]")
     for p in results.problems if hasattr(results, "problems") else []:

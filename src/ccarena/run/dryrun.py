@@ -6,8 +6,9 @@
 
 Per cell: rate, one-way delay and base RTT, BDP, buffer in packets and in BDPs, loss,
 per-host differences, queue, and (with a preflight, which needs root) the link backend and
-where each algorithm comes from. Then the plan's run order and seeds, the total time, and
-warnings for settings that are legal but rarely meant."""
+where each algorithm comes from. The TCP settings the study leaves to the host that differ
+on this machine from the reference kernel's. Then the plan's run order and seeds, the total
+time, and warnings for settings that are legal but rarely meant."""
 from __future__ import annotations
 
 from ccarena import units
@@ -103,8 +104,26 @@ def warnings(study, plan, capacity_bps: float | None = None) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def describe(study, plan, pf: dict | None = None, capacity_bps: float | None = None
-             ) -> list[str]:
+def host_dependent(study, here: dict | None = None) -> list[str]:
+    """The TCP settings the study leaves to the host whose value on this machine differs
+    from the reference kernel's (study/tcp_reference.py): what could make a result here
+    differ from one on another machine. `here`: the values read on this machine (default:
+    read now, as a run's host would get them)."""
+    from ccarena.study.tcp_reference import REFERENCE_KERNEL, format_rows, left_to_host
+    if here is None:
+        from ccarena.run.environment import tcp_settings_here
+        here = tcp_settings_here()
+    rows = left_to_host(study, here)
+    if not rows:
+        return [f"TCP settings: those the study leaves to the host are as the reference "
+                f"kernel ({REFERENCE_KERNEL}) sets them"]
+    return [f"TCP settings the study leaves to the host that differ here from the reference "
+            f"kernel ({REFERENCE_KERNEL}), so a result may depend on this machine (pin them "
+            "in [tcp] or [hosts.*].sysctl):"] + ["  " + x for x in format_rows(rows)]
+
+
+def describe(study, plan, pf: dict | None = None, capacity_bps: float | None = None,
+             here: dict | None = None) -> list[str]:
     cells = study.cells or [Cell(0, {}, study)]
     lines = [f"study {study.name}" + (f" (scale {study.scale})" if study.scale else "")
              + f": {len(cells)} cell{'s' if len(cells) != 1 else ''} x {plan.repetitions} "
@@ -133,6 +152,7 @@ def describe(study, plan, pf: dict | None = None, capacity_bps: float | None = N
                          + (f": {a['why']}" if a.get("why") else ""))
     else:
         lines.append("(link backend and algorithm sources: run as root to see them)")
+    lines += host_dependent(study, here)
     lines.append("runs, in order:")
     for r in plan.runs:
         params = ", ".join(f"{k} = {v}" for k, v in r.params.items())

@@ -124,8 +124,84 @@ def _git_commit() -> str | None:
     return sha + ("+dirty" if dirty else "")
 
 
+# not recorded: a secret, and settings that say nothing about one connection's behaviour
+UNRECORDED = ("net.ipv4.tcp_fastopen_key",)
+
+
+def tcp_sysctl_names(ns: str | None = None) -> list[str]:
+    """Every net.ipv4.tcp_* sysctl this kernel has (inside namespace ns), with
+    HOST_SYSCTLS and the reference's net.core ones."""
+    from ccarena.study.tcp_reference import INITCWND, REFERENCE_TCP
+    def listing():
+        try:
+            return sorted(f"net.ipv4.{n}" for n in os.listdir("/proc/sys/net/ipv4")
+                          if n.startswith("tcp_"))
+        except OSError:
+            return []
+    if ns is None:
+        names = listing()
+    else:
+        with netns.enter(ns):
+            names = listing()
+    extra = [k for k in (*HOST_SYSCTLS, *REFERENCE_TCP) if k != INITCWND]
+    return [k for k in dict.fromkeys(names + extra) if k not in UNRECORDED]
+
+
+def _routes(ns: str) -> list[str]:
+    """The host's routes as `ip route` shows them (an initcwnd pinned by the study shows)."""
+    try:
+        r = subprocess.run(["ip", "-n", ns, "route", "show"], capture_output=True, text=True,
+                           timeout=5)
+        return [ln.strip() for ln in r.stdout.splitlines() if ln.strip()]
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return [f"error: {e}"]
+
+
+def initcwnd_of(routes: list[str]) -> str:
+    """The initial window a host's data routes give: the `initcwnd` they carry, else the
+    kernel's TCP_INIT_CWND (10)."""
+    vals = {ln.split("initcwnd", 1)[1].split()[0] for ln in routes if " initcwnd " in
+            f" {ln} "}
+    return ",".join(sorted(vals)) if vals else "10"
+
+
+def tcp_settings_here() -> dict[str, str | None]:
+    """The TCP settings a run's host would get on this machine: read in a fresh network
+    namespace (`unshare --net`, gone when it exits) when running as root, which is what a
+    run's hosts start from; else in this process's namespace."""
+    from ccarena.study.tcp_reference import INITCWND
+    keys = tcp_sysctl_names()
+    paths = " ".join("/proc/sys/" + k.replace(".", "/") for k in keys)
+    script = f'for p in {paths}; do printf "%s\\t" "$p"; tr "\\t\\n" "  " < "$p" ' \
+             '2>/dev/null; echo; done'
+    argv = (["unshare", "--net", "sh", "-c", script] if os.geteuid() == 0
+            else ["sh", "-c", script])
+    out: dict[str, str | None] = dict.fromkeys(keys)
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+        text = r.stdout if r.returncode == 0 else subprocess.run(
+            ["sh", "-c", script], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return out
+    for line in text.splitlines():
+        p, _, v = line.partition("\t")
+        k = p.removeprefix("/proc/sys/").replace("/", ".")
+        if k in out and v.strip():
+            out[k] = " ".join(v.split())
+    out[INITCWND] = "10"      # no route of a fresh host carries one: the kernel's
+    return out
+
+
 def host_state(topo) -> dict:
-    sysctls = {h: netns.sysctl_get(ns, HOST_SYSCTLS) for h, ns in topo.hosts.items()}
+    """Each host's effective TCP sysctls (every net.ipv4.tcp_* and the net.core buffer
+    limits), its routes and the initial window they give, and the offloads of the path."""
+    from ccarena.study.tcp_reference import INITCWND
+    sysctls = {}
+    routes = {}
+    for h, ns in topo.hosts.items():
+        sysctls[h] = netns.sysctl_get(ns, tcp_sysctl_names(ns))
+        routes[h] = _routes(ns)
+        sysctls[h][INITCWND] = initcwnd_of(routes[h])
     offloads = {}
     for pair in topo.veths:
         for end in (pair.a, pair.b):
@@ -133,4 +209,4 @@ def host_state(topo) -> dict:
                 offloads[f"{end.ns}/{end.name}"] = netns.get_offloads(end.ns, end.name)
             except Exception as e:
                 offloads[f"{end.ns}/{end.name}"] = {"error": str(e)}
-    return {"sysctls": sysctls, "offloads": offloads}
+    return {"sysctls": sysctls, "routes": routes, "offloads": offloads}

@@ -295,6 +295,8 @@ TCP_KEYS = {
     "rmem": Key("sizes", "net.ipv4.tcp_rmem [min, default, max]", _mem_triple, unit="bytes"),
     "wmem": Key("sizes", "net.ipv4.tcp_wmem [min, default, max]", _mem_triple, unit="bytes"),
     "sysctl": table("any other net.* sysctls of every host", _sysctl_table),
+    "initcwnd": integer("initial congestion window of every host's routes (ip route "
+                        "initcwnd)", 1, 1000, "the kernel's (10)", unit="segments"),
 }
 TESTBED_KEYS = {
     "offloads": boolean("TSO/GSO/GRO on the emulated path", "false"),

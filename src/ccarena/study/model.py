@@ -56,6 +56,7 @@ class TcpSettings:
     rmem: str | None = None  # "min default max"
     wmem: str | None = None
     sysctl: dict[str, str] = field(default_factory=dict)
+    initcwnd: int | None = None  # segments: the hosts' routes carry it (None: the kernel's)
 
     def sysctls(self) -> dict[str, str]:
         s = {

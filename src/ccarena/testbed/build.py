@@ -139,8 +139,12 @@ class Testbed:
                     ip, plen = end.addr.split("/")
                     self.ipr(end.ns).addr("add", index=self.index(end.ns, end.name),
                                           address=ip, prefixlen=int(plen))
+        hosts = set(self.topo.hosts.values())
+        init = self.study.tcp.initcwnd
         for r in self.topo.routes:
-            self.ipr(r.ns).route("add", dst=r.dst, gateway=r.gateway)
+            # a pinned initial window rides on the hosts' routes (as `ip route ... initcwnd`)
+            extra = {"metrics": {"initcwnd": init}} if init and r.ns in hosts else {}
+            self.ipr(r.ns).route("add", dst=r.dst, gateway=r.gateway, **extra)
         for n in self.topo.neighbours:
             self.ipr(n.ns).neigh("replace", dst=n.ip, lladdr=n.mac,
                                  ifindex=self.index(n.ns, n.dev), state=NUD_PERMANENT)

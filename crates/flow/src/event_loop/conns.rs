@@ -33,6 +33,10 @@ impl Engine {
             Some(Side::Send) if c.connected => {
                 let n = net::tcp_info_raw(c.fd, info).map_err(|e| format!("getsockopt TCP_INFO: {e}"))?;
                 let rec = sampler::decode_tcp_info(now, c.log.flow, c.log.conn, &info[..], n);
+                // the send buffer's size and fill; a kernel without SO_MEMINFO leaves them 0
+                let mut mem = [0u32; 16];
+                let m = net::sk_meminfo(c.fd, &mut mem).unwrap_or(0);
+                let rec = sampler::with_meminfo(rec, &mem, m);
                 out.tcpinfo.append(&rec.encode()).map_err(|e| format!("write tcpinfo.bin: {e}"))
             }
             Some(Side::Recv) if c.connected => out
