@@ -93,7 +93,7 @@ def test_figures_draw_into_given_axes_and_return_their_figure(tmp_path, runs):
     a, b = fig.subplots(1, 2)
     assert plots.box(runs, "cc", "jain", ax=a) is fig
     assert plots.cdf(runs, "rtt_mean_s", hue="cc", ax=b) is fig
-    assert len(fig.axes) == 2 and a.get_title().startswith("jain per cc")
+    assert len(fig.axes) == 2 and a.get_title().startswith("Jain's index per cc")
     assert b.get_lines(), "the CDF was not drawn into the axes given"
     assert is_svg(plots.save(fig, tmp_path / "two.svg"))
     # the same figure saved twice as SVG or PDF is the same file: no date inside
