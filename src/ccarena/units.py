@@ -336,8 +336,7 @@ def format_estimate(value, half=None, low=None, high=None, digits: int = 4,
             dp = _decimals(abs(h))
             s = f"{_fixed(v, dp)} ± {_fixed(abs(h), dp)}"
         else:
-            widths = [w for w in (hi - v, v - lo) if w > 1e-12 * max(abs(v), 1)]
-            dp = _decimals(min(widths))
+            dp = _decimals((hi - lo) / 2)      # the interval's half-width sets the digits
             s = f"{_fixed(v, dp)} [{_fixed(lo, dp)}, {_fixed(hi, dp)}]"
     return f"{s} {unit}" if unit and s != "–" else s
 

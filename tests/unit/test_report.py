@@ -202,5 +202,5 @@ def test_report_names_cells_by_their_factor_values(report, study):
     cells = json.loads((study / "plan.json").read_text())["cells"]
     for cell, params in cells.items():
         setting = f"buffer={params['bottleneck.buffer']}, cc={params['flow.bulk.cc']}"
-        assert re.search(rf"Run {re.escape(cell)}-r\d \({re.escape(setting)}\)", html), setting
+        assert re.search(rf"Run \S*{re.escape(cell)}-r\d \({re.escape(setting)}\)", html), setting
         assert f"({cell})" not in html

@@ -179,8 +179,17 @@ def set_factor_ticks(ax, axis: FactorAxis, which: str = "x") -> None:
     if axis.numeric:
         (ax.xaxis if which == "x" else ax.yaxis).set_minor_locator(
             matplotlib.ticker.NullLocator())
-    if len(axis.levels) > 6 or max((len(str(v)) for v in axis.levels), default=0) > 12:
-        ax.tick_params(axis=which, labelrotation=30)
+    rotate_long(ax, axis.levels, which)
+
+
+def rotate_long(ax, labels, which: str = "x") -> None:
+    """Slant tick labels that would run into each other (many, or long ones such as
+    "buffer=20p, cc=cubic")."""
+    labels = [str(v) for v in labels]
+    if which == "x" and (len(labels) > 6 or sum(map(len, labels)) > 40
+                         or max(map(len, labels), default=0) > 14):
+        for t in ax.get_xticklabels():
+            t.set(rotation=25, ha="right", rotation_mode="anchor")
 
 
 def error_bars(d, metric: str, scale: float):

@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 from ccarena.analysis import summarize, valid_mask
 from ccarena.units import format_number
 from ccarena.metrics.series import (DEFAULT_INTERVAL_S, goodput_series, jain_series, nonempty, usable, with_t)
-from ccarena.report.figbase import (FORMATS, _axes, _legend, _no_data, _thin, column_label, error_bars, factor_axis, label_of, name_of, natural_key, save, set_factor_ticks, unit_of)
+from ccarena.report.figbase import (FORMATS, _axes, _legend, _no_data, _thin, column_label, error_bars, factor_axis, label_of, name_of, natural_key, rotate_long, save, set_factor_ticks, unit_of)
 from ccarena.report.field_figures import box_per_flow, convergence, throughput_delay
 
 __all__ = ["timeseries", "run_title", "metric_vs_factor", "box", "box_per_flow", "cdf", "heatmap",
@@ -238,8 +238,7 @@ def box(runs: pd.DataFrame, by: str, metric: str, *, title: str | None = None,
                         color="k", ms=3)
         else:
             _no_data(ax)
-        if len(levels) > 4:
-            ax.tick_params(axis="x", labelrotation=30)
+        rotate_long(ax, levels)
     ax.set_xlabel(column_label(by))
     ax.set_ylabel(label_of(metric))
     ax.grid(alpha=0.3, axis="y")

@@ -97,6 +97,12 @@ def _run_cells(runs) -> dict[str, dict]:
     return out
 
 
+def flow_notes(flows) -> dict:
+    """(cell, flow name) -> the note the report's flows table shows beside the flow's
+    numbers: today what limited it (the terminal's limit column, "cwnd 97%")."""
+    return _limits(flows)
+
+
 def _limits(flows) -> dict:
     """(cell, flow) -> what limited the flow most often over its valid runs, with the mean
     fraction of time it did ("cwnd 97%")."""
