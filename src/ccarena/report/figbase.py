@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
+import matplotlib.ticker
 import numpy as np
 from matplotlib.figure import Figure
 
@@ -43,16 +44,24 @@ def save(fig: Figure, path, fmt: str | None = None) -> Path:
         raise ValueError(f"plot {path}: format {fmt!r} not supported (use "
                          + ", ".join(f".{f}" for f in FORMATS) + ")")
     path.parent.mkdir(parents=True, exist_ok=True)
-    for ax in fig.axes:  # "+1.913e1" offsets hide the values a reader wants to see
-        for axis in (ax.xaxis, ax.yaxis):
-            fmtr = axis.get_major_formatter()
-            if hasattr(fmtr, "set_useOffset"):
-                fmtr.set_useOffset(False)
+    plain_axes(fig)
     meta = {"svg": {"Date": None}, "pdf": {"CreationDate": None}}.get(fmt)
     # a fixed salt makes the SVG's element ids, and so the file, repeatable
     with matplotlib.rc_context({"svg.hashsalt": "ccarena"}):
         fig.savefig(path, format=fmt, dpi=100, bbox_inches="tight", metadata=meta)
     return path
+
+
+def plain_axes(fig: Figure) -> None:
+    """Tick labels as numbers people read: no "+1.913e1" offset and no "1e-5" multiplier
+    above the axis (they hide the values a reader wants to see); a log axis keeps its
+    powers of ten."""
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            fmtr = axis.get_major_formatter()
+            if isinstance(fmtr, matplotlib.ticker.ScalarFormatter):
+                fmtr.set_useOffset(False)
+                fmtr.set_scientific(False)
 
 
 def _axes(ax, figsize) -> tuple[Figure, object]:
