@@ -229,3 +229,16 @@ def test_saved_axes_carry_no_scientific_multiplier(tmp_path):
     ax = fig.axes[0]
     assert ax.yaxis.get_offset_text().get_text() == ""
     assert not any("e" in t.get_text() for t in ax.get_yticklabels())
+
+
+def test_fairness_points_sit_at_their_flow_counts():
+    """Each point at its number of flows (not at the number of runs averaged)."""
+    rows = [{"n_flows": n, "valid": True, "jain": 1 - 0.05 * np.log2(n) + r * 0.01}
+            for n in (2, 4, 8, 16) for r in range(3)]
+    ax = plots.fairness_vs_flows(pd.DataFrame(rows), "n_flows").axes[0]
+    data = [ln for ln in ax.get_lines() if ln.get_marker() == "o"]
+    assert len(data) == 1
+    assert list(data[0].get_xdata()) == [2, 4, 8, 16]
+    assert list(data[0].get_ydata()) == pytest.approx([1 - 0.05 * np.log2(n) + 0.01
+                                                       for n in (2, 4, 8, 16)])
+    assert ax.get_xscale() == "log"

@@ -281,8 +281,9 @@ def compare_rows(res, by: list[str], mode: str = "human") -> tuple[list[str], li
         if d is None or (isinstance(d, float) and math.isnan(d)):
             return ""
         if any(isinstance(x, float) and math.isnan(x) for x in (lo, hi)):
-            return units.format_estimate(d * scale, digits=6 if mode == "raw" else 4)
-        s = units.format_estimate(d * scale, low=lo * scale, high=hi * scale)
+            s = units.format_estimate(d * scale, digits=6 if mode == "raw" else 4)
+        else:
+            s = units.format_estimate(d * scale, low=lo * scale, high=hi * scale)
         return s if s.startswith("-") else "+" + s
 
     head = [column_label(k) if mode == "human" and "." in str(k) else str(k) for k in by] + \

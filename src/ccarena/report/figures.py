@@ -113,7 +113,9 @@ def _timeseries_panels(fig, axes, tables, meta, interval_s, title, label=None):
     ax.set_ylabel("queue (packets)")
 
     ax = axes[4]
-    if nonempty(rx):
+    if len(meta.get("flows") or []) == 1:
+        _no_data(ax, "one flow: Jain's index is 1 by definition")
+    elif nonempty(rx):
         js = jain_series(rx, meta, interval_s)
         ax.plot(js["t"] + interval_s / 2, js["jain"], marker=".", lw=1, label=label)
         ax.set_ylim(0, 1.05)
@@ -321,11 +323,13 @@ def fairness_vs_flows(runs: pd.DataFrame, n_col: str, *, value: str = "jain",
         d["_n"] = pd.to_numeric(d[n_col], errors="coerce")
         groups = d.groupby(hue, sort=True) if hue and hue in d else [(None, d)]
         for h, g in groups:
-            s = pd.DataFrame([{"n": n, **summarize(x[value])} for n, x in g.groupby("_n")])
+            # the flow count as its own column: summarize's "n" counts the runs
+            s = pd.DataFrame([{**summarize(x[value]), "_flows": k}
+                              for k, x in g.groupby("_n")])
             if s.empty:
                 continue
             y, err = error_bars(s, value, 1.0)
-            ax.errorbar(s["n"], y, yerr=err, marker="o", capsize=3,
+            ax.errorbar(s["_flows"], y, yerr=err, marker="o", capsize=3,
                         label=None if h is None else str(h))
         ns = np.sort(d["_n"].dropna().unique())
         if ns.size:

@@ -90,15 +90,17 @@ def _checks(res: Results) -> Markup:
     bad = runs[~valid_mask(runs)] if len(runs) else runs
     if len(bad):
         rows = []
+        labels = gallery.cell_labels(res)
         for r in bad.itertuples(index=False):
             rid = getattr(r, "run_id", "")
-            reasons = (res.metas.get(str(rid), {}).get("invalid_reasons") or
-                       [getattr(r, "invalid_reasons", "")])
-            rows.append({"run_id": rid, "cell": getattr(r, "cell", ""),
-                         "rep": getattr(r, "rep", ""),
+            meta = res.metas.get(str(rid), {})
+            reasons = meta.get("invalid_reasons") or [getattr(r, "invalid_reasons", "")]
+            cell = getattr(r, "cell", "")
+            rows.append({"run": meta.get("label") or getattr(r, "label", None) or rid,
+                         "setting": labels.get(cell, cell), "rep": getattr(r, "rep", ""),
                          "reasons": "; ".join(map(str, np.atleast_1d(reasons)))})
         ctx["invalid"] = {"n": len(bad), "table": table_data(
-            pd.DataFrame(rows), left=("run_id", "cell", "reasons"))}
+            pd.DataFrame(rows), left=("run", "setting", "reasons"))}
     odd = anomaly_lines(res)
     if odd:
         ctx["anomalies"] = {"n": len(odd), "table": table_data(
@@ -118,7 +120,7 @@ def _checks(res: Results) -> Markup:
         shown = shown.rename(columns={"ok": "result", "detail": "measured and wanted"})
         ctx["criteria"] = {"n": len(checks), "passed": int(ok.sum()),
                            "failed": int((~ok).sum()), "table": table_data(
-                               shown, left=tuple(c for c in shown.columns if c != "result"),
+                               shown, left=tuple(shown.columns),
                                raw_html=("result",))}
     return Markup(render("checks.html.j2", **ctx))
 
