@@ -318,10 +318,12 @@ def test_a_single_flow_study_leaves_jains_index_out_and_says_why(tmp_path):
                               duration_s=4.0)
     html = _text(write_report(d, max_timeseries=0).read_text())
     results = html.split("Results per cell")[1].split("Figures")[0]
-    assert "Jain" not in results.split("Jain's index: not shown")[0]    # no column
-    assert "Jain's index: not shown, every run has a single flow" in results
+    assert "Jain" not in results.split("Jain's index")[0]    # no column
+    assert re.search(r"Jain's index(, [^:]+)?: not shown, every run has a single flow",
+                     results)
     figures = html.split("Figures")[1].split("Flows")[0]
-    assert "Jain's index: left out, every run has a single flow" in figures
+    assert re.search(r"Jain's index(, [^:]+)?: left out, every run has a single flow",
+                     figures)
     assert "convergence time: left out, no valid run has a value" in figures
 
 

@@ -59,15 +59,16 @@ def left_out(runs: pd.DataFrame, metrics, *, constants: bool = True,
     ok = runs[valid_mask(runs)] if len(runs) else runs
     keep, notes = [], []
     one = single_flow(runs)
+    jains = [units.metric_name(m) for m in metrics if one and m.startswith("jain") and m in ok]
+    if jains:       # one line for every index: they are undefined for the same reason
+        notes.append(f"{', '.join(jains)}: left out, every run has a single flow (the "
+                     "index of one flow is 1 by definition)")
     for m in metrics:
         name = units.metric_name(m)
-        if m not in ok:
+        if m not in ok or (one and m.startswith("jain")):
             continue
         x = pd.to_numeric(ok[m], errors="coerce").dropna().to_numpy(float)
-        if one and m.startswith("jain"):
-            notes.append(f"{name}: left out, every run has a single flow (the index of "
-                         "one flow is 1 by definition)")
-        elif not x.size:
+        if not x.size:
             if undefined:
                 notes.append(f"{name}: left out, no valid run has a value")
         elif constants and len(x) > 1 and np.ptp(x) <= 1e-9 * max(np.abs(x).max(), 1e-300):

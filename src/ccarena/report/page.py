@@ -88,9 +88,9 @@ def _checks(res: Results) -> Markup:
     ctx: dict = {"n_runs": len(runs), "invalid": None, "anomalies": None, "reruns": None,
                  "criteria": None}
     bad = runs[~valid_mask(runs)] if len(runs) else runs
+    labels = gallery.cell_labels(res)
     if len(bad):
         rows = []
-        labels = gallery.cell_labels(res)
         for r in bad.itertuples(index=False):
             rid = getattr(r, "run_id", "")
             meta = res.metas.get(str(rid), {})
@@ -108,9 +108,13 @@ def _checks(res: Results) -> Markup:
     ctx["gaps"] = completeness(res)
     rerun = runs[runs["reruns"].fillna(0) > 0] if "reruns" in runs else runs.iloc[0:0]
     if len(rerun):
+        shown = pd.DataFrame({
+            "run": rerun["label"] if "label" in rerun else rerun["run_id"],
+            "setting": rerun["cell"].map(labels).fillna(rerun["cell"]) if "cell" in rerun
+            else "", "rep": rerun["rep"] if "rep" in rerun else "",
+            "reruns": rerun["reruns"], "reasons": rerun["rerun_reasons"]})
         ctx["reruns"] = {"n": len(rerun), "table": table_data(
-            rerun[["run_id", "cell", "rep", "reruns", "rerun_reasons"]],
-            left=("run_id", "cell", "rerun_reasons"))}
+            shown, left=("run", "setting", "reasons"))}
     checks = _evaluate_expect(res) if res.study.get("expect") else pd.DataFrame()
     if len(checks):
         ok = checks["ok"].astype(bool)
