@@ -125,7 +125,7 @@ def _checks(res: Results) -> Markup:
         ctx["criteria"] = {"n": len(checks), "passed": int(ok.sum()),
                            "failed": int((~ok).sum()), "table": table_data(
                                shown, left=tuple(shown.columns),
-                               raw_html=("result",))}
+                               raw_html=("result",), wrap=("measured and wanted",))}
     return Markup(render("checks.html.j2", **ctx))
 
 
