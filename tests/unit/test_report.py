@@ -233,7 +233,7 @@ def test_rendered_report_has_no_number_in_scientific_notation(tmp_path, report):
         assert len(digits) <= 2, m.group(0)
 
 
-def _checked_copy(tmp_path, study, checks) -> "Path":
+def _checked_copy(tmp_path, study, checks):
     d = tmp_path / "checked"
     shutil.copytree(study, d)
     st = json.loads((d / "study.json").read_text())

@@ -13,7 +13,8 @@ from matplotlib.patches import Ellipse
 
 from ccarena.analysis import valid_mask
 from ccarena.metrics.series import nonempty
-from ccarena.report.figbase import (_axes, _legend, _no_data, column_label, factor_axis, label_of, name_of, natural_key, rotate_long, unit_of)
+from ccarena.report.figbase import (_axes, _legend, _no_data, column_label, factor_axis,
+                                    label_of, name_of, natural_key, rotate_long, unit_of)
 
 __all__ = ["throughput_delay", "box_per_flow", "convergence"]
 

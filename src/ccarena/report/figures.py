@@ -19,7 +19,9 @@ from matplotlib.figure import Figure
 from ccarena.analysis import summarize, valid_mask
 from ccarena.units import format_number
 from ccarena.metrics.series import (DEFAULT_INTERVAL_S, goodput_series, jain_series, nonempty, usable, with_t)
-from ccarena.report.figbase import (FORMATS, _axes, _legend, _no_data, _thin, column_label, error_bars, factor_axis, label_of, name_of, natural_key, rotate_long, save, set_factor_ticks, unit_of)
+from ccarena.report.figbase import (FORMATS, _axes, _legend, _no_data, _thin, column_label,
+                                    error_bars, factor_axis, label_of, name_of, natural_key,
+                                    rotate_long, save, set_factor_ticks, unit_of)
 from ccarena.report.field_figures import box_per_flow, convergence, throughput_delay
 
 __all__ = ["timeseries", "run_title", "metric_vs_factor", "box", "box_per_flow", "cdf", "heatmap",
@@ -138,7 +140,8 @@ def run_title(meta: dict) -> str:
     setting = ", ".join(f"{column_label(k) or k}={v}" for k, v in params.items())
     rep = meta.get("rep")
     tail = f"repetition {rep}" if rep is not None else ""
-    return ", ".join(x for x in (setting, tail) if x) or f"run {meta.get('label') or meta.get('run_id', '')}"
+    name = meta.get("label") or meta.get("run_id", "")
+    return ", ".join(x for x in (setting, tail) if x) or f"run {name}"
 
 
 # -- across cells and runs ----------------------------------------------------------------

@@ -25,7 +25,7 @@ from ccarena import units
 from ccarena.analysis import KEY_METRICS, cell_stats, valid_mask
 from ccarena.report import gallery
 from ccarena.report.figbase import column_label
-from ccarena.report.html import Markup, fmt_num, kv_rows, render, table_data
+from ccarena.report.html import Markup, kv_rows, render, table_data
 from ccarena.store import atomic
 from ccarena.report.summary import anomaly_lines, completeness, flow_notes
 from ccarena.store.results import ResultsDir as Results
