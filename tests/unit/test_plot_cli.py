@@ -60,9 +60,9 @@ def test_options_metric_by_run_and_formats(two, tmp_path):
                      "-o", str(out)]) == 0
         assert out.read_bytes()[:5] == magic
     fig = plotting.plot(a, "box", metric="rtt_mean_s", by="buffer")
-    assert fig.axes[0].get_xlabel() == "bottleneck.buffer"
+    assert fig.axes[0].get_xlabel() == "buffer"
     fig = plotting.plot(a, "timeseries", run="buf100-cubic-r1")
-    assert "buf100-cubic-r1" in fig.texts[0].get_text()
+    assert fig.texts[0].get_text() == "buffer=100p, cc=cubic, repetition 1"
     fig = plotting.plot(a, "convergence", run="buf20-cubic-r0")
     assert isinstance(fig, Figure) and len(fig.axes[0].get_legend().get_texts()) == 1
 
@@ -71,6 +71,18 @@ def test_mistakes_are_one_clear_line(two, capsys):
     _, a, _ = two
     assert main(["plot", str(a), "nosuch"]) == 1
     assert "known: timeseries" in capsys.readouterr().err
+    assert main(["plot", str(a), "boxx"]) == 1
+    assert "no figure 'boxx' (did you mean 'box'" in capsys.readouterr().err
+    # an unknown metric is an error naming the closest, never an empty figure
+    assert main(["plot", str(a), "box", "--metric", "goodput_mbps"]) == 1
+    err = capsys.readouterr().err
+    assert "no metric 'goodput_mbps' in runs (did you mean 'goodput_bps'" in err
+    assert main(["plot", str(a), "goodput_cdf", "--metric", "rtt_maen_s"]) == 1
+    assert "did you mean 'rtt_mean_s'" in capsys.readouterr().err
+    assert main(["plot", str(a), "timeseries", "--run", "cc=vegas"]) == 1
+    assert "no run has these values" in capsys.readouterr().err
+    assert main(["plot", str(a), "timeseries", "--run", "algo=reno"]) == 1
+    assert "no factor 'algo'" in capsys.readouterr().err
     assert main(["plot", str(a), "box", "--by", "nosuch"]) == 1
     assert "no column 'nosuch'" in capsys.readouterr().err
     assert main(["plot", str(a), "timeseries", "--run", "zzz"]) == 1
@@ -87,3 +99,25 @@ def test_figures_name_settings_by_factor_values_not_cell_ids(two):
     fig = plotting.plot(a, "goodput_cdf")
     legend = {t.get_text().split(" (")[0] for t in fig.axes[0].get_legend().get_texts()}
     assert legend == ticks      # not the store's cell ids (buf20-reno, ...)
+
+
+def test_run_by_its_factor_values(two):
+    """--run takes factor values (short or full names), and rep= picks the repetition;
+    without it, the first valid repetition of the cell is drawn."""
+    _, a, _ = two
+    fig = plotting.plot(a, "timeseries", run="buffer=20p,cc=reno")
+    # buf20-reno-r1 is invalid, r0 is the first valid one
+    assert fig.texts[0].get_text() == "buffer=20p, cc=reno, repetition 0"
+    fig = plotting.plot(a, "timeseries", run="bottleneck.buffer=100p,cc=cubic,rep=2")
+    assert fig.texts[0].get_text() == "buffer=100p, cc=cubic, repetition 2"
+    fig = plotting.plot(a, "convergence", run="cc=cubic,buffer=100p,rep=1")
+    assert len(fig.axes[0].get_legend().get_texts()) == 1
+    with pytest.raises(plotting.PlotError, match="no run has these values"):
+        plotting.plot(a, "timeseries", run="buffer=100p,cc=cubic,rep=7")
+
+
+def test_plot_errors_are_ccarena_errors():
+    from ccarena.errors import CcarenaError
+    assert issubclass(plotting.PlotError, CcarenaError)
+    with pytest.raises(CcarenaError, match="did you mean 'heatmap'"):
+        plotting.plot([], "heatmp")

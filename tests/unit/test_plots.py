@@ -93,7 +93,7 @@ def test_figures_draw_into_given_axes_and_return_their_figure(tmp_path, runs):
     a, b = fig.subplots(1, 2)
     assert plots.box(runs, "cc", "jain", ax=a) is fig
     assert plots.cdf(runs, "rtt_mean_s", hue="cc", ax=b) is fig
-    assert len(fig.axes) == 2 and a.get_title().startswith("jain per cc")
+    assert len(fig.axes) == 2 and a.get_title().startswith("Jain's index per cc")
     assert b.get_lines(), "the CDF was not drawn into the axes given"
     assert is_svg(plots.save(fig, tmp_path / "two.svg"))
     # the same figure saved twice as SVG or PDF is the same file: no date inside
@@ -166,3 +166,79 @@ def test_timeseries_with_partial_columns_closes_its_figures(tmp_path, run):
     assert is_png(saved(plots.timeseries(cut, {k: v for k, v in meta.items() if k != "flows"}),
                         tmp_path / "p.png"))
     assert len(plt.get_fignums()) == before
+
+
+def test_a_categorical_factor_gets_points_in_the_study_order_and_no_line(runs):
+    """cc is a category: points with intervals, side by side per series, in the order
+    the study gives (reno before cubic), never a line from one algorithm to another."""
+    stats = cell_stats(runs, ["cc", "bottleneck.buffer"], ["goodput_bps", "jain"])
+    fig = plots.metric_vs_factor(stats, "cc", ["goodput_bps", "jain"],
+                                 hue="bottleneck.buffer", order=["reno", "cubic"])
+    for ax in fig.axes[:2]:
+        lines = [ln for ln in ax.get_lines() if len(ln.get_xdata()) > 1]
+        assert lines, "nothing drawn"
+        assert all(ln.get_linestyle() in ("None", "none", "", " ") for ln in lines), \
+            [ln.get_linestyle() for ln in lines]
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["reno", "cubic"]
+    # three series (buffers), in the numeric order of the buffer
+    legend = fig.axes[0].get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["5p", "20p", "100p"]
+    assert fig.axes[0].get_ylabel() == "goodput (Mbit/s)"
+    assert fig.axes[0].get_xlabel() == "cc"
+
+
+def test_a_numeric_factor_gets_lines_on_its_true_scale():
+    """Delays 1..16 ms are geometric: drawn at their values on a log axis, joined by a
+    line, ticks labelled as the study writes them; 0-60 ms in steps of 15: linear."""
+    rows = [{"bottleneck.delay": d, "valid": True, "goodput_bps": 9e6 - i * 1e5 + r * 1e4}
+            for i, d in enumerate(["1ms", "2ms", "4ms", "8ms", "16ms"]) for r in range(3)]
+    stats = cell_stats(pd.DataFrame(rows), ["bottleneck.delay"], ["goodput_bps"])
+    ax = plots.metric_vs_factor(stats, "bottleneck.delay", "goodput_bps").axes[0]
+    data = [ln for ln in ax.get_lines() if ln.get_linestyle() not in ("None", "none", "")]
+    assert len(data) == 1 and data[0].get_linestyle() == "-"
+    assert list(data[0].get_xdata()) == pytest.approx([0.001, 0.002, 0.004, 0.008, 0.016])
+    assert ax.get_xscale() == "log"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1ms", "2ms", "4ms", "8ms",
+                                                             "16ms"]
+    rows = [{"bottleneck.delay": f"{d}ms", "valid": True, "goodput_bps": 9e6 + r}
+            for d in (0, 15, 30, 45, 60) for r in range(2)]
+    ax = plots.metric_vs_factor(cell_stats(pd.DataFrame(rows), ["bottleneck.delay"],
+                                           ["goodput_bps"]), "bottleneck.delay",
+                                "goodput_bps").axes[0]
+    assert ax.get_xscale() == "linear"
+
+
+def test_error_bars_stop_at_physical_bounds():
+    """A loss near 0 with a wide interval: the bar ends at 0 %, not below."""
+    rows = [{"cell": "a", "valid": True, "loss_ratio": v} for v in (0.0, 0.0, 0.0003)]
+    stats = cell_stats(pd.DataFrame(rows).assign(cc="reno"), ["cc"], ["loss_ratio"])
+    ax = plots.metric_vs_factor(stats, "cc", "loss_ratio").axes[0]
+    assert ax.get_ylabel() == "loss (%)"
+    segs = [c.get_segments() for c in ax.collections if hasattr(c, "get_segments")]
+    lows = [min(p[1] for p in seg) for s in segs for seg in s]
+    assert lows and min(lows) == pytest.approx(0.0)
+
+
+def test_saved_axes_carry_no_scientific_multiplier(tmp_path):
+    """Tiny values keep plain tick labels: no "1e-5" above the axis."""
+    rows = [{"cc": cc, "valid": True, "loss_ratio": v * 1e-7}
+            for cc in ("reno", "cubic") for v in (1.0, 2.0, 3.0)]
+    fig = plots.metric_vs_factor(cell_stats(pd.DataFrame(rows), ["cc"], ["loss_ratio"]),
+                                 "cc", "loss_ratio")
+    plots.save(fig, tmp_path / "x.png")
+    ax = fig.axes[0]
+    assert ax.yaxis.get_offset_text().get_text() == ""
+    assert not any("e" in t.get_text() for t in ax.get_yticklabels())
+
+
+def test_fairness_points_sit_at_their_flow_counts():
+    """Each point at its number of flows (not at the number of runs averaged)."""
+    rows = [{"n_flows": n, "valid": True, "jain": 1 - 0.05 * np.log2(n) + r * 0.01}
+            for n in (2, 4, 8, 16) for r in range(3)]
+    ax = plots.fairness_vs_flows(pd.DataFrame(rows), "n_flows").axes[0]
+    data = [ln for ln in ax.get_lines() if ln.get_marker() == "o"]
+    assert len(data) == 1
+    assert list(data[0].get_xdata()) == [2, 4, 8, 16]
+    assert list(data[0].get_ydata()) == pytest.approx([1 - 0.05 * np.log2(n) + 0.01
+                                                       for n in (2, 4, 8, 16)])
+    assert ax.get_xscale() == "log"

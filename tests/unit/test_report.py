@@ -202,5 +202,132 @@ def test_report_names_cells_by_their_factor_values(report, study):
     cells = json.loads((study / "plan.json").read_text())["cells"]
     for cell, params in cells.items():
         setting = f"buffer={params['bottleneck.buffer']}, cc={params['flow.bulk.cc']}"
-        assert re.search(rf"Run {re.escape(cell)}-r\d \({re.escape(setting)}\)", html), setting
+        assert re.search(rf"Run \S*{re.escape(cell)}-r\d \({re.escape(setting)}\)", html), setting
         assert f"({cell})" not in html
+
+
+def _text(html: str) -> str:
+    """The visible text of an HTML fragment: tags dropped, entities decoded."""
+    import html as h
+    return h.unescape(re.sub(r"<[^>]+>", " ", html))
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (`make test-deps` "
+                    "installs it; `make test` requires it) - cannot render report.html")
+def test_rendered_report_has_no_number_in_scientific_notation(tmp_path, report):
+    """What a reader sees (the DOM Chromium renders): every value with a unit is in that
+    unit with the digits its interval supports, never 9.559e+07 or 3.3e-04. The resolved
+    study and the environment are shown as recorded, so they are left out."""
+    dom = subprocess.run([CHROMIUM, *CHROME_FLAGS, f"--user-data-dir={tmp_path / 'p'}",
+                          "--dump-dom", report.as_uri()], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+    assert dom.returncode == 0, dom.stderr[-1500:]
+    body = dom.stdout.split('id="environment"')[0]
+    text = _text(body)
+    assert "Results per cell" in text and "goodput (Mbit/s)" in text
+    assert not re.findall(r"\d(?:\.\d+)?[eE][+-]?\d+", text), \
+        re.findall(r".{30}\d(?:\.\d+)?[eE][+-]?\d+.{10}", text)
+    # intervals are rounded to their own digits: no "± 0.0012345"-like noise
+    for m in re.finditer(r"± (\d+\.?\d*)", text):
+        digits = m.group(1).replace(".", "").lstrip("0")
+        assert len(digits) <= 2, m.group(0)
+
+
+def _checked_copy(tmp_path, study, checks):
+    d = tmp_path / "checked"
+    shutil.copytree(study, d)
+    st = json.loads((d / "study.json").read_text())
+    st["expect"] = checks
+    (d / "study.json").write_text(json.dumps(st))
+    (d / "checks.json").unlink(missing_ok=True)
+    return d
+
+
+CHECKS = [
+    {"name": "every flow has a share", "metric": "goodput_bps", "min": "10%rate",
+     "max": "100%rate", "stat": "each"},
+    {"name": "goodput within the rate", "metric": "goodput_bps", "level": "run",
+     "max": "100%rate", "where": {"bottleneck.buffer": "100p"}},
+    {"name": "little loss", "metric": "loss_ratio", "level": "run", "max": 0.005},
+    {"name": "RTT stays low", "metric": "rtt_mean_s", "level": "run", "max": 0.05},
+    {"name": "RTT grows with the buffer", "metric": "rtt_mean_s", "level": "run",
+     "trend": "increasing", "over": "bottleneck.buffer", "where": {"flow.bulk.cc": "cubic"}},
+]
+
+
+def test_checks_table_reads_as_the_terminal(tmp_path, study):
+    """Each row of the report's checks table says, in the same words and units, what
+    `ccarena check` prints for that check: "goodput within the rate [buffer=100p,
+    cc=cubic]: 9.69 Mbit/s, want ≤ 10 Mbit/s"."""
+    import io
+
+    from rich.console import Console
+
+    from ccarena.analysis.checks import record
+    from ccarena.report.summary import print_checks
+    from ccarena.study.load import parse_study
+    d = _checked_copy(tmp_path, study, CHECKS)
+    res = load_results(d)
+    checks = record(res, parse_study(res.study, res.study_source))
+    con = Console(file=io.StringIO(), width=1000)
+    print_checks(checks, con)
+    terminal = [ln.rstrip() for ln in con.file.getvalue().splitlines() if ln.strip()]
+    assert any("Mbit/s, want" in ln for ln in terminal) and any(" %" in ln for ln in terminal)
+    html = write_report(d, max_timeseries=0).read_text()
+    table = html.split("Pass criteria:")[1].split("</table>")[0]
+    rows = []
+    for tr in re.findall(r"<tr>(.*?)</tr>", table, re.S)[1:]:
+        result, what, cell, detail, runs = [_text(td).strip()
+                                            for td in re.findall(r"<td[^>]*>(.*?)</td>", tr,
+                                                                 re.S)]
+        rows.append(f"{result}  {what}" + (f" [{cell}]" if cell else "") + f": {detail}"
+                    + (f" [{runs}]" if runs else ""))
+    assert rows == terminal
+    assert not any(re.search(r"\d[eE][+-]?\d", r) for r in rows), rows
+
+
+def test_a_categorical_sweep_is_drawn_without_connecting_lines(tmp_path, monkeypatch):
+    """A study that sweeps only the algorithm: its results figure has points with
+    intervals in the study's order and no line from one algorithm to the next (checked on
+    the figure's artists, not its pixels)."""
+    from ccarena.report import figures
+    d = write_synthetic_study(tmp_path / "ccs-20261122-000000", buffers=(100,),
+                              ccs=(("reno",), ("cubic",)), reps=3, duration_s=4.0)
+    drawn = []
+    real = figures.save
+
+    def keep(fig, path, fmt=None):
+        drawn.append(fig)
+        return real(fig, path, fmt)
+    monkeypatch.setattr(figures, "save", keep)
+    write_report(d, max_timeseries=0)
+    vs = [f for f in drawn if f._suptitle is not None
+          and f._suptitle.get_text().startswith("results against cc")]
+    assert len(vs) == 1, [f._suptitle.get_text() for f in drawn if f._suptitle]
+    for ax in vs[0].axes:
+        if not ax.get_visible():
+            continue
+        lines = [ln for ln in ax.get_lines() if len(ln.get_xdata()) > 1]
+        assert all(ln.get_linestyle() in ("None", "none", "", " ") for ln in lines)
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["reno", "cubic"]
+        assert ax.get_xlabel() == "cc"
+
+
+def test_a_single_flow_study_leaves_jains_index_out_and_says_why(tmp_path):
+    d = write_synthetic_study(tmp_path / "one-20261122-000000", n_flows=1, reps=2,
+                              duration_s=4.0)
+    html = _text(write_report(d, max_timeseries=0).read_text())
+    results = html.split("Results per cell")[1].split("Figures")[0]
+    assert "Jain" not in results.split("Jain's index")[0]    # no column
+    assert re.search(r"Jain's index(, [^:]+)?: not shown, every run has a single flow",
+                     results)
+    figures = html.split("Figures")[1].split("Flows")[0]
+    assert re.search(r"Jain's index(, [^:]+)?: left out, every run has a single flow",
+                     figures)
+    assert "convergence time: left out, no valid run has a value" in figures
+
+
+def test_a_metric_with_one_value_in_every_run_has_no_figure(report):
+    """Nothing to compare: the figure is left out with a line saying so."""
+    figures = _text(report.read_text()).split("Figures")[1].split("Flows")[0]
+    assert re.search(r"convergence time: left out, 0 s in every run", figures)

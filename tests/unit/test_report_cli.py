@@ -1,5 +1,6 @@
 """The analysis subcommands (report, export, query, compare, check) on synthetic studies."""
 import argparse
+import re
 
 import pandas as pd
 import pytest
@@ -150,3 +151,49 @@ def test_query_prints_plain_cells_and_says_what_it_left_out(studies, capsys):
     assert run(["query", str(a), "--max-rows", "2", "SELECT range AS i FROM range(5)"]) == 0
     assert capsys.readouterr().out.split() == ["i", "0", "1", "(3", "more", "rows:", "--max-rows",
                                                "N,", "or", "--csv", "for", "all)"]
+
+
+def test_compare_names_units_the_difference_and_the_correction(studies, tmp_path, capsys):
+    """compare labels each metric with the unit its values are shown in, gives B-A with
+    its own interval, p and the Benjamini-Hochberg q, and says which interval and
+    correction the table uses; --units raw keeps metric names and SI units."""
+    _, a, b = studies
+    out = tmp_path / "cmp.csv"
+    assert run(["compare", str(a), str(b), "--metric", "goodput_bps", "--metric",
+                "rtt_p95_s", "--csv", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "goodput (Mbit/s)" in text and "RTT p95 (ms)" in text
+    assert "goodput_bps" not in text
+    assert "Benjamini-Hochberg" in text and "bootstrap" in text and "Student t" in text
+    assert "over the 4 tests of this table" in " ".join(text.split())
+    assert not re.search(r"\d[eE][+-]?\d", text), text
+    cmp = pd.read_csv(out)
+    assert {"diff_ci_low", "diff_ci_high", "p", "q", "correction", "n_tests",
+            "center"} <= set(cmp.columns)
+    assert set(cmp.loc[cmp.metric == "rtt_p95_s", "center"]) == {"median"}
+    assert run(["compare", str(a), str(b), "--metric", "goodput_bps", "--units", "raw"]) == 0
+    raw = capsys.readouterr().out
+    assert "goodput_bps" in raw and "Mbit/s" not in raw.split("d = Cohen")[1]
+
+
+def test_query_shows_metric_columns_in_their_units(studies, capsys):
+    _, a, _ = studies
+    sql = ("SELECT cell, avg(goodput_bps), avg(loss_ratio) AS loss_ratio, "
+           "max(rtt_p95_s), count(*) AS n FROM runs GROUP BY cell ORDER BY cell")
+    assert run(["query", str(a), sql]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "avg(goodput_bps) [Mbit/s]" in lines[0] and "loss_ratio [%]" in lines[0]
+    assert "max(rtt_p95_s) [ms]" in lines[0]
+    assert not any(re.search(r"\d[eE][+-]?\d", ln) for ln in lines), lines
+    cols = lines[1].split()
+    assert 1 < float(cols[1]) <= 10          # Mbit/s of a 10 Mbit/s link
+    assert run(["query", str(a), "--units", "raw", sql]) == 0
+    raw = capsys.readouterr().out.splitlines()
+    assert raw[0].split()[:2] == ["cell", "avg(goodput_bps)"]
+    assert 1e6 < float(raw[1].split()[1]) <= 10e6     # bit/s, written out
+    assert not any(re.search(r"\d[eE][+-]?\d", ln) for ln in raw), raw
+    # CSV is for tools: SI units unless asked otherwise
+    assert run(["query", str(a), "--csv", sql]) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith("cell,avg(goodput_bps),")
+    assert run(["query", str(a), "--csv", "--units", "human", sql]) == 0
+    assert "avg(goodput_bps) [Mbit/s]" in capsys.readouterr().out.splitlines()[0]

@@ -76,3 +76,61 @@ def test_unknown_units_say_what_is_accepted(fn, text, needle):
         fn(text)
     assert needle in str(e.value)
     assert "accepted" in str(e.value) or "write it like" in str(e.value)
+
+
+# -- display: one formatter for the terminal and the report -------------------------------
+
+@pytest.mark.parametrize("value,half,shown", [
+    (95.5873, 0.1234, "95.59 ± 0.12"),          # two digits of an interval led by 1..354
+    (9.6911, 0.067, "9.69 ± 0.07"),             # one digit when led by 355..949
+    (0.9560, 0.00033, "0.95600 ± 0.00033"),
+    (0.9560, 0.000951, "0.9560 ± 0.0010"),      # 950..999 round up to two digits of 1000
+    (1234.5, 123.0, "1230 ± 120"),
+    (173.0, 8.6e-14, "173"),                    # floating-point noise is no interval
+    (173.0, 0.0, "173"),                        # a constant has none either
+    (95.59, None, "95.59"),
+])
+def test_values_round_to_their_intervals_digits(value, half, shown):
+    assert units.format_estimate(value, half) == shown
+
+
+def test_metrics_in_their_display_units_never_in_scientific_notation():
+    assert units.format_metric("goodput_bps", 9.559e7, unit=True) == "95.59 Mbit/s"
+    assert units.format_metric("rtt_p95_s", 0.02134, unit=True) == "21.34 ms"
+    assert units.format_metric("loss_ratio", 0.03263, unit=True) == "3.263 %"
+    assert units.format_metric("jain", 0.95612) == "0.9561"
+    for v in (9.559e7, 2.02e-5, 1.5e-9, 3.2e12):
+        assert not re.search(r"e[+-]?\d", units.format_number(v)), units.format_number(v)
+    assert units.format_number(2.02e-5) == "0.0000202"
+    assert units.format_number(None) == units.format_number(float("nan")) == "–"
+
+
+def test_statistics_rows_read_as_people_write_them():
+    row = {"mean": 95.59e6, "ci_half": 0.12e6, "ci_low": 95.47e6, "ci_high": 95.71e6}
+    assert units.format_stat("goodput_bps", row, unit=True) == "95.59 ± 0.12 Mbit/s"
+    # an interval that would reach below 0 stops there: no loss below 0 %
+    loss = {"mean": 2.02e-5, "ci_half": 2.2e-5, "ci_low": -0.18e-5, "ci_high": 4.22e-5}
+    assert units.format_stat("loss_ratio", loss, unit=True) == "0.0020 [0, 0.0042] %"
+    # nor Jain's index above 1
+    jain = {"mean": 0.99, "ci_half": 0.03, "ci_low": 0.96, "ci_high": 1.02}
+    assert units.format_stat("jain", jain) == "0.990 [0.960, 1.000]"
+    # a percentile metric's median with its bootstrap interval
+    p95 = {"mean": 0.0300, "median": 0.0291, "center": "median", "ci_low": 0.0285,
+           "ci_high": 0.0330, "ci_half": 0.00225}
+    assert units.format_stat("rtt_p95_s", p95, unit=True) == "29.1 [28.5, 33.0] ms"
+    # a constant without an interval, a single run without one
+    assert units.format_stat("bdp_pkts", {"mean": 17.27, "ci_half": 0.0}) == "17.27"
+    assert units.format_stat("goodput_bps", {"mean": 9e6, "ci_half": float("nan")}) == "9"
+
+
+def test_metric_labels_in_words():
+    assert units.metric_label("goodput_bps") == "goodput (Mbit/s)"
+    assert units.metric_label("loss_ratio") == "loss (%)"
+    assert units.metric_label("rtt_p99_s") == "RTT p99 (ms)"
+    assert units.metric_label("ping_rtt_p95_s") == "ping RTT p95 (ms)"
+    assert units.metric_label("jain") == "Jain's index"
+    assert units.metric_label("queue_mean_pkts") == "mean queue (packets)"
+    # a check's ratio of two columns is a plain number
+    assert units.display_unit("goodput_bps / rwnd_bound_bps") == (1.0, "")
+    assert units.metric_bounds("loss_ratio") == (0.0, 1.0)
+    assert units.metric_bounds("rtt_mean_s") == (0.0, math.inf)

@@ -286,21 +286,30 @@ def _trend(i, label, df, e, stat, covered, counts) -> dict:
         ok &= {"increasing": d > -tol, "nondecreasing": d >= -tol,
                "decreasing": d < tol, "nonincreasing": d <= tol}[kind]
     return {**r, "ok": bool(ok), "measured": [(x, y) for x, y in pts], "trend": kind,
-            "tolerance": tol}
+            "tolerance": tol, "over": over}
 
 
-def format_result(r: dict) -> str:
-    """One check result for people: the measured value and its bounds in the metric's
-    display unit (Mbit/s, ms, ...)."""
+def result_parts(r: dict) -> dict:
+    """One check result in the words people read, in parts: {what, cell, detail, runs}
+    (detail: the measured value and its bounds in the metric's display unit, "95.59
+    Mbit/s, want ≥ 85 Mbit/s"). The terminal joins them (format_result), the report shows
+    them as columns: one wording for both."""
     m = r.get("metric", "")
     rel = r.get("relative")
+    u = "" if rel else units.display_unit(m)[1]
 
-    def v(x):
+    def num(x):
+        return units.format_number(x, 4) if rel else units.format_metric(m, x, 4)
+
+    def v(x):       # a value, a list of values (stat = "each") or a trend's points
+        if isinstance(x, list) and x and isinstance(x[0], (tuple, list)):
+            return ", ".join(f"{_level_text(r.get('over'), a)}: {num(b)}"
+                             + (f" {u}" if u else "") for a, b in x[:8]) + (
+                ", …" if len(x) > 8 else "")
         if isinstance(x, list):
-            return "[" + ", ".join(v(y) for y in x[:8]) + (", …" if len(x) > 8 else "") + "]"
-        if isinstance(x, tuple):
-            return f"{x[0]:g}: {v(x[1])}"
-        return units.format_number(x, 4) if rel else units.format_metric(m, x, 4, unit=True)
+            return "[" + ", ".join(num(y) for y in x[:8]) + (", …" if len(x) > 8 else "") \
+                + "]" + (f" {u}" if u else "")
+        return num(x) + (f" {u}" if u and num(x) != "–" else "")
 
     if "why" in r:
         detail = r["why"]
@@ -313,7 +322,33 @@ def format_result(r: dict) -> str:
         detail = f"{v(r['measured'])}{' (ratio to reference)' if rel else ''}" + \
             (f", want {lim}" if lim else "")
     c = r.get("runs")
-    runs = (f" [{c['valid']}/{c['planned']} runs valid]" if c and c["valid"] < c["planned"]
+    runs = (f"{c['valid']}/{c['planned']} runs valid" if c and c["valid"] < c["planned"]
             else "")
-    cell = f" [{r['cell']}]" if r.get("cell") else ""
-    return f"{r['what']}{cell}: {detail}{runs}"
+    return {"what": str(r.get("what", "")), "cell": str(r.get("cell") or ""),
+            "detail": detail, "runs": runs}
+
+
+def _level_text(over: str | None, x) -> str:
+    """A trend's level (the swept value in the unit its key parses to) as people write
+    it: 0.01 over bottleneck.delay -> '10 ms'."""
+    from ccarena.study.keys import key_for
+    k = key_for(over) if over else None
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return str(x)
+    kind = getattr(k, "type", "")
+    if kind == "rate":
+        return units.format_rate(f)
+    if kind == "time":
+        return units.format_time(f)
+    return units.plain(f)
+
+
+def format_result(r: dict) -> str:
+    """One check result for people: the measured value and its bounds in the metric's
+    display unit (Mbit/s, ms, ...)."""
+    p = result_parts(r)
+    cell = f" [{p['cell']}]" if p["cell"] else ""
+    runs = f" [{p['runs']}]" if p["runs"] else ""
+    return f"{p['what']}{cell}: {p['detail']}{runs}"

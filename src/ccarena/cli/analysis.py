@@ -10,6 +10,7 @@ session behind `query`, usable from Python.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -126,35 +127,73 @@ def cmd_query(args) -> int:
     except duckdb.Error as e:
         msg = str(e).splitlines()[0]
         raise CcarenaError(f"query on {d}: {msg} (views: {', '.join(views(con))})") from e
+    mode = args.units or ("raw" if args.csv else "human")
     if args.csv:
-        df.to_csv(sys.stdout, index=False)
+        (in_units(df) if mode == "human" else df).to_csv(sys.stdout, index=False)
     elif not len(df):
         print(f"(no rows; columns: {', '.join(map(str, df.columns))})")
     else:
         from rich.console import Console
-        Console(width=None if sys.stdout.isatty() else 200).print(frame_table(df, args.max_rows))
+        Console(width=None if sys.stdout.isatty() else 200).print(
+            frame_table(df, args.max_rows, units=mode))
         if len(df) > args.max_rows:
             print(f"({len(df) - args.max_rows} more rows: --max-rows N, or --csv for all)")
     return 0
 
 
-def frame_table(df, max_rows: int | None = None):
+# aggregates whose result has the unit of their argument: avg(goodput_bps) is a rate
+_SAME_UNIT = re.compile(r"^(avg|mean|min|max|median|sum|first|last|any_value|arg_min|arg_max|"
+                        r"stddev|stddev_samp|stddev_pop|quantile|quantile_cont|quantile_disc)"
+                        r"\(\s*\"?([A-Za-z0-9_.]+)\"?\s*[,)]", re.I)
+
+
+def column_unit(name: str) -> tuple[float, str]:
+    """(scale, unit) of a result column by its name: a metric (goodput_bps, rtt_p95_s,
+    loss_ratio) or an aggregate of one (avg(goodput_bps)); (1, "") for anything else."""
+    from ccarena import units
+    n = str(name)
+    m = _SAME_UNIT.match(n)
+    return units.display_unit(m.group(2) if m else n)
+
+
+def in_units(df):
+    """The frame with every column that has a unit in that unit, named "col [unit]"."""
+    import pandas as pd
+    out = {}
+    for c in df.columns:
+        scale, unit = column_unit(c)
+        if unit and pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(
+                df[c]):
+            out[f"{c} [{unit}]"] = df[c] * scale
+        else:
+            out[c] = df[c]
+    return pd.DataFrame(out)
+
+
+def frame_table(df, max_rows: int | None = None, units: str = "raw"):
     """A DataFrame as a rich Table: no rules (the text stays easy to cut and grep), numbers
-    right-aligned with six significant digits, missing values empty, cells taken as plain
-    text (a value like "[red]" is not markup)."""
+    right-aligned with six significant digits and never in scientific notation, missing
+    values empty, cells taken as plain text (a value like "[red]" is not markup). With
+    units "human", columns that hold a metric are shown in its unit (goodput_bps
+    [Mbit/s], rtt_mean_s [ms], loss_ratio [%]); "raw" keeps SI units."""
     import numpy as np
     import pandas as pd
     from rich.table import Table
     from rich.text import Text
+
+    from ccarena.units import plain
+    if units == "human":
+        df = in_units(df)
     t = Table(box=None, header_style="bold", pad_edge=False)
     for c in df.columns:
-        t.add_column(str(c), justify="right" if pd.api.types.is_numeric_dtype(df[c]) else "left")
+        t.add_column(Text(str(c), style="bold"),
+                     justify="right" if pd.api.types.is_numeric_dtype(df[c]) else "left")
 
     def cell(v) -> Text:
         if v is None or (pd.api.types.is_scalar(v) and pd.isna(v)):
             return Text("")
         if isinstance(v, (float, np.floating)):
-            return Text(f"{v:.6g}")
+            return Text(plain(float(v), 6))
         return Text(str(v))
 
     rows = df if max_rows is None else df.head(max_rows)
@@ -164,10 +203,7 @@ def frame_table(df, max_rows: int | None = None):
 
 
 def cmd_compare(args) -> int:
-    import pandas as pd
-
     from ccarena.analysis import KEY_METRICS, compare_studies
-    from ccarena.report.html import fmt_metric
     a = open_results(resolve_results(args.a, args.results))
     b = open_results(resolve_results(args.b, args.results))
     metrics = args.metric or [m for m in KEY_METRICS if m in a.runs and m in b.runs]
@@ -186,31 +222,15 @@ def cmd_compare(args) -> int:
     res = res[(res["n_a"] > 0) | (res["n_b"] > 0)]  # metrics neither study measured
     if args.csv:
         res.to_csv(args.csv, index=False)
-    rows = []
-    for r in res.to_dict("records"):
-        m = r["metric"]
-        ci = lambda v: "" if pd.isna(v) else f" ± {fmt_metric(m, v, 2)}"  # noqa: E731
-        rows.append({**{k: r[k] for k in by}, "metric": m,
-                     "A": f"{fmt_metric(m, r['mean_a'], 4)}{ci(r['ci_half_a'])} ({r['n_a']})",
-                     "B": f"{fmt_metric(m, r['mean_b'], 4)}{ci(r['ci_half_b'])} ({r['n_b']})",
-                     "B-A %": f"{-100 * r['diff'] / abs(r['mean_a']):+.1f}"
-                     if r["mean_a"] and pd.notna(r["mean_a"]) and pd.notna(r["diff"]) else "",
-                     "welch p": f"{r['welch_p']:.3g}", "MWU p": f"{r['mw_p']:.3g}",
-                     "d": f"{r['cohen_d']:.2f}", "r_rb": f"{r['rank_biserial']:.2f}",
-                     "": "*" if r["significant"] else ""})
-    from rich.table import Table
-
-    from ccarena.report.summary import terminal
+    from ccarena.report.summary import summary_tables, terminal
+    head, rows = compare_rows(res, by, args.units)
     console = terminal()
-    console.print(f"A = {a.source or a.path}\nB = {b.source or b.path}\nmeans ± 95 % CI "
-                  f"(n valid runs); * = Welch p < {args.alpha}; d = Cohen's d (A-B), "
-                  "r_rb = rank-biserial (A vs B)", markup=False, highlight=False)
-    t = Table(*[c for c in rows[0]], header_style="bold")
-    for c in t.columns[len(by) + 1:]:
-        c.justify = "right"
-    for r in rows:
-        t.add_row(*[str(v) for v in r.values()])
-    console.print(t)
+    console.print(f"A = {a.source or a.path}\nB = {b.source or b.path}\n"
+                  + compare_legend(res, args.alpha), markup=False, highlight=False)
+    for i, t in enumerate(summary_tables(None, head, rows, console, keys=len(by) + 1)):
+        if i:
+            console.print()
+        console.print(t)
     inv_a, inv_b = int(res["n_invalid_a"].iloc[0]), int(res["n_invalid_b"].iloc[0])
     if inv_a or inv_b:
         print(f"invalid runs excluded: A {inv_a}, B {inv_b}")
@@ -222,6 +242,71 @@ def cmd_compare(args) -> int:
         for line in diff:
             console.print("  " + line, markup=False, highlight=False)
     return 0
+
+
+def compare_legend(res, alpha: float) -> str:
+    """What compare's table shows: which interval each column uses, which test and which
+    correction for the number of tests."""
+    n = int(res["n_tests"].iloc[0]) if "n_tests" in res and len(res) else 0
+    return ("A, B: mean ± half-width of its 95 % CI (Student t) over valid runs (n); "
+            "percentile metrics (p95, p99): median [95 % bootstrap CI, BCa]. "
+            "B−A: the difference with its own 95 % CI (Welch; medians: bootstrap). "
+            "p: Welch's t-test (medians: Mann-Whitney U); q: p adjusted for the false "
+            f"discovery rate over the {n} tests of this table (Benjamini-Hochberg); "
+            f"* = q < {alpha:g}. d = Cohen's d of the means (A−B).")
+
+
+def _p(v) -> str:
+    import math
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    return "< 0.001" if v < 0.001 else f"{v:.3f}"
+
+
+def compare_rows(res, by: list[str], mode: str = "human") -> tuple[list[str], list[list[str]]]:
+    """compare_studies' rows for people: the metric named with its unit, both centres
+    with their intervals, the difference B−A with its interval and in per cent, p, q,
+    Cohen's d and the star; `mode` "raw" keeps metric names and SI units."""
+    import math
+
+    from ccarena import units
+    from ccarena.report.figbase import column_label
+
+    def stat(m, r, side):
+        row = {"mean": r[f"mean_{side}"], "median": r.get(f"median_{side}"),
+               "center": r.get("center", "mean"), "ci_low": r.get(f"ci_low_{side}"),
+               "ci_high": r.get(f"ci_high_{side}"), "ci_half": r[f"ci_half_{side}"]}
+        if mode == "raw":
+            v = row["median"] if row["center"] == "median" else row["mean"]
+            return units.format_estimate(v, low=row["ci_low"], high=row["ci_high"],
+                                         digits=6) + f" ({r[f'n_{side}']})"
+        return f"{units.format_stat(m, row)} ({r[f'n_{side}']})"
+
+    def delta(m, r):
+        scale = 1.0 if mode == "raw" else units.display_unit(m)[0]
+        d, lo, hi = -r["diff"], -r["diff_ci_high"], -r["diff_ci_low"]
+        if d is None or (isinstance(d, float) and math.isnan(d)):
+            return ""
+        if any(isinstance(x, float) and math.isnan(x) for x in (lo, hi)):
+            s = units.format_estimate(d * scale, digits=6 if mode == "raw" else 4)
+        else:
+            s = units.format_estimate(d * scale, low=lo * scale, high=hi * scale)
+        return s if s.startswith("-") else "+" + s
+
+    head = [column_label(k) if mode == "human" and "." in str(k) else str(k) for k in by] + \
+        ["metric", "A", "B", "B−A", "B−A %", "p", "q", "d", ""]
+    rows = []
+    for r in res.to_dict("records"):
+        m = r["metric"]
+        ca = r["median_a"] if r.get("center") == "median" else r["mean_a"]
+        rel = (f"{-100 * r['diff'] / abs(ca) + 0.0:+.1f}" if ca and not math.isnan(ca)
+               and not math.isnan(r["diff"]) else "")
+        rows.append([str(r[k]) for k in by] + [
+            units.metric_label(m) if mode == "human" else m, stat(m, r, "a"),
+            stat(m, r, "b"), delta(m, r), rel, _p(r["p"]), _p(r["q"]),
+            "" if math.isnan(r["cohen_d"]) else f"{r['cohen_d']:.2f}",
+            "*" if r["significant"] else ""])
+    return head, rows
 
 
 def cmd_check(args) -> int:
@@ -308,22 +393,33 @@ def register(subparsers) -> None:
     p.add_argument("results_dir", metavar="RESULTS")
     p.add_argument("sql", metavar="SQL")
     p.add_argument("--csv", action="store_true", help="print CSV instead of a table")
+    p.add_argument("--units", choices=("human", "raw"),
+                   help="human: columns that hold a metric in its unit (Mbit/s, ms, %%), "
+                   "named 'col [unit]' (the default for the table); raw: SI units as "
+                   "stored (the default for --csv)")
     p.add_argument("--max-rows", type=int, default=200)
     results_opt(p)
     p.set_defaults(func=cmd_query)
 
     p = subparsers.add_parser("compare", help="compare two stored studies cell by cell",
                               description="For every cell both studies share (same swept "
-                              "factor values) and every metric: both means with 95 % CIs, "
-                              "Welch's t-test, Mann-Whitney U and effect sizes.")
+                              "factor values) and every metric: both means with 95 % CIs "
+                              "(percentiles: medians with bootstrap CIs), the difference with "
+                              "its CI, Welch's t-test (medians: Mann-Whitney U), q-values "
+                              "controlling the false discovery rate over the table "
+                              "(Benjamini-Hochberg) and Cohen's d.")
     p.add_argument("a", metavar="A", help="first results directory (or name prefix)")
     p.add_argument("b", metavar="B", help="second results directory (or name prefix)")
     p.add_argument("--metric", action="append", help="metric to compare (repeatable; "
                    "default: the key run metrics)")
     p.add_argument("--by", action="append", help="columns that identify a cell (repeatable; "
                    "default: the common swept factors, else cell)")
-    p.add_argument("--alpha", type=float, default=0.05)
-    p.add_argument("--csv", help="also write the full comparison to this CSV file")
+    p.add_argument("--alpha", type=float, default=0.05,
+                   help="false discovery rate: * marks q < alpha (default 0.05)")
+    p.add_argument("--csv", help="also write the full comparison to this CSV file (SI units)")
+    p.add_argument("--units", choices=("human", "raw"), default="human",
+                   help="human: each metric in its unit (Mbit/s, ms, %%; the default); "
+                   "raw: metric names and SI units as stored")
     results_opt(p)
     p.set_defaults(func=cmd_compare)
 

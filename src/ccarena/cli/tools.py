@@ -34,8 +34,8 @@ def cmd_plot(args) -> int:
                            "`ccarena plot results/quickstart-* box` (`--list` shows the names)")
     *dirs, name = args.args
     if name not in plotting.PLOTS:
-        raise CcarenaError(f"plot: no figure {name!r}; known: {', '.join(plotting.PLOTS)} "
-                           "(the plot name comes last)")
+        raise CcarenaError(f"plot: no figure {name!r}{plotting._near(name, plotting.PLOTS)}; "
+                           f"known: {', '.join(plotting.PLOTS)} (the plot name comes last)")
     from ccarena.report.figbase import FORMATS, save
     out = Path(args.output or f"{name}.png")
     fmt = out.suffix.lstrip(".").lower()
@@ -105,7 +105,8 @@ def register(subparsers) -> None:
     p.add_argument("--metric", help="the metric to draw (runs or flows column)")
     p.add_argument("--by", help="group or x-axis column; a swept factor may be named by "
                    "its short name (buffer, cc); heatmap: ROW,COL")
-    p.add_argument("--run", help="run id or label, for timeseries, rtt_cdf, convergence")
+    p.add_argument("--run", help="for timeseries, rtt_cdf, convergence: a run label "
+                   "(c000-r1) or factor values (cc=reno, or cc=reno,rep=2)")
     p.add_argument("--label", action="append",
                    help="label of each results directory, in order (repeatable)")
     p.add_argument("--results", default="results",

@@ -13,7 +13,8 @@ from matplotlib.patches import Ellipse
 
 from ccarena.analysis import valid_mask
 from ccarena.metrics.series import nonempty
-from ccarena.report.figbase import _axes, _legend, _no_data, label_of, natural_key, unit_of
+from ccarena.report.figbase import (_axes, _legend, _no_data, column_label, factor_axis,
+                                    label_of, name_of, natural_key, rotate_long, unit_of)
 
 __all__ = ["throughput_delay", "box_per_flow", "convergence"]
 
@@ -35,11 +36,12 @@ def _ellipse(x: np.ndarray, y: np.ndarray, n_sd: float = 1.0, **kw) -> Ellipse |
 
 def throughput_delay(runs: pd.DataFrame, by: str | None = None, *,
                      delay: str = "rtt_p95_s", throughput: str = "goodput_bps",
-                     title: str | None = None, ax=None) -> Figure:
+                     title: str | None = None, ax=None, order=None) -> Figure:
     """Throughput against the 95th-percentile delay, as Pantheon draws it: one small
-    point per valid run, per group of `by` (e.g. the algorithm) its mean as a large
-    marker and the 1-standard-deviation ellipse of its runs (with >= 3 runs). The delay
-    axis is reversed, so better (higher, lower delay) is up and to the right."""
+    point per valid run, per group of `by` (e.g. the algorithm, in `order` when given)
+    its mean as a large marker and the 1-standard-deviation ellipse of its runs (with
+    >= 3 runs). The delay axis is reversed, so better (higher, lower delay) is up and to
+    the right."""
     fig, ax = _axes(ax, (6.5, 4.5))
     xs, _ = unit_of(delay)
     ys, _ = unit_of(throughput)
@@ -52,7 +54,8 @@ def throughput_delay(runs: pd.DataFrame, by: str | None = None, *,
         d = runs[ok]
         d = d[pd.to_numeric(d[delay], errors="coerce").notna()
               & pd.to_numeric(d[throughput], errors="coerce").notna()]
-        groups = (sorted(d.groupby(by, sort=False), key=lambda kv: natural_key(kv[0]))
+        groups = ([(g, d[d[by] == g]) for g in factor_axis(by, d[by].unique().tolist(),
+                                                             order).levels]
                   if by and by in d else [(None, d)])
         if not len(d):
             _no_data(ax)
@@ -80,7 +83,8 @@ def throughput_delay(runs: pd.DataFrame, by: str | None = None, *,
 
 
 def box_per_flow(flows: pd.DataFrame, metric: str = "goodput_bps", by: str | None = None,
-                 *, flow: str = "name", title: str | None = None, ax=None) -> Figure:
+                 *, flow: str = "name", title: str | None = None, ax=None,
+                 order=None) -> Figure:
     """One box per flow (`flow` column, default its name) and group of `by` (e.g. the
     cell), of a per-flow metric over the repetitions: shows whether one flow is always
     the one left behind. Valid runs' flow rows only (conn == -1 when present)."""
@@ -92,8 +96,8 @@ def box_per_flow(flows: pd.DataFrame, metric: str = "goodput_bps", by: str | Non
     else:
         d = flows[flows["conn"] == -1] if "conn" in flows else flows
         d = d[valid_mask(d)]
-        groups = sorted(d[by].dropna().unique(), key=natural_key) if by and by in d \
-            else [None]
+        groups = factor_axis(by, d[by].dropna().unique().tolist(), order).levels \
+            if by and by in d else [None]
         names = sorted(d[flow].dropna().unique(), key=natural_key)
         width = 0.8 / max(len(names), 1)
         drew = False
@@ -116,14 +120,14 @@ def box_per_flow(flows: pd.DataFrame, metric: str = "goodput_bps", by: str | Non
         if not drew:
             _no_data(ax)
         ax.set_xticks(range(len(groups)), ["" if g is None else str(g) for g in groups])
-        if len(groups) > 4:
-            ax.tick_params(axis="x", labelrotation=30)
+        rotate_long(ax, groups)
         _legend(ax, len(names))
-    ax.set_xlabel(by or "")
+    ax.set_xlabel(column_label(by) if by else "")
     ax.set_ylabel(label_of(metric))
     ax.grid(alpha=0.3, axis="y")
-    ax.set_title(title or f"{metric} per flow over repetitions"
-                 + (f", per {by}" if by else ""), fontsize="medium")
+    ax.set_title(title or f"{name_of(metric)} per flow over repetitions"
+                 + (f", per {column_label(by) or 'setting'}" if by else ""),
+                 fontsize="medium")
     return fig
 
 

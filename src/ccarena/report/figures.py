@@ -17,11 +17,14 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ccarena.analysis import summarize, valid_mask
+from ccarena.units import format_number
 from ccarena.metrics.series import (DEFAULT_INTERVAL_S, goodput_series, jain_series, nonempty, usable, with_t)
-from ccarena.report.figbase import (FORMATS, _axes, _legend, _no_data, _thin, label_of, natural_key, save, unit_of)
+from ccarena.report.figbase import (FORMATS, _axes, _legend, _no_data, _thin, column_label,
+                                    error_bars, factor_axis, label_of, name_of, natural_key,
+                                    rotate_long, save, set_factor_ticks, unit_of)
 from ccarena.report.field_figures import box_per_flow, convergence, throughput_delay
 
-__all__ = ["timeseries", "metric_vs_factor", "box", "box_per_flow", "cdf", "heatmap",
+__all__ = ["timeseries", "run_title", "metric_vs_factor", "box", "box_per_flow", "cdf", "heatmap",
            "fairness_vs_flows", "throughput_delay", "convergence", "save", "FORMATS",
            "unit_of", "natural_key"]
 
@@ -112,7 +115,9 @@ def _timeseries_panels(fig, axes, tables, meta, interval_s, title, label=None):
     ax.set_ylabel("queue (packets)")
 
     ax = axes[4]
-    if nonempty(rx):
+    if len(meta.get("flows") or []) == 1:
+        _no_data(ax, "one flow: Jain's index is 1 by definition")
+    elif nonempty(rx):
         js = jain_series(rx, meta, interval_s)
         ax.plot(js["t"] + interval_s / 2, js["jain"], marker=".", lw=1, label=label)
         ax.set_ylim(0, 1.05)
@@ -125,19 +130,36 @@ def _timeseries_panels(fig, axes, tables, meta, interval_s, title, label=None):
         if warm:
             a.axvspan(0, warm, color="0.92", zorder=0)
         a.grid(alpha=0.3)
-    fig.suptitle(title or f"run {meta.get('run_id', '')}  {meta.get('cell', '')}",
-                 fontsize="medium")
+    fig.suptitle(title or run_title(meta), fontsize="medium")
+
+
+def run_title(meta: dict) -> str:
+    """A run named by its factor values and repetition ("cc=reno, repetition 2"), not by
+    its cell id; a study without a sweep by its label."""
+    params = meta.get("cell_params") or {}
+    setting = ", ".join(f"{column_label(k) or k}={v}" for k, v in params.items())
+    rep = meta.get("rep")
+    tail = f"repetition {rep}" if rep is not None else ""
+    name = meta.get("label") or meta.get("run_id", "")
+    return ", ".join(x for x in (setting, tail) if x) or f"run {name}"
 
 
 # -- across cells and runs ----------------------------------------------------------------
 
 def metric_vs_factor(stats: pd.DataFrame, factor: str, metric, *,
                      hue: str | None = None, title: str | None = None,
-                     fig: Figure | None = None) -> Figure:
-    """Mean of a metric against a swept factor with 95 % CI error bars; with a list of
-    metrics, one small panel per metric (same x axis) in one figure.
+                     fig: Figure | None = None, order=None, hue_order=None) -> Figure:
+    """A metric's centre (the mean, or the median of a percentile metric) against a swept
+    factor with its 95 % interval (clipped at the metric's physical bounds); with a list
+    of metrics, one small panel per metric (same x axis) in one figure.
 
-    stats: output of analysis.cell_stats (columns factor, [hue], metric, mean, ci_half).
+    A numeric factor (delay, rate, buffer, pairs) is drawn at its true values, joined by
+    lines, on a log scale when its values are geometric; a categorical one (an
+    algorithm, a queue) as points with intervals and no line, in `order` (the study's
+    order) when given. `hue` is the series: one colour per level (in `hue_order`).
+
+    stats: output of analysis.cell_stats (columns factor, [hue], metric, mean, median,
+    ci_low, ci_high, center).
     fig: draw the panels into this (empty) figure instead of a new one."""
     metrics = [metric] if isinstance(metric, str) else list(metric)
     ncol = min(3, len(metrics))
@@ -147,46 +169,62 @@ def metric_vs_factor(stats: pd.DataFrame, factor: str, metric, *,
                               3.1 * nrow), layout="constrained")
     axes = fig.subplots(nrow, ncol, squeeze=False)
     for ax, m in zip(axes.ravel(), metrics):
-        _factor_panel(ax, stats, factor, m, hue, legend=(m == metrics[0]))
+        _factor_panel(ax, stats, factor, m, hue, legend=(m == metrics[0]), order=order,
+                      hue_order=hue_order)
         if len(metrics) > 1:
-            ax.set_title(m, fontsize="small")
+            ax.set_title(name_of(m), fontsize="small")
     for ax in axes.ravel()[len(metrics):]:
         ax.set_visible(False)
-    fig.suptitle(title or (f"{metrics[0]} vs {factor} (mean, 95 % CI)" if len(metrics) == 1
-                           else f"metrics vs {factor} (mean, 95 % CI)"), fontsize="medium")
+    what = name_of(metrics[0]) if len(metrics) == 1 else "results"
+    fig.suptitle(title or f"{what} against {column_label(factor) or factor}"
+                 + (f", per {column_label(hue)}" if hue and column_label(hue) else ""),
+                 fontsize="medium")
     return fig
 
 
-def _factor_panel(ax, stats, factor, metric, hue, legend=True):
+def _factor_panel(ax, stats, factor, metric, hue, legend=True, order=None,
+                  hue_order=None):
     scale, _ = unit_of(metric)
     d = stats[stats["metric"] == metric] if nonempty(stats) else pd.DataFrame()
     if d.empty or factor not in d:
         _no_data(ax)
     else:
-        levels = sorted(d[factor].dropna().unique(), key=natural_key)
-        pos = {v: i for i, v in enumerate(levels)}
-        groups = d.groupby(hue, sort=True) if hue and hue in d else [(None, d)]
-        ng = len(groups) if hue and hue in d else 1
+        axis = factor_axis(factor, d[factor].tolist(), order)
+        pos = dict(zip(map(str, axis.levels), axis.x))
+        if hue and hue in d:
+            h_axis = factor_axis(hue, d[hue].tolist(), hue_order)
+            groups = [(h, d[d[hue].astype(str) == str(h)]) for h in h_axis.levels]
+        else:
+            groups = [(None, d)]
+        ng = len(groups)
         for k, (h, g) in enumerate(groups):
-            g = g.assign(_x=g[factor].map(pos)).sort_values("_x")
-            # the same factor may appear in several cells of a hue level: average the means
-            g = g.groupby("_x", as_index=False).agg(mean=("mean", "mean"),
-                                                    ci=("ci_half", "max"))
-            off = (k - (ng - 1) / 2) * 0.06
-            ax.errorbar(g["_x"] + off, g["mean"] * scale, yerr=g["ci"].fillna(0) * scale,
-                        marker="o", capsize=3, label=None if h is None else str(h))
-        ax.set_xticks(range(len(levels)), [str(v) for v in levels])
+            g = g.assign(_x=g[factor].astype(str).map(pos)).dropna(subset=["_x"])
+            g = g.sort_values("_x")
+            y, err = error_bars(g, metric, scale)
+            x = g["_x"].to_numpy(float)
+            if axis.numeric:     # a true scale: the series joined by a line
+                ax.errorbar(x, y, yerr=err, marker="o", ms=4, capsize=3,
+                            label=None if h is None else str(h))
+            else:                # categories: points with intervals, side by side
+                off = (k - (ng - 1) / 2) * min(0.12, 0.6 / max(ng, 1))
+                ax.errorbar(x + off, y, yerr=err, fmt="o", linestyle="none", capsize=3,
+                            label=None if h is None else str(h))
+        set_factor_ticks(ax, axis)
+        if not axis.numeric:
+            ax.set_xlim(-0.5, len(axis.levels) - 0.5)
         if hue and hue in d and legend:
-            ax.legend(title=hue, fontsize="x-small", title_fontsize="x-small")
-    ax.set_xlabel(factor)
+            ax.legend(title=column_label(hue) or None, fontsize="x-small",
+                      title_fontsize="x-small")
+    ax.set_xlabel(column_label(factor) or factor)
     ax.set_ylabel(label_of(metric))
     ax.grid(alpha=0.3)
 
 
 def box(runs: pd.DataFrame, by: str, metric: str, *, title: str | None = None,
-        ax=None) -> Figure:
+        ax=None, order=None) -> Figure:
     """Distribution of a metric over repetitions, one box per value of `by` (valid runs
-    only; the invalid ones are counted in the title)."""
+    only; the invalid ones are counted in the title), in `order` when given (the
+    study's), else numeric factors by value and the rest in natural order."""
     scale, _ = unit_of(metric)
     fig, ax = _axes(ax, (6.5, 3.8))
     if not nonempty(runs) or metric not in runs or by not in runs:
@@ -196,7 +234,7 @@ def box(runs: pd.DataFrame, by: str, metric: str, *, title: str | None = None,
         ok = valid_mask(runs)
         n_inv = int((~ok).sum())
         d = runs[ok]
-        levels = sorted(d[by].dropna().unique(), key=natural_key)
+        levels = factor_axis(by, d[by].dropna().tolist(), order).levels
         data = [d.loc[d[by] == v, metric].dropna().to_numpy() * scale for v in levels]
         if any(len(x) for x in data):
             ax.boxplot(data, tick_labels=[str(v) for v in levels], showmeans=True)
@@ -205,26 +243,30 @@ def box(runs: pd.DataFrame, by: str, metric: str, *, title: str | None = None,
                         color="k", ms=3)
         else:
             _no_data(ax)
-        if len(levels) > 4:
-            ax.tick_params(axis="x", labelrotation=30)
-    ax.set_xlabel(by)
+        rotate_long(ax, levels)
+    ax.set_xlabel(column_label(by))
     ax.set_ylabel(label_of(metric))
     ax.grid(alpha=0.3, axis="y")
     extra = f"  ({n_inv} invalid runs excluded)" if n_inv else ""
-    ax.set_title((title or f"{metric} per {by}") + extra, fontsize="medium")
+    ax.set_title((title or f"{name_of(metric)} per {column_label(by) or 'setting'}") + extra,
+                 fontsize="medium")
     return fig
 
 
 def cdf(df: pd.DataFrame, value: str, *, hue: str | None = None,
-        title: str | None = None, max_groups: int = 12, ax=None) -> Figure:
-    """Empirical CDF of a column (e.g. RTT samples, per-flow goodput), one line per hue."""
+        title: str | None = None, max_groups: int = 12, ax=None, order=None) -> Figure:
+    """Empirical CDF of a column (e.g. RTT samples, per-flow goodput), one line per hue
+    (in `order` when given)."""
     scale, _ = unit_of(value)
     fig, ax = _axes(ax, (6, 3.8))
     if not nonempty(df) or value not in df:
         _no_data(ax)
     else:
-        groups = list(df.groupby(hue, sort=True)) if hue and hue in df else [(None, df)]
-        groups = sorted(groups, key=lambda kv: natural_key(kv[0]))[:max_groups]
+        if hue and hue in df:
+            lv = factor_axis(hue, df[hue].dropna().unique().tolist(), order).levels
+            groups = [(h, df[df[hue] == h]) for h in lv][:max_groups]
+        else:
+            groups = [(None, df)]
         for h, g in groups:
             x = np.sort(g[value].dropna().to_numpy(float)) * scale
             if x.size == 0:
@@ -237,7 +279,7 @@ def cdf(df: pd.DataFrame, value: str, *, hue: str | None = None,
     ax.set_ylabel("fraction ≤ x")
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)
-    ax.set_title(title or f"CDF of {value}", fontsize="medium")
+    ax.set_title(title or f"CDF of {name_of(value)}", fontsize="medium")
     return fig
 
 
@@ -252,20 +294,22 @@ def heatmap(df: pd.DataFrame, row: str, col: str, value: str, *,
         _no_data(ax)
     else:
         piv = df.pivot_table(index=row, columns=col, values=value, aggfunc="mean")
-        piv = piv.reindex(index=sorted(piv.index, key=natural_key),
-                          columns=sorted(piv.columns, key=natural_key)) * scale
+        piv = piv.reindex(index=factor_axis(row, list(piv.index)).levels,
+                          columns=factor_axis(col, list(piv.columns)).levels) * scale
         im = ax.imshow(piv.to_numpy(float), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
         ax.set_xticks(range(piv.shape[1]), [str(c) for c in piv.columns])
         ax.set_yticks(range(piv.shape[0]), [str(i) for i in piv.index])
         for (i, j), v in np.ndenumerate(piv.to_numpy(float)):
             if not np.isnan(v):
                 r, g, b, _ = im.cmap(im.norm(v))  # dark text on light cells, and back
-                ax.text(j, i, f"{v:.3g}", ha="center", va="center", fontsize="small",
+                ax.text(j, i, format_number(v, 3), ha="center", va="center",
+                        fontsize="small",
                         color="k" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "w")
         fig.colorbar(im, ax=ax, label=label_of(value))
-    ax.set_xlabel(col)
-    ax.set_ylabel(row)
-    ax.set_title(title or f"{value}: {row} x {col}", fontsize="medium")
+    ax.set_xlabel(column_label(col))
+    ax.set_ylabel(column_label(row))
+    ax.set_title(title or f"{name_of(value)}: {column_label(row)} × {column_label(col)}",
+                 fontsize="medium")
     return fig
 
 
@@ -282,18 +326,24 @@ def fairness_vs_flows(runs: pd.DataFrame, n_col: str, *, value: str = "jain",
         d["_n"] = pd.to_numeric(d[n_col], errors="coerce")
         groups = d.groupby(hue, sort=True) if hue and hue in d else [(None, d)]
         for h, g in groups:
-            s = pd.DataFrame([{"n": n, **summarize(x[value])} for n, x in g.groupby("_n")])
+            # the flow count as its own column: summarize's "n" counts the runs
+            s = pd.DataFrame([{**summarize(x[value]), "_flows": k}
+                              for k, x in g.groupby("_n")])
             if s.empty:
                 continue
-            ax.errorbar(s["n"], s["mean"], yerr=s["ci_half"].fillna(0), marker="o",
-                        capsize=3, label=None if h is None else str(h))
+            y, err = error_bars(s, value, 1.0)
+            ax.errorbar(s["_flows"], y, yerr=err, marker="o", capsize=3,
+                        label=None if h is None else str(h))
         ns = np.sort(d["_n"].dropna().unique())
         if ns.size:
             ax.plot(ns, 1 / ns, ls=":", color="grey", label="1/n (one flow takes all)")
+            set_factor_ticks(ax, factor_axis(n_col, [int(n) if float(n).is_integer()
+                                                     else n for n in ns]))
         ax.legend(fontsize="x-small")
     ax.set_ylim(0, 1.05)
-    ax.set_xlabel(n_col)
-    ax.set_ylabel(value)
+    ax.set_xlabel(column_label(n_col))
+    ax.set_ylabel(label_of(value))
     ax.grid(alpha=0.3)
-    ax.set_title(title or f"{value} vs {n_col} (mean, 95 % CI)", fontsize="medium")
+    ax.set_title(title or f"{name_of(value)} against the number of flows (mean, 95 % CI)",
+                 fontsize="medium")
     return fig

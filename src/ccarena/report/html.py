@@ -53,10 +53,12 @@ def _text(v):
 
 
 def table_data(df: pd.DataFrame, left: tuple = (), raw_html: tuple = (),
-               max_rows: int = 500) -> dict:
+               max_rows: int = 500, wrap: tuple = ()) -> dict:
     """A DataFrame for the `table` macro: {head: [(name, left)], rows: [[(value, left)]],
     more}. Columns in `left` are left-aligned text; columns in `raw_html` hold Markup
-    fragments (left-aligned); other numbers are formatted with fmt_num, right-aligned."""
+    fragments (right-aligned values unless also in `left`); other numbers are formatted
+    with fmt_num, right-aligned. Columns in `wrap` (left-aligned text) may wrap over
+    several lines, as a long sentence must."""
     if df is None or len(df) == 0:
         return {"head": [], "rows": [], "more": 0}
     cols = list(df.columns)
@@ -65,7 +67,9 @@ def table_data(df: pd.DataFrame, left: tuple = (), raw_html: tuple = (),
         cells = []
         for c, v in zip(cols, row):
             if c in raw_html:
-                cells.append((Markup(v), True))
+                cells.append((Markup(v), c in left))
+            elif c in wrap:
+                cells.append((_text(v), "wrap"))
             elif c in left or not isinstance(v, (int, float)) or isinstance(v, bool):
                 cells.append((_text(v), True))
             else:

@@ -13,31 +13,24 @@ from ccarena import units
 from ccarena.errors import CcarenaError
 from ccarena.analysis.aggregates import flow_cells
 
-COLUMNS = (  # (metric, header, format); scales from units.display_unit
-    ("goodput_bps", "goodput Mbit/s", "{:.2f}"),
-    ("rtt_mean_s", "RTT ms", "{:.2f}"),
-    ("rtt_p95_s", "RTT p95 ms", "{:.2f}"),
-    ("fct_s", "download s", "{:.3f}"),
+COLUMNS = (  # (metric, header); values in units.display_unit, as the report shows them
+    ("goodput_bps", "goodput Mbit/s"),
+    ("rtt_mean_s", "RTT ms"),
+    ("rtt_p95_s", "RTT p95 ms"),
+    ("fct_s", "download s"),
 )
 # per cell, from the runs: the bottleneck's own drops over its arrivals (not the senders'
 # retransmissions, which exceed the loss when SACK is off and a timeout resends in bulk)
-RUN_COLUMNS = (("loss_ratio", "loss %", "{:.3f}"),)
+RUN_COLUMNS = (("loss_ratio", "loss %"),)
 
 
-def _scale(metric: str) -> float:
-    # a ratio is shown in percent here; everything else in its display unit
-    return 100.0 if metric.endswith("_ratio") else units.display_unit(metric)[0]
-
-
-def _fmt(row, scale, fmt) -> str:
-    m = row.get("mean")
-    if m is None or (isinstance(m, float) and math.isnan(m)):
+def _fmt(metric: str, row) -> str:
+    """A cell's statistics in the words of the report (units.format_stat): the mean ±
+    its interval rounded to the interval's digits, a percentile's median [low, high]."""
+    v = row.get("median" if row.get("center") == "median" else "mean")
+    if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
-    s = fmt.format(m * scale)
-    h = row.get("ci_half")
-    if h is not None and not (isinstance(h, float) and math.isnan(h)) and row.get("n", 0) > 1:
-        s += " ± " + fmt.format(h * scale)
-    return s
+    return units.format_stat(metric, row)
 
 
 def table_rows(results) -> tuple[list[str], list[list[str]]]:
@@ -50,14 +43,13 @@ def table_rows(results) -> tuple[list[str], list[list[str]]]:
     params = list(next(iter(plan.get("cells", {}).values()), {}) or {})
     params = [p for p in params if not (p.startswith("flow.") and p.endswith(".cc"))]
     have = set(cells.loc[cells["mean"].notna(), "metric"]) if len(cells) else set()
-    present = [(m, h, _scale(m), f) for m, h, f in COLUMNS if m in have]
+    present = [(m, h) for m, h in COLUMNS if m in have]
     runs = results.runs
     run_stats = _run_cells(runs)
-    run_present = [(m, h, _scale(m), f) for m, h, f in RUN_COLUMNS
-                   if m in run_stats and run_stats[m]]
+    run_present = [(m, h) for m, h in RUN_COLUMNS if m in run_stats and run_stats[m]]
     limits = _limits(results.flows)
     head = [p.rsplit(".", 1)[-1] for p in params] + ["flow", "cc"] + \
-        [h for _, h, _, _ in present + run_present] + (["limit"] if limits else []) + ["n"]
+        [h for _, h in present + run_present] + (["limit"] if limits else []) + ["n"]
     rows = []
     odd = (runs[runs["anomalies"].fillna(0) > 0].groupby("cell").size().to_dict()
            if len(runs) and "anomalies" in runs else {})
@@ -74,9 +66,9 @@ def table_rows(results) -> tuple[list[str], list[list[str]]]:
             bad = max((int(r.get("n_invalid", 0)) for r in by.values()), default=0)
             rows.append([str(d.get(p, "")) for p in params]
                         + [str(d.get("name", "")), str(d.get("cc", ""))]
-                        + [_fmt(by.get(m, {}), sc, f) for m, _, sc, f in present]
-                        + [_fmt(run_stats[m].get(d.get("cell"), {}), sc, f)
-                           for m, _, sc, f in run_present]
+                        + [_fmt(m, by.get(m, {})) for m, _ in present]
+                        + [_fmt(m, run_stats[m].get(d.get("cell"), {}))
+                           for m, _ in run_present]
                         + ([limits.get((d.get("cell"), d.get("name")), "-")] if limits else [])
                         + [f"{n}" + (f" +{bad} invalid" if bad else "")
                            + (f" +{missing[d['cell']]} missing" if missing.get(d.get("cell"))
@@ -90,11 +82,17 @@ def _run_cells(runs) -> dict[str, dict]:
     """metric -> cell -> statistics over the cell's valid runs (run-level columns)."""
     from ccarena.analysis.stats import cell_stats
     out = {}
-    for m, _, _ in RUN_COLUMNS:
+    for m, _ in RUN_COLUMNS:
         if m in runs and "cell" in runs and runs[m].notna().any():
             st = cell_stats(runs, ["cell"], [m])
             out[m] = {r["cell"]: r for r in st.to_dict("records")}
     return out
+
+
+def flow_notes(flows) -> dict:
+    """(cell, flow name) -> the note the report's flows table shows beside the flow's
+    numbers: today what limited it (the terminal's limit column, "cwnd 97%")."""
+    return _limits(flows)
 
 
 def _limits(flows) -> dict:
@@ -111,15 +109,17 @@ def terminal() -> Console:
     return Console()
 
 
-def summary_tables(title: str, head: list[str], rows: list[list[str]],
-                   console: Console) -> list[Table]:
+def summary_tables(title: str | None, head: list[str], rows: list[list[str]],
+                   console: Console, keys: int | None = None) -> list[Table]:
     """The summary as rich Tables that fit the console. One table with one line per row
     when that fits; else the compact layout (each header and value on two lines:
     "goodput" over "Mbit/s", the mean over "± half-width"; no vertical rules), which puts
     a study of two factors, four metric columns, limit and n in 80 columns; else the
     metric columns are split over several compact tables, each with the factors, flow and
-    cc of its rows. A column wider than the console alone is folded by rich."""
-    keys = head.index("cc") + 1    # parameters, flow, cc; then the numbers
+    cc of its rows. A column wider than the console alone is folded by rich. `keys`: how
+    many leading columns name a row (default: up to cc)."""
+    if keys is None:
+        keys = head.index("cc") + 1    # parameters, flow, cc; then the numbers
     wide = _table(title, head, rows, keys, compact=False)
     if _natural(console, wide) <= console.width:
         return [wide]
@@ -169,6 +169,8 @@ def _fold(text: str, numeric: bool) -> str:
         return text
     if " ± " in text:
         return text.replace(" ± ", "\n± ")
+    if " [" in text:                    # a median over its bootstrap interval
+        return text.replace(" [", "\n[", 1)
     if " +" in text or " (" in text:
         return text.replace(" +", "\n+").replace(" (", "\n(")
     head, _, last = text.rpartition(" ")
@@ -185,7 +187,8 @@ def render(results, console: Console | None = None) -> list[Table]:
             console.print()
         console.print(t)
     console.print("[dim]mean ± half-width of the 95 % confidence interval over the valid "
-                  "runs of a cell (n); invalid runs (the machine or a tool failed the "
+                  "runs of a cell (n); RTT p95: the median over runs \\[its bootstrap "
+                  "interval]; invalid runs (the machine or a tool failed the "
                   "experiment) are never averaged in. loss: the bottleneck's drops over its "
                   "arrivals; limit: what held the sender back in most samples (cwnd: the "
                   "congestion window, rwnd: the receiver's window, sndbuf: its own send "
@@ -286,11 +289,13 @@ def as_dict(results, checks: list | None = None) -> dict:
     if len(cells):
         keys = [k for k in cells.columns if k not in ("metric",) and
                 k not in ("n", "n_invalid", "n_missing", "mean", "sd", "min", "max", "median",
-                          "ci_low", "ci_high", "ci_half", "cov")]
+                          "ci_low", "ci_high", "ci_half", "cov", "center", "interval")]
         for key, g in cells.groupby(keys, sort=True, dropna=False):
             key = key if isinstance(key, tuple) else (key,)
             rows.append({**dict(zip(keys, key)), "metrics": {
-                r["metric"]: {k: r[k] for k in ("mean", "ci_half", "sd", "n", "n_invalid")}
+                r["metric"]: {k: r.get(k) for k in ("mean", "median", "ci_low", "ci_high",
+                                                     "ci_half", "center", "sd", "n",
+                                                     "n_invalid")}
                 for r in g.to_dict("records")}})
     runs = results.runs
     bad = runs[~runs["valid"].astype(bool)] if len(runs) and "valid" in runs else runs
@@ -315,5 +320,5 @@ def markdown(results) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     lines += ["", f"{len(results.runs)} runs; mean ± half-width of the 95 % CI over valid "
-              "runs."]
+              "runs; RTT p95: the median over runs [its bootstrap interval]."]
     return "\n".join(lines)
