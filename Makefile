@@ -110,7 +110,7 @@ bench: install
 # Mutation testing of the link core (docs/dev/testing.md); slow, not part of `make test`.
 # One file at a time: make mutants MUTANTS_FILES=crates/link/src/queue/red.rs
 MUTANTS_FILES ?= crates/link/src/queue/*.rs crates/link/src/link.rs crates/link/src/link/*.rs \
-  crates/link/src/transmitter.rs crates/link/src/impair.rs
+  crates/link/src/transmitter.rs crates/link/src/impair/*.rs
 mutants:
 	@command -v cargo-mutants >/dev/null || cargo install --locked cargo-mutants
 	CARGO_PROFILE_DEV_DEBUG=0 cargo mutants -p ccarena-link --jobs 1 --timeout 15 \

@@ -22,6 +22,8 @@ otherwise.
             one cubic flow; within 25 % of the user-space link's value (AQM rates are
             sensitive to timing: see the table's spread)
   goodput   cubic, bbr, reno alone; within 5 %
+  impair-*  netem's impairments (delay per direction, distributions, correlation, loss
+            models, reordering, duplication, corruption): impair_tables.py
 """
 from __future__ import annotations
 
@@ -227,6 +229,8 @@ def goodput_table(reps: int, rate: str) -> str:
 
 TABLES = {"delay": delay_table, "rate": rate_table, "loss": loss_table, "aqm": aqm_table,
           "goodput": goodput_table}
+from impair_tables import TABLES as IMPAIR_TABLES  # noqa: E402
+TABLES.update(IMPAIR_TABLES)
 
 
 def main() -> int:

@@ -1,6 +1,8 @@
-"""The kernel backend's link tests (test_kernel_link.py) run inside the reference kernel.
+"""The kernel backend's link tests (test_kernel_link.py, test_kernel_impairments.py) run
+inside the reference kernel.
 
-The test suite runs those marked `vm_ci` (delay, rate, loss, the buffer's limit, RED:
+The test suite runs those marked `vm_ci` (delay, rate, loss, the buffer's limit, RED, a
+delay per direction, Gilbert-Elliott bursts:
 conditions a guest under TCG carries); `make verify` runs all of them
 (CCARENA_VM_FULL=1). Either way a test the guest skipped is a failure here, not a pass:
 inside the reference kernel nothing may skip (the guest's pytest writes a JUnit report
@@ -23,7 +25,7 @@ def _in_vm(select: list[str]) -> None:
     try:
         r = vm.run(["python", "-m", "pytest", "-q", "-ra", "-p", "no:cacheprovider",
                     f"--junitxml={report}", *select, "tests/vm/test_guest_cpu.py",
-                    "tests/vm/test_kernel_link.py"],
+                    "tests/vm/test_kernel_link.py", "tests/vm/test_kernel_impairments.py"],
                    vm.config_from_env(cwd=str(repo_root())), capture=True)
         print(r.stdout[-6000:])     # the guest's summary: what ran, and each failure's figures
         assert report.exists(), "the guest's pytest wrote no report:\n" + r.stdout[-4000:] \

@@ -1,9 +1,12 @@
 //! The sans-IO link core: two independent directions, each
 //!
 //! ```text
-//! arrival ─▶ per-host loss ─▶ link loss ─▶ queue (buffer + discipline)
-//!         ─▶ transmitter (rate / schedule / trace) ─▶ delay line (delay + host delay + jitter) ─▶ release
+//! arrival ─▶ per-host loss ─▶ duplication + link loss ─▶ queue (buffer + discipline)
+//!         ─▶ transmitter (rate / schedule / trace) ─▶ copy, corruption
+//!         ─▶ delay line (delay + host delay + jitter, or none when reordered) ─▶ release
 //! ```
+//!
+//! (`impairments`: the random ones, in netem's order.)
 //!
 //! Contract: `enqueue(now, dir, pkt)` and `poll(now, out)` are the only inputs;
 //! `next_deadline()` says when `poll` has work next (packet releases and transmitter
@@ -13,8 +16,9 @@
 //! delay line by `delay_line_bytes` (derived from rate × maximum delay).
 
 mod delay_line;
+mod impairments;
 
-use crate::impair::{Jitter, Loss};
+use crate::impair::Loss;
 use crate::packet::Packet;
 use crate::params::{DirParams, LinkParams, QueueKind, RateSpec};
 use crate::queue::classes::Classes;
@@ -28,6 +32,7 @@ use crate::rng::Rng;
 use crate::stats::{EventRecord, Sink, StatsRecord, Totals, EV_DROP_LOSS};
 use crate::transmitter::{Transmitter, TRACE_OPPORTUNITY_BYTES};
 use delay_line::DelayLine;
+use impairments::{Arrival, Impairments};
 
 pub const W2E: usize = 0;
 pub const E2W: usize = 1;
@@ -39,8 +44,6 @@ pub struct Released {
     pub due_ns: u64,
     pub pkt: Packet,
 }
-
-const ORDER_BUCKETS: usize = 4096;
 
 struct HostState {
     ip: u32,
@@ -54,12 +57,10 @@ pub struct Direction {
     transmitter: Transmitter,
     qrng: Rng,
     sink: Sink,
-    loss: Option<Loss>,
-    jitter: Option<Jitter>,
+    imp: Impairments,
     delay_ns: u64,
     hosts: Vec<HostState>,
     delay_line: DelayLine,
-    last_due: Vec<u64>,
     // rate transmitter
     free_at: u64,
     in_service: Option<(Packet, u64)>,
@@ -244,12 +245,10 @@ impl Direction {
                     .map(|m| Loss::new(m, Rng::stream(seed, 100 + 2 * i as u64 + dir as u64))),
             })
             .collect();
-        let jitter = p
-            .jitter
-            .map(|(m, reorder)| Jitter::new(m, reorder, Rng::stream(seed, 30 + dir as u64)));
+        let imp = Impairments::new(dir, p, seed);
         let max_delay = p.delay_ns
             + hosts.iter().map(|h| h.delay_ns).sum::<u64>()
-            + jitter.as_ref().map_or(0, |j| j.max_ns());
+            + imp.jitter.as_ref().map_or(0, |j| j.max_ns());
         let limit = lp
             .delay_line_bytes
             .unwrap_or_else(|| match peak_rate(&p.rate) {
@@ -264,14 +263,10 @@ impl Direction {
             transmitter: Transmitter::new(p.rate.clone(), lp.t0_ns.unwrap_or(t0)),
             qrng: Rng::stream(seed, 10 + dir as u64),
             sink: Sink::new(dir as u8, lp.event_log),
-            loss: p
-                .loss
-                .map(|m| Loss::new(m, Rng::stream(seed, 20 + dir as u64))),
-            jitter,
+            imp,
             delay_ns: p.delay_ns,
             hosts,
             delay_line: DelayLine::new(limit),
-            last_due: vec![0; ORDER_BUCKETS],
             free_at: t0,
             in_service: None,
             carry: 0,
@@ -284,36 +279,18 @@ impl Direction {
         pkt.arrival_ns = now;
         pkt.enq_ns = now;
         self.sink.arrival(pkt.len());
-        if let Some(ip) = pkt.ip {
-            for h in self.hosts.iter_mut() {
-                if h.ip == ip.src || h.ip == ip.dst {
-                    pkt.extra_delay_ns += h.delay_ns;
-                    if let Some(l) = h.loss.as_mut() {
-                        if l.lose() {
-                            self.sink.dropped(
-                                now,
-                                EV_DROP_LOSS,
-                                pkt.hash,
-                                pkt.len(),
-                                self.qdisc.len_pkts(),
-                            );
-                            return;
-                        }
-                    }
+        let lost = self.host_rules(&mut pkt)
+            || match self.imp.arrival() {
+                Arrival::Lost => true,
+                Arrival::Kept { duplicate } => {
+                    pkt.duplicate = duplicate;
+                    false
                 }
-            }
-        }
-        if let Some(l) = self.loss.as_mut() {
-            if l.lose() {
-                self.sink.dropped(
-                    now,
-                    EV_DROP_LOSS,
-                    pkt.hash,
-                    pkt.len(),
-                    self.qdisc.len_pkts(),
-                );
-                return;
-            }
+            };
+        if lost {
+            let qlen = self.qdisc.len_pkts();
+            self.sink.dropped(now, EV_DROP_LOSS, pkt.hash, pkt.len(), qlen);
+            return;
         }
         if self.qdisc.len_pkts() == 0 {
             if self.transmitter.is_trace() {
@@ -336,18 +313,46 @@ impl Direction {
         self.advance(now);
     }
 
-    /// Transmission finished at `t`: the packet enters the delay line.
-    fn transmitted(&mut self, t: u64, pkt: Packet) {
-        let base = self.delay_ns + pkt.extra_delay_ns;
-        let mut due = t + base;
-        if let Some(j) = self.jitter.as_mut() {
-            due = t + j.apply(base);
-            if !j.reorder {
-                let b = pkt.hash as usize % ORDER_BUCKETS;
-                due = due.max(self.last_due[b]);
-                self.last_due[b] = due;
+    /// The per-host rules matching the packet's source or destination: their extra delay
+    /// is added; true if one's loss model takes it.
+    fn host_rules(&mut self, pkt: &mut Packet) -> bool {
+        let Some(ip) = pkt.ip else { return false };
+        for h in self.hosts.iter_mut() {
+            if h.ip == ip.src || h.ip == ip.dst {
+                pkt.extra_delay_ns += h.delay_ns;
+                if h.loss.as_mut().is_some_and(|l| l.lose()) {
+                    return true;
+                }
             }
         }
+        false
+    }
+
+    /// Transmission finished at `t`: the packet (and its copy, if duplicated — made
+    /// before the original is corrupted, as netem clones it) enters the delay line.
+    fn transmitted(&mut self, t: u64, mut pkt: Packet) {
+        let copy = pkt.duplicate.then(|| pkt.copy());
+        self.corrupt(&mut pkt);
+        if let Some(mut c) = copy {
+            self.sink.totals.duplicated += 1;
+            self.corrupt(&mut c);
+            self.enter_delay_line(t, c);
+        }
+        self.enter_delay_line(t, pkt);
+    }
+
+    fn corrupt(&mut self, pkt: &mut Packet) {
+        if self.imp.corrupt(pkt) {
+            self.sink.totals.corrupted += 1;
+        }
+    }
+
+    fn enter_delay_line(&mut self, t: u64, pkt: Packet) {
+        let base = self.delay_ns + pkt.extra_delay_ns;
+        let due = self.imp.due(t, base, pkt.hash).unwrap_or_else(|| {
+            self.sink.totals.reordered += 1;
+            t
+        });
         if let Err(p) = self.delay_line.push(due, pkt) {
             self.sink.delay_line_drop(t, p.hash, p.len());
         }

@@ -2,9 +2,14 @@
 //!
 //! Contract: the frame is `buf[head..]` (the shell may keep a header of its own in
 //! `buf[..head]`, e.g. a virtio-net header, and the core never touches it). IPv4 fields
-//! are parsed once when the packet is made. The only modification the core ever makes is
+//! are parsed once when the packet is made. The core modifies a frame in two ways only:
 //! setting ECN CE in an IPv4 header (RFC 3168 §5), recomputing the header checksum
-//! (RFC 791 §3.1, one's-complement sum per RFC 1071).
+//! (RFC 791 §3.1, one's-complement sum per RFC 1071), and corrupting it (netem's
+//! `corrupt`): the TCP/UDP checksum is first completed in software (RFC 793 §3.1, RFC 768:
+//! a frame may arrive with only the pseudo-header sum when its sender left the checksum to
+//! offload), then one bit is flipped, and `corrupted` tells the shell to send the frame
+//! without asking the kernel for checksum offload, so that the receiver verifies the
+//! checksum and drops the frame.
 
 pub const ETH_HLEN: usize = 14;
 const ETHERTYPE_IPV4: u16 = 0x0800;
@@ -35,6 +40,11 @@ pub struct Packet {
     /// Extra one-way delay from per-host rules.
     pub extra_delay_ns: u64,
     pub ip: Option<Ipv4Info>,
+    /// A copy of it leaves with it (netem's `duplicate`, decided on arrival).
+    pub duplicate: bool,
+    /// A bit was flipped after its checksums were completed: send it without checksum
+    /// offload (the shell's duty), so the receiver's check drops it.
+    pub corrupted: bool,
 }
 
 impl Packet {
@@ -61,7 +71,74 @@ impl Packet {
             hash,
             extra_delay_ns: 0,
             ip,
+            duplicate: false,
+            corrupted: false,
         }
+    }
+
+    /// A copy: the same bytes (the shell's header included) and metadata, not itself
+    /// marked for duplication.
+    pub fn copy(&self) -> Packet {
+        Packet {
+            buf: self.buf.clone(),
+            head: self.head,
+            arrival_ns: self.arrival_ns,
+            enq_ns: self.enq_ns,
+            hash: self.hash,
+            extra_delay_ns: self.extra_delay_ns,
+            ip: self.ip,
+            duplicate: false,
+            corrupted: self.corrupted,
+        }
+    }
+
+    /// Flip bit `bit` (0 = the most significant bit of the first byte; taken modulo the
+    /// frame's bits) after completing the TCP/UDP checksum, and mark the packet corrupted.
+    pub fn corrupt(&mut self, bit: usize) {
+        if self.is_empty() {
+            return;
+        }
+        self.complete_l4_checksum();
+        let bit = bit % (self.len() * 8);
+        self.buf[self.head + bit / 8] ^= 0x80 >> (bit % 8);
+        self.corrupted = true;
+    }
+
+    /// Write the full TCP or UDP checksum of an unfragmented IPv4 packet (pseudo-header,
+    /// RFC 793 §3.1 / RFC 768); a UDP checksum of 0 ("none") is left alone. Other frames
+    /// are unchanged.
+    pub fn complete_l4_checksum(&mut self) {
+        let Some(i) = self.ip else { return };
+        let l3 = self.head + i.l3 as usize;
+        let b = &self.buf;
+        let ihl = ((b[l3] & 0x0f) as usize) * 4;
+        let total = u16::from_be_bytes([b[l3 + 2], b[l3 + 3]]) as usize;
+        let frag = u16::from_be_bytes([b[l3 + 6], b[l3 + 7]]) & 0x3fff; // MF + offset
+        let field = match i.proto {
+            6 => 16,
+            17 => 6,
+            _ => return,
+        };
+        if frag != 0 || total < ihl + field + 2 || l3 + total > b.len() {
+            return;
+        }
+        let (l4, len) = (l3 + ihl, total - ihl);
+        if i.proto == 17 && b[l4 + 6] == 0 && b[l4 + 7] == 0 {
+            return;
+        }
+        self.buf[l4 + field] = 0;
+        self.buf[l4 + field + 1] = 0;
+        let b = &self.buf;
+        let mut pseudo = [0u8; 12];
+        pseudo[..8].copy_from_slice(&b[l3 + 12..l3 + 20]);
+        pseudo[9] = i.proto;
+        pseudo[10..].copy_from_slice(&(len as u16).to_be_bytes());
+        let sum = ones_sum(&b[l4..l4 + len], ones_sum(&pseudo, 0));
+        let mut c = !fold(sum);
+        if i.proto == 17 && c == 0 {
+            c = 0xffff; // RFC 768: a computed zero is sent as all ones
+        }
+        self.buf[l4 + field..l4 + field + 2].copy_from_slice(&c.to_be_bytes());
     }
 
     /// Make a packet from a bare frame (tests, simulators).
@@ -117,18 +194,28 @@ impl Packet {
 
 /// RFC 1071 Internet checksum of `data` (even length expected for IP headers).
 pub fn ipv4_checksum(data: &[u8]) -> u16 {
-    let mut sum: u32 = 0;
+    !fold(ones_sum(data, 0))
+}
+
+/// One's-complement sum of `data` as 16-bit big-endian words (an odd last byte padded
+/// with zero), added to `sum` (RFC 1071); not yet folded.
+pub fn ones_sum(data: &[u8], mut sum: u64) -> u64 {
     let mut chunks = data.chunks_exact(2);
     for c in &mut chunks {
-        sum += u16::from_be_bytes([c[0], c[1]]) as u32;
+        sum += u16::from_be_bytes([c[0], c[1]]) as u64;
     }
     if let [b] = chunks.remainder() {
-        sum += (*b as u32) << 8;
+        sum += (*b as u64) << 8;
     }
+    sum
+}
+
+/// Fold a one's-complement sum to 16 bits.
+pub fn fold(mut sum: u64) -> u16 {
     while sum >> 16 != 0 {
         sum = (sum & 0xffff) + (sum >> 16);
     }
-    !(sum as u16)
+    sum as u16
 }
 
 fn parse_ipv4(f: &[u8]) -> Option<Ipv4Info> {
@@ -259,5 +346,81 @@ mod tests {
         let mut q = Packet::from_frame(&arp);
         assert!(q.ip.is_none());
         assert!(!q.mark_ce());
+    }
+
+    /// The receiver's check of a TCP/UDP checksum over IPv4: the one's-complement sum of
+    /// pseudo-header and segment (checksum included) folds to all ones.
+    fn l4_checksum_ok(f: &[u8]) -> bool {
+        let l3 = ETH_HLEN;
+        let total = u16::from_be_bytes([f[l3 + 2], f[l3 + 3]]) as usize;
+        let mut pseudo = [0u8; 12];
+        pseudo[..8].copy_from_slice(&f[l3 + 12..l3 + 20]);
+        pseudo[9] = f[l3 + 9];
+        pseudo[10..].copy_from_slice(&((total - 20) as u16).to_be_bytes());
+        fold(ones_sum(&f[l3 + 20..l3 + total], ones_sum(&pseudo, 0))) == 0xffff
+    }
+
+    fn bits_differing(a: &[u8], b: &[u8]) -> u32 {
+        a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum()
+    }
+
+    #[test]
+    fn a_partial_checksum_is_completed_before_the_bit_flip() {
+        for (proto, field) in [(6u8, 16usize), (17, 6)] {
+            let mut f = build_ipv4_frame(301, [10, 1, 1, 2], [10, 2, 1, 2], proto, 40000, 5001, 0);
+            for (i, b) in f[ETH_HLEN + 40..].iter_mut().enumerate() {
+                *b = (i * 7 + 3) as u8; // a payload
+            }
+            // what a sender leaving the checksum to offload puts there: not the checksum
+            f[ETH_HLEN + 20 + field] = 0x12;
+            f[ETH_HLEN + 20 + field + 1] = 0x34;
+            assert!(!l4_checksum_ok(&f));
+            let mut p = Packet::from_frame(&f);
+            p.complete_l4_checksum();
+            assert!(l4_checksum_ok(p.frame()), "proto {proto}: completed checksum verifies");
+            let done = p.frame().to_vec();
+            assert!(!p.corrupted);
+            // flip a payload bit: exactly one bit differs and the receiver's check fails
+            p.corrupt(8 * (ETH_HLEN + 100) + 3);
+            assert!(p.corrupted);
+            assert_eq!(bits_differing(&done, p.frame()), 1);
+            assert!(!l4_checksum_ok(p.frame()), "proto {proto}: corrupted frame verifies");
+        }
+    }
+
+    #[test]
+    fn every_bit_position_is_reachable_and_the_ip_header_check_catches_its_own() {
+        let f = build_ipv4_frame(64, [10, 1, 1, 2], [10, 2, 1, 2], 1, 0, 0, 0);
+        for bit in 0..f.len() * 8 {
+            let mut p = Packet::from_frame(&f);
+            p.corrupt(bit + f.len() * 8); // taken modulo the frame's bits
+            assert_eq!(bits_differing(&f, p.frame()), 1, "bit {bit}");
+            assert_eq!((p.frame()[bit / 8] ^ f[bit / 8]) as usize, 0x80 >> (bit % 8));
+            if (8 * ETH_HLEN..8 * (ETH_HLEN + 20)).contains(&bit) {
+                assert_ne!(ipv4_checksum(&p.frame()[ETH_HLEN..ETH_HLEN + 20]), 0, "bit {bit}");
+            }
+        }
+    }
+
+    #[test]
+    fn udp_without_a_checksum_and_fragments_are_left_alone() {
+        let f = build_ipv4_frame(100, [10, 1, 1, 2], [10, 2, 1, 2], 17, 1, 2, 0);
+        let mut p = Packet::from_frame(&f);
+        p.complete_l4_checksum();
+        assert_eq!(p.frame(), &f[..], "UDP checksum 0 means none (RFC 768)");
+        let mut g = build_ipv4_frame(100, [10, 1, 1, 2], [10, 2, 1, 2], 6, 1, 2, 0);
+        g[ETH_HLEN + 6] = 0x20; // more fragments
+        let mut p = Packet::from_frame(&g);
+        p.complete_l4_checksum();
+        assert_eq!(p.frame(), &g[..], "a fragment's checksum covers the whole datagram");
+    }
+
+    #[test]
+    fn a_copy_is_the_same_frame_and_not_itself_duplicated() {
+        let mut p = Packet::new(vec![9u8; 120], 10);
+        p.duplicate = true;
+        p.extra_delay_ns = 5;
+        let c = p.copy();
+        assert_eq!((c.buf.clone(), c.head, c.extra_delay_ns, c.duplicate), (p.buf.clone(), 10, 5, false));
     }
 }

@@ -1,7 +1,7 @@
 //! Validated parameters of the link core (built from the JSON config by `config`, or
 //! directly by tests and simulators). All times are ns, rates bit/s, sizes bytes.
 
-use crate::impair::{JitterModel, LossModel};
+use crate::impair::{JitterSpec, LossModel, ReorderSpec};
 use crate::queue::classes::ClassMatch;
 use crate::queue::codel::CodelParams;
 use crate::queue::step::StepK;
@@ -52,12 +52,24 @@ pub enum QueueKind {
     },
 }
 
+/// A per-packet probability with netem's correlation (duplication, corruption).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ChanceSpec {
+    pub p: f64,
+    pub correlation: f64,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct DirParams {
     pub rate: RateSpec,
     pub delay_ns: u64,
-    pub jitter: Option<(JitterModel, bool)>,
+    pub jitter: Option<JitterSpec>,
     pub loss: Option<LossModel>,
+    /// netem's `duplicate`, `corrupt` and `reorder`, applied as a packet leaves the
+    /// transmitter (docs/link.md, "Impairments").
+    pub duplicate: Option<ChanceSpec>,
+    pub corrupt: Option<ChanceSpec>,
+    pub reorder: Option<ReorderSpec>,
     pub limit: Limit,
     pub queue: QueueKind,
     pub ecn: bool,
@@ -71,6 +83,9 @@ impl DirParams {
             delay_ns,
             jitter: None,
             loss: None,
+            duplicate: None,
+            corrupt: None,
+            reorder: None,
             limit,
             queue: QueueKind::DropTail,
             ecn: false,

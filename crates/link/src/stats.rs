@@ -100,6 +100,12 @@ pub struct Totals {
     /// Delay line full (memory bound; should stay 0).
     pub drops_delay_line: u64,
     pub marks: u64,
+    /// Copies made by duplication (released besides their originals).
+    pub duplicated: u64,
+    /// Packets (copies included) with a bit flipped by corruption.
+    pub corrupted: u64,
+    /// Packets sent at once, without the delay, by reordering.
+    pub reordered: u64,
 }
 
 #[derive(Clone, Copy, Debug, Default)]

@@ -166,3 +166,63 @@ fn a_schedule_step_of_rate_0_is_an_outage_and_a_negative_one_is_refused() {
         "w2e.rate_bps"
     );
 }
+
+#[test]
+fn netems_impairments_parse_with_tcs_defaults() {
+    use ccarena_link::impair::{JitterModel, LossModel, ReorderSpec};
+    use ccarena_link::params::ChanceSpec;
+    let c = parse(
+        &base(r#"{"delay_ns": 20000000, "buffer": {"packets": 10},
+             "jitter": {"kind": "paretonormal", "ns": 2000000, "correlation": 0.25},
+             "loss": {"kind": "four_state", "p13": 0.05},
+             "duplicate": {"p": 0.01}, "corrupt": {"p": 0.001, "correlation": 0.5},
+             "reorder": {"p": 0.1, "gap": 5}}"#),
+        std::path::Path::new("/"),
+    )
+    .unwrap();
+    let d = &c.link.dirs[0];
+    let j = d.jitter.unwrap();
+    assert_eq!((j.model, j.correlation, j.reorder), (JitterModel::ParetoNormal { ns: 2e6 }, 0.25, false));
+    // `loss state P` alone: p31 = 1 − P, p32 = 0, p23 = 1, p14 = 0 (tc's defaults)
+    assert_eq!(
+        d.loss,
+        Some(LossModel::FourState { p13: 0.05, p31: 0.95, p32: 0.0, p23: 1.0, p14: 0.0 })
+    );
+    assert_eq!(d.duplicate, Some(ChanceSpec { p: 0.01, correlation: 0.0 }));
+    assert_eq!(d.corrupt, Some(ChanceSpec { p: 0.001, correlation: 0.5 }));
+    assert_eq!(d.reorder, Some(ReorderSpec { p: 0.1, correlation: 0.0, gap: 5 }));
+    // the receive rings are read every quarter of the smallest delay, but a reordered
+    // packet is due as it arrives: then on every arrival
+    let both = |extra: &str| {
+        let d = format!(r#"{{"delay_ns": 20000000, "buffer": {{"packets": 10}}{extra}}}"#);
+        let text = format!(
+            r#"{{"ifaces": {{"west": "lw", "east": "le"}}, "out_dir": "/x", "w2e": {d}, "e2w": {d}}}"#
+        );
+        parse(&text, std::path::Path::new("/")).unwrap().rx_poll_ns
+    };
+    assert_eq!(both(""), 1_000_000);
+    assert_eq!(both(r#", "jitter": {"kind": "pareto", "ns": 3000000}"#), 1_000_000);
+    assert_eq!(both(r#", "jitter": {"kind": "normal", "sd_ns": 4000000}"#), 1_000_000);
+    assert_eq!(both(r#", "jitter": {"kind": "normal", "sd_ns": 4900000}"#), 0);
+    assert_eq!(both(r#", "reorder": {"p": 0.1}"#), 0);
+}
+
+#[test]
+fn bad_impairments_name_key_and_cause() {
+    let e = err(r#"{"delay_ns": 1000, "buffer": {"packets": 10}, "reorder": {"p": 1.5}}"#);
+    assert_eq!(e.object, "w2e.reorder.p");
+    let e = err(r#"{"buffer": {"packets": 10}, "reorder": {"p": 0.5}}"#);
+    assert_eq!(e.object, "w2e.reorder");
+    assert!(e.cause.contains("needs delay_ns > 0"), "{}", e.cause);
+    let e = err(r#"{"delay_ns": 1000, "buffer": {"packets": 10}, "reorder": {"p": 0.5, "gap": 0}}"#);
+    assert_eq!(e.object, "w2e.reorder.gap");
+    let e = err(r#"{"buffer": {"packets": 10}, "loss": {"kind": "four_state", "p13": 0.6, "p14": 0.6}}"#);
+    assert_eq!(e.object, "w2e.loss");
+    assert!(e.cause.contains("p13 + p14"), "{}", e.cause);
+    let e = err(r#"{"buffer": {"packets": 10}, "jitter": {"kind": "normal", "sd_ns": 5, "correlation": -0.1}}"#);
+    assert_eq!(e.object, "w2e.jitter.correlation");
+    let e = err(r#"{"buffer": {"packets": 10}, "jitter": {"kind": "pareto", "sd_ns": 5}}"#);
+    assert!(e.cause.contains("unknown field `sd_ns`"), "{}", e.cause);
+    let e = err(r#"{"buffer": {"packets": 10}, "duplicate": {"p": 0.1, "gap": 2}}"#);
+    assert!(e.cause.contains("unknown field `gap`"), "{}", e.cause);
+}

@@ -16,6 +16,7 @@ from ccarena import cc as ccmod
 from ccarena.errors import CcarenaError
 from ccarena.measure import records
 from ccarena.measure import validity
+from ccarena.study.impair import jitter_extent_s, random_impairments
 from ccarena.study.resolve import PROBE_FLOW_ID
 
 
@@ -101,13 +102,13 @@ def collect(ctx) -> None:
 def judge_saturation(study, tables: dict, meta: dict) -> list[str]:
     """validity.judge_cpu_limited for this run, where its backlogged flows should have
     saturated the bottleneck (validity.saturating_windows) and only the machine could
-    have lost their packets: not with random loss or jitter on the path (loss keeps
-    queues short and rates low by itself; jitter's reordering makes TCP resend what was
-    not lost), nor a rate that changes (schedule, trace), nor hosts the study gave a CPU
+    have lost their packets: not with random impairments on the path (loss of any model,
+    corruption and duplication keep queues short and rates low by themselves; jitter's
+    and netem's reordering make TCP resend what was not lost), nor a rate that changes (schedule, trace), nor hosts the study gave a CPU
     quota or set (their CPU limit is the experiment). Records meta["link_delivery"]."""
     b = study.bottleneck
     hosts = study.hosts.values()
-    if (b.loss or b.jitter_s or b.trace or b.rate_schedule or "cpu" not in meta
+    if (random_impairments(b) or b.trace or b.rate_schedule or "cpu" not in meta
             or not meta.get("t0_ns")
             or any(h.loss or h.cpus is not None or h.cpuset is not None for h in hosts)):
         return []
@@ -174,12 +175,13 @@ def kernel_delay(study, tables: dict) -> dict:
     own round trip in a slow guest (KERNEL_PATH_RTT_S)."""
     from ccarena.testbed.user_link import late_tolerance_ns
     b = study.bottleneck
+    up = jitter_extent_s(b)[1]     # how far above the delay a draw may lie, each way
 
     def base(a: str, z: str) -> float | None:
         if a is None or z is None or a[:1] == z[:1]:
             return None        # not across the bottleneck
         extra = sum(study.hosts[h].delay_s for h in (a, z) if h in study.hosts)
-        return 2 * (b.delay_s + extra)
+        return b.delay_s + b.reverse_delay + 2 * extra
 
     paths = []
     ping = tables.get("ping")
@@ -187,7 +189,7 @@ def kernel_delay(study, tables: dict) -> dict:
         rt = base(p.src, p.dst)
         if p.kind == "ping" and rt is not None and ping is not None and len(ping):
             paths.append({"path": f"ping {p.src}->{p.dst}", "base_s": rt,
-                          "jitter_s": b.jitter_s,
+                          "jitter_s": up,
                           "rtt_s": ping[ping["probe"] == p.name]["rtt_s"].to_numpy()})
     ti = tables.get("tcpinfo")
     if ti is not None and len(ti) and "min_rtt_us" in ti:
@@ -199,7 +201,7 @@ def kernel_delay(study, tables: dict) -> dict:
             if len(m):
                 per_conn = m.groupby(["host", "conn"])["min_rtt_us"].min() / 1e6
                 paths.append({"path": f"flow {f.name}", "base_s": rt,
-                              "jitter_s": b.jitter_s, "rtt_s": per_conn.to_numpy()})
+                              "jitter_s": up, "rtt_s": per_conn.to_numpy()})
     tol = 2 * late_tolerance_ns(study) / 1e9 + validity.KERNEL_PATH_RTT_S
     unloaded = not study.flows      # (a command may send too)
     return validity.kernel_delay(paths, tol, unloaded)

@@ -12,6 +12,7 @@ time, and warnings for settings that are legal but rarely meant."""
 from __future__ import annotations
 
 from ccarena import units
+from ccarena.study import impair
 from ccarena.study.model import Cell
 
 RUN_OVERHEAD_S = 3.0        # building, starting and tearing down a run, measured here
@@ -36,9 +37,12 @@ def cell_lines(cell) -> list[str]:
     rate = units.format_rate(b.rate_bps) if b.rate_bps else "unlimited"
     rev = "" if b.reverse_rate_bps == b.rate_bps or not b.reverse_rate_bps else \
         f" (r->s {units.format_rate(b.reverse_rate_bps)})"
-    out.append(f"rate {rate}{rev}; one-way delay {units.format_time(b.delay_s)}, base RTT "
+    rdel = "" if b.reverse_delay == b.delay_s else \
+        f" (r->s {units.format_time(b.reverse_delay)})"
+    out.append(f"rate {rate}{rev}; one-way delay {units.format_time(b.delay_s)}{rdel}, base RTT "
                f"{units.format_time(s.base_rtt_s)}"
-               + (f", jitter ±{units.format_time(b.jitter_s)}" if b.jitter_s else ""))
+               + (f", jitter ±{units.format_time(b.jitter_s)}" if b.jitter_s and not
+                  impair.describe_jitter(b) else ""))
     buf_pk = b.buffer.packets(s.mtu)
     if b.rate_bps and s.base_rtt_s > 0:
         bdp = b.rate_bps * s.base_rtt_s / 8
@@ -51,6 +55,7 @@ def cell_lines(cell) -> list[str]:
         out.append(f"queue parameters: {_params(b.queue_params)}")
     if b.loss:
         out.append(f"loss {b.loss:.4%} (s->r)")
+    out += impair.describe(b)
     for h, hs in sorted(s.hosts.items()):
         extra = [x for x in (f"+{units.format_time(hs.delay_s)} delay" if hs.delay_s else "",
                              f"+{hs.loss:.2%} loss" if hs.loss else "",

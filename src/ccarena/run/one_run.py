@@ -32,6 +32,7 @@ from ccarena.run.parts import (START_LEAD_S, TIMED_LINK_LEAD_S, RunContext, User
 from ccarena.store.layout import RUN_RAW
 from ccarena.store.manifest import MANIFEST_VERSION
 from ccarena.store.writer import Writer
+from ccarena.study.impair import record as impairments_record
 from ccarena.study.plan import PlannedRun
 from ccarena.study.model import Study
 from ccarena.testbed import netns
@@ -199,7 +200,7 @@ def _initial_meta(r: PlannedRun, run_id: str, backend: str, topo, kernel_names: 
 def _bottleneck_meta(study: Study) -> dict:
     b = study.bottleneck
     d = {"rate_bps": b.rate_bps, "delay_s": b.delay_s, "jitter_s": b.jitter_s, "loss": b.loss,
-         "queue": b.queue, "ecn": b.ecn, "aqm": b.aqm}
+         "queue": b.queue, "ecn": b.ecn, "aqm": b.aqm, **impairments_record(b)}
     d["buffer_packets" if b.buffer.kind == "packets" else "buffer_bytes"] = b.buffer.size
     return d
 

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from ccarena import units
 from ccarena.cc.variants import VARIANT_NAMES
+from ccarena.study.impair import DELAY_DISTRIBUTIONS
 from ccarena.study.model import DEFAULT_CC, FLOW_KINDS
 
 QUEUES = ("droptail", "red", "codel", "fq_codel", "step", "classes")
@@ -268,10 +269,30 @@ LINK_KEYS = {
     "rate": rate("bottleneck rate (none: unlimited)"),
     "reverse_rate": rate("rate of the r->s direction", "rate"),
     "delay": time("one-way delay, each direction", "0s"),
+    "reverse_delay": time("one-way delay of the r->s direction", "delay"),
     "rtt": time("base RTT instead of delay (split over both directions)"),
-    "jitter": time("delay varies uniformly within ±jitter around delay (packets keep their "
+    "jitter": time("each direction's delay varies around delay: within ±jitter (uniform), "
+                   "or jitter is the scale of delay_distribution (packets keep their "
                    "order)", "0s"),
+    "delay_distribution": choice(DELAY_DISTRIBUTIONS, "shape of the jitter (netem's "
+                                 "tables; normal: jitter is the standard deviation)",
+                                 "uniform"),
+    "delay_correlation": percent("netem's correlation of each delay with the one before "
+                                 "(it also narrows the spread)"),
     "loss": percent("random loss of the s->r direction"),
+    "loss_model": table("bursty loss of the s->r direction instead of `loss`: { kind = "
+                        "\"gilbert\", p, r, loss_bad, loss_good } or { kind = \"4state\", "
+                        "p13, p31, p32, p23, p14 } (see 'bottleneck.loss_model')"),
+    "reorder": percent("share of s->r packets sent at once, overtaking delayed ones "
+                       "(netem's reorder; needs a delay)"),
+    "reorder_correlation": percent("netem's correlation of reorder"),
+    "reorder_gap": integer("after each reordered packet the next reorder_gap - 1 are "
+                           "delayed (netem's gap)", 1, None, "1"),
+    "duplicate": percent("share of s->r packets delivered twice"),
+    "duplicate_correlation": percent("netem's correlation of duplicate"),
+    "corrupt": percent("share of s->r packets with one bit flipped (the receiver's "
+                       "checksum drops them)"),
+    "corrupt_correlation": percent("netem's correlation of corrupt"),
     "buffer": Key("buffer", "bottleneck buffer, packets ('100p') or bytes ('150KB')",
                   units.parse_buffer, "1000p", unit="packets or bytes", range="≥ 1"),
     "queue": choice(QUEUES, "queue discipline at the bottleneck", "droptail"),

@@ -34,6 +34,25 @@ class LinkSpec:
     rate_schedule: list[tuple[float, int | None]] = field(default_factory=list)  # (t_s, bps)
     # resolved (study.resolve): the queue's parameters with every default applied
     queue_params: Any = None
+    # netem's impairments (study.impair; docs/link.md): the r->s one-way delay (resolved:
+    # `delay` unless reverse_delay is given); the jitter's shape and netem's correlation
+    # (both directions); a loss model and per-packet events of the s->r direction
+    reverse_delay_s: float | None = None
+    delay_distribution: str = "uniform"
+    delay_correlation: float = 0.0
+    loss_model: Any = None               # study.impair.LossModel, or None
+    reorder: float = 0.0                 # share sent at once, without the delay
+    reorder_correlation: float = 0.0
+    reorder_gap: int = 1
+    duplicate: float = 0.0
+    duplicate_correlation: float = 0.0
+    corrupt: float = 0.0
+    corrupt_correlation: float = 0.0
+
+    @property
+    def reverse_delay(self) -> float:
+        """The r->s one-way delay (before or after resolution)."""
+        return self.delay_s if self.reverse_delay_s is None else self.reverse_delay_s
 
 
 @dataclass
@@ -158,7 +177,7 @@ class Study:
 
     @property
     def base_rtt_s(self) -> float:
-        return 2 * self.bottleneck.delay_s
+        return self.bottleneck.delay_s + self.bottleneck.reverse_delay
 
     def algorithms(self) -> set[str]:
         algs = {f.cc for f in self.flows if f.kind != "command"}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ccarena.study.keys import (EXPECT_KEYS, FLOW_KEYS, HOST_KEYS, LINK_KEYS, PROBE_KEYS,
                                 STUDY_KEYS, TABLES, TCP_KEYS, TESTBED_KEYS, TOPOLOGY_KEYS, Key)
+from ccarena.study.impair import LOSS_MODEL_KEYS
 from ccarena.study.resolve import AQM_KEYS
 
 UNITS = {
@@ -68,6 +69,14 @@ def json_schema() -> dict:
         k: {"description": f"parameter of queue(s): {', '.join(q for q, ks in AQM_KEYS.items() if k in ks)}"}
         for k in sorted(set().union(*AQM_KEYS.values()))}
     link["properties"]["aqm"]["additionalProperties"] = False
+    lm = link["properties"]["loss_model"]
+    lm["properties"] = {"kind": {"enum": list(LOSS_MODEL_KEYS), "description": "the model"}}
+    lm["properties"].update({
+        k: {**_key_schema(LINK_KEYS["loss"]), "description": "parameter of loss model(s): "
+            + ", ".join(m for m, (need, opt) in LOSS_MODEL_KEYS.items() if k in need + opt)}
+        for k in sorted({k for need, opt in LOSS_MODEL_KEYS.values() for k in need + opt})})
+    lm["additionalProperties"] = False
+    lm["required"] = ["kind"]
     partial = {"type": "object", "description": "keys of the study to override at this "
                "scale (tables as above; [[scale.<name>.expect]] may `replaces` a check)"}
     return {
@@ -121,6 +130,12 @@ def markdown() -> str:
     lines += [f"| {q} | {', '.join(f'`{k}`' for k in sorted(ks)) or '–'} |"
               for q, ks in AQM_KEYS.items()]
     lines += ["", "Defaults of the queue parameters: [study-format.md](study-format.md#queue-"
-              "parameters-bottleneckaqm)."]
+              "parameters-bottleneckaqm).",
+              "", "## bottleneck.loss_model", "", "| kind | keys (required first) |",
+              "| --- | --- |"]
+    lines += [f"| {m} | {', '.join(f'`{k}`' for k in need + opt)} |"
+              for m, (need, opt) in LOSS_MODEL_KEYS.items()]
+    lines += ["", "Probabilities in per cent; meaning and defaults: [study-format.md]"
+              "(study-format.md#impairments)."]
     return "\n".join(lines) + "\n"
 

@@ -5,7 +5,8 @@ algorithm of a flow's receiver, the port a flow listens on. Every backend and ev
 record needs the same answer, so it is decided here, once per cell, into typed fields:
 
 - `LinkSpec.reverse_rate_bps`: the rate of the e2w direction (the forward rate unless
-  `reverse_rate` is given);
+  `reverse_rate` is given); `LinkSpec.reverse_delay_s` its one-way delay (the forward
+  delay unless `reverse_delay` is given);
 - `LinkSpec.queue_params`: the queue's parameters in SI units (RedParams, CodelParams,
   FqCodelParams, StepParams, ClassesParams; None for droptail), thresholds in the unit
   the user wrote them in (packets or bytes);
@@ -241,6 +242,8 @@ def resolve(study) -> None:
     b = study.bottleneck
     if b.reverse_rate_bps is None:
         b.reverse_rate_bps = b.rate_bps
+    if b.reverse_delay_s is None:
+        b.reverse_delay_s = b.delay_s
     b.queue_params = queue_params(b.queue, b.aqm, b.buffer, study.mtu)
     for i, f in enumerate(study.flows):
         f.port = BASE_PORT + i

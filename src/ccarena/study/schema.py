@@ -15,6 +15,7 @@ from ccarena.errors import SpecError
 from ccarena.study.keys import (EXPECT_KEYS, FLOW_KEYS, HOST_KEYS, LINK_KEYS, PROBE_KEYS,
                                PROBE_SHAPES, STUDY_KEYS, TCP_KEYS, TESTBED_KEYS, TOP_KEYS,
                                TOPOLOGY_KEYS)
+from ccarena.study.impair import ImpairError, parse_loss_model
 from ccarena.study.model import (DEFAULT_CC, Buffer, FlowSpec, HostSpec, LinkSpec, ProbeSpec, Study,
                                  TcpSettings)
 from ccarena.study.resolve import AqmError, resolve
@@ -92,17 +93,7 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
                       f"({study.duration_s:g} s)")
 
     bn = _take(ctx, raw.get("bottleneck", {}), "bottleneck", LINK_KEYS)
-    if "rtt" in bn:
-        if "delay" in bn:
-            raise ctx.err("bottleneck.rtt", "give either rtt (split over both directions) or "
-                          "delay (one-way), not both")
-        bn["delay"] = bn["rtt"] / 2
-    buf = bn.get("buffer", ("packets", 1000))
-    study.bottleneck = LinkSpec(
-        rate_bps=bn.get("rate"), delay_s=bn.get("delay", 0.0), jitter_s=bn.get("jitter", 0.0),
-        loss=bn.get("loss", 0.0), buffer=Buffer(*buf), queue=bn.get("queue", "droptail"),
-        aqm=bn.get("aqm", {}), ecn=bn.get("ecn", False), backend=bn.get("backend", "auto"),
-        reverse_rate_bps=bn.get("reverse_rate"), rate_schedule=bn.get("rate_schedule", []))
+    study.bottleneck = _link(ctx, bn)
     if "trace" in bn:
         import os
         tp = os.path.join(os.path.dirname(os.path.abspath(path)), bn["trace"]) \
@@ -199,6 +190,52 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
     study.expect = exp
     _check_aqm(ctx, study)
     return study
+
+
+def _link(ctx: Ctx, bn: dict) -> LinkSpec:
+    """The bottleneck's parsed keys -> LinkSpec, with the rules that tie them together
+    (the same for every backend: what one backend cannot do is the backend's to refuse,
+    testbed.backend)."""
+    if "rtt" in bn:
+        for k in ("delay", "reverse_delay"):
+            if k in bn:
+                raise ctx.err("bottleneck.rtt", f"give either rtt (split over both directions) "
+                              f"or {k} (one-way), not both")
+        bn["delay"] = bn["rtt"] / 2
+    model = None
+    if "loss_model" in bn:
+        try:
+            model = parse_loss_model(bn["loss_model"])
+        except ImpairError as e:
+            raise ctx.err("bottleneck.loss_model" + (f".{e.key}" if e.key else ""),
+                          e.reason) from None
+        if bn.get("loss", 0.0) > 0:
+            raise ctx.err("bottleneck.loss_model", "give either loss (independent losses) or "
+                          "loss_model, not both")
+    delay = bn.get("delay", 0.0)
+    dist = bn.get("delay_distribution", "uniform")
+    if dist != "uniform" and bn.get("jitter", 0.0) > 0:
+        for k, v in (("delay", delay), ("reverse_delay", bn.get("reverse_delay", delay))):
+            if v <= 0:
+                raise ctx.err("bottleneck.delay_distribution", f"{dist} draws each delay "
+                              f"around bottleneck.{k}, which is 0 (netem refuses a "
+                              "distribution without a delay): give it a delay")
+    if bn.get("reorder", 0.0) > 0 and delay <= 0:
+        raise ctx.err("bottleneck.reorder", "a reordered packet is one sent without the "
+                      "delay, ahead of delayed ones: give bottleneck.delay > 0")
+    buf = bn.get("buffer", ("packets", 1000))
+    return LinkSpec(
+        rate_bps=bn.get("rate"), delay_s=delay, jitter_s=bn.get("jitter", 0.0),
+        loss=bn.get("loss", 0.0), buffer=Buffer(*buf), queue=bn.get("queue", "droptail"),
+        aqm=bn.get("aqm", {}), ecn=bn.get("ecn", False), backend=bn.get("backend", "auto"),
+        reverse_rate_bps=bn.get("reverse_rate"), rate_schedule=bn.get("rate_schedule", []),
+        reverse_delay_s=bn.get("reverse_delay"),
+        delay_distribution=bn.get("delay_distribution", "uniform"),
+        delay_correlation=bn.get("delay_correlation", 0.0), loss_model=model,
+        reorder=bn.get("reorder", 0.0), reorder_correlation=bn.get("reorder_correlation", 0.0),
+        reorder_gap=bn.get("reorder_gap", 1), duplicate=bn.get("duplicate", 0.0),
+        duplicate_correlation=bn.get("duplicate_correlation", 0.0),
+        corrupt=bn.get("corrupt", 0.0), corrupt_correlation=bn.get("corrupt_correlation", 0.0))
 
 
 def _expand_flows(ctx: Ctx, flows: list, pairs: int) -> list:

@@ -2,8 +2,14 @@
 
 Per direction (w2e on rl's `bn`, e2w on rr's `bn`):
     htb root (rate) -> leaf pfifo/bfifo (buffer) or a kernel AQM
-Delay, jitter and loss (netem, where the kernel has it) sit on the far router's access
-ports, so the delay line does not count against the bottleneck buffer."""
+Delay, jitter and netem's other impairments (where the kernel has netem) sit on the far
+router's access ports, so the delay line does not count against the bottleneck buffer:
+the ports towards the receivers carry the s->r direction (delay, and the loss model,
+reordering, duplication and corruption, which act on s->r only), the ports towards the
+senders the r->s direction (reverse_delay); jitter, its distribution and correlation act
+on both. Each receiver's port has its own netem, so a loss model's chain or reordering's
+gap counts that receiver's packets (the user-space link runs one per direction:
+docs/link.md, "Impairments")."""
 from __future__ import annotations
 
 import math
@@ -18,6 +24,7 @@ import numpy as np
 
 from ccarena.testbed import netns
 from ccarena.errors import CommandError
+from ccarena.study.impair import BernoulliLoss, FourStateLoss, GilbertLoss
 from ccarena.study.model import LinkSpec, Study
 from ccarena.study.resolve import CodelParams, FqCodelParams, RedParams
 from ccarena.testbed.topology import Topology
@@ -110,15 +117,74 @@ def red_burst(min_bytes: int, avpkt: int, wlog: int) -> int:
     return best
 
 
-def netem_lines(dev: str, delay_s: float, jitter_s: float, loss: float) -> list[str]:
-    if delay_s <= 0 and jitter_s <= 0 and loss <= 0:
+def _pct(p: float) -> str:
+    return f"{p * 100:.6f}%"
+
+
+def _chance(word: str, p: float, corr: float) -> str:
+    return f" {word} {_pct(p)}" + (f" {_pct(corr)}" if corr > 0 else "") if p > 0 else ""
+
+
+def netem_lines(dev: str, delay_s: float, jitter_s: float, loss: float, *,
+                distribution: str = "uniform", delay_correlation: float = 0.0,
+                loss_model=None, reorder: float = 0.0, reorder_correlation: float = 0.0,
+                reorder_gap: int = 1, duplicate: float = 0.0,
+                duplicate_correlation: float = 0.0, corrupt: float = 0.0,
+                corrupt_correlation: float = 0.0) -> list[str]:
+    """The netem qdisc of one access port, in tc-netem(8)'s words: `delay D J CORR
+    distribution X`, `loss random P` (independent losses: Bernoulli) or `loss gemodel p r
+    1-h 1-k` / `loss state p13 p31 p32 p23 p14`, `reorder P CORR gap G`, `duplicate P
+    CORR`, `corrupt P CORR`. netem's uniform jitter needs no table; the others load
+    tc's normal/pareto/paretonormal tables."""
+    if loss > 0 and loss_model is not None:
+        raise ValueError("netem takes one loss model per port: loss and loss_model together")
+    if not (delay_s > 0 or jitter_s > 0 or loss > 0 or loss_model is not None or reorder > 0
+            or duplicate > 0 or corrupt > 0):
         return []
     spec = f"netem limit 1000000 delay {delay_s * 1e6:.0f}us"
     if jitter_s > 0:
         spec += f" {jitter_s * 1e6:.0f}us"
+        if delay_correlation > 0:
+            spec += f" {_pct(delay_correlation)}"
+        if distribution != "uniform":
+            spec += f" distribution {distribution}"
     if loss > 0:
-        spec += f" loss {loss * 100:.6f}%"
+        spec += f" loss {_pct(loss)}"
+    elif isinstance(loss_model, BernoulliLoss):
+        spec += f" loss {_pct(loss_model.p)}"
+    elif isinstance(loss_model, GilbertLoss):
+        m = loss_model
+        spec += (f" loss gemodel {_pct(m.p)} {_pct(m.r)} {_pct(m.loss_bad)} "
+                 f"{_pct(m.loss_good)}")
+    elif isinstance(loss_model, FourStateLoss):
+        m = loss_model
+        spec += (f" loss state {_pct(m.p13)} {_pct(m.p31)} {_pct(m.p32)} {_pct(m.p23)} "
+                 f"{_pct(m.p14)}")
+    spec += _chance("duplicate", duplicate, duplicate_correlation)
+    spec += _chance("corrupt", corrupt, corrupt_correlation)
+    if reorder > 0:
+        spec += _chance("reorder", reorder, reorder_correlation) + f" gap {reorder_gap}"
     return [f"qdisc replace dev {dev} root {spec}"]
+
+
+def access_netem(link: LinkSpec, towards_receiver: bool, extra_delay_s: float = 0.0,
+                 extra_loss: float = 0.0) -> dict:
+    """netem_lines' arguments for the port towards a receiver (the s->r direction and
+    its impairments) or towards a sender (r->s: reverse_delay, jitter only), with that
+    host's own extra delay and loss."""
+    loss, model = (link.loss, link.loss_model) if towards_receiver else (0.0, None)
+    if isinstance(model, BernoulliLoss):     # independent losses combine with the host's
+        loss, model = model.p, None
+    kw = dict(delay_s=(link.delay_s if towards_receiver else link.reverse_delay)
+              + extra_delay_s, jitter_s=link.jitter_s, loss=_either(loss, extra_loss),
+              distribution=link.delay_distribution,
+              delay_correlation=link.delay_correlation)
+    if towards_receiver:
+        kw.update(loss_model=model, reorder=link.reorder,
+                  reorder_correlation=link.reorder_correlation, reorder_gap=link.reorder_gap,
+                  duplicate=link.duplicate, duplicate_correlation=link.duplicate_correlation,
+                  corrupt=link.corrupt, corrupt_correlation=link.corrupt_correlation)
+    return kw
 
 
 def apply(topo: Topology, study: Study) -> None:
@@ -126,17 +192,16 @@ def apply(topo: Topology, study: Study) -> None:
     rl, rr = topo.routers["rl"], topo.routers["rr"]
     _tc_batch(rl, bottleneck_lines("bn", b, b.rate_bps, study.mtu))
     _tc_batch(rr, bottleneck_lines("bn", b, b.reverse_rate_bps, study.mtu))
-    # One-way delay each way on the far side's access ports; loss on the data direction.
-    # A host's own extra delay and loss apply to its access segment in both directions,
-    # as in the user-space link (a rule matching the source or the destination): on the
-    # router's port towards it, and on its own eth0 away from it.
+    # One-way delay each way on the far side's access ports; the s->r impairments on the
+    # receivers'. A host's own extra delay and loss apply to its access segment in both
+    # directions, as in the user-space link (a rule matching the source or the
+    # destination): on the router's port towards it, and on its own eth0 away from it.
     for host, (ns, dev) in topo.access_ports.items():
         hs = study.hosts.get(host)
         extra_d = hs.delay_s if hs else 0.0
         extra_l = hs.loss if hs else 0.0
-        is_receiver = host.startswith("r")
-        _tc_batch(ns, netem_lines(dev, b.delay_s + extra_d, b.jitter_s,
-                                  _either(b.loss if is_receiver else 0.0, extra_l)))
+        _tc_batch(ns, netem_lines(dev, **access_netem(b, host.startswith("r"), extra_d,
+                                                      extra_l)))
         if extra_d > 0 or extra_l > 0:
             _tc_batch(topo.ns(host), netem_lines("eth0", extra_d, 0.0, extra_l))
 

@@ -19,6 +19,7 @@ from ccarena import units
 from ccarena.errors import TestbedError
 from ccarena.paths import require_binary
 from ccarena.testbed.proc import NsProcess
+from ccarena.study.impair import BernoulliLoss, FourStateLoss, GilbertLoss
 from ccarena.study.model import LinkSpec, Study
 from ccarena.study.resolve import (ClassesParams, CodelParams, FqCodelParams, RedParams,
                                    StepParams, port_of)
@@ -73,18 +74,53 @@ def _queue(link: LinkSpec, study: Study, topo: Topology) -> dict:
     return q
 
 
-def _direction(link: LinkSpec, rate_bps, loss: float, study: Study, topo: Topology) -> dict:
+def _loss(model) -> dict | None:
+    """A study loss model (study.impair) -> the link's loss config (contract §3)."""
+    if isinstance(model, BernoulliLoss):
+        return {"kind": "bernoulli", "p": model.p}
+    if isinstance(model, GilbertLoss):
+        return {"kind": "gilbert_elliott", "p": model.p, "r": model.r,
+                "loss_bad": model.loss_bad, "loss_good": model.loss_good}
+    if isinstance(model, FourStateLoss):
+        return {"kind": "four_state", "p13": model.p13, "p31": model.p31, "p32": model.p32,
+                "p23": model.p23, "p14": model.p14}
+    return None
+
+
+def _jitter(link: LinkSpec) -> dict | None:
+    if link.jitter_s <= 0:
+        return None
+    ns = int(round(link.jitter_s * 1e9))
+    j = {"kind": link.delay_distribution, **({"sd_ns": ns} if link.delay_distribution ==
+                                             "normal" else {"ns": ns})}
+    if link.delay_correlation > 0:
+        j["correlation"] = link.delay_correlation
+    return j
+
+
+def _direction(link: LinkSpec, rate_bps, delay_s: float, loss: float, study: Study,
+               topo: Topology, forward: bool) -> dict:
+    """One direction's block; the loss model, reordering, duplication and corruption act
+    on the forward (s->r) direction only, as in the kernel backend."""
     d = {
         "rate_bps": rate_bps,
         "rate_schedule": [{"t_ns": int(t * 1e9), "rate_bps": r} for t, r in link.rate_schedule]
         or None,
-        "trace_file": link.trace, "delay_ns": int(round(link.delay_s * 1e9)),
-        "jitter": ({"kind": "uniform", "ns": int(link.jitter_s * 1e9)}
-                   if link.jitter_s > 0 else None),
+        "trace_file": link.trace, "delay_ns": int(round(delay_s * 1e9)),
+        "jitter": _jitter(link),
         "loss": {"kind": "bernoulli", "p": loss} if loss > 0 else None,
         "buffer": {link.buffer.kind: link.buffer.size},
         "queue": _queue(link, study, topo), "ecn": link.ecn,
     }
+    if forward:
+        if link.loss_model is not None:
+            d["loss"] = _loss(link.loss_model)
+        for k in ("duplicate", "corrupt"):
+            if getattr(link, k) > 0:
+                d[k] = {"p": getattr(link, k), "correlation": getattr(link, f"{k}_correlation")}
+        if link.reorder > 0:
+            d["reorder"] = {"p": link.reorder, "correlation": link.reorder_correlation,
+                            "gap": link.reorder_gap}
     return d
 
 
@@ -218,8 +254,9 @@ def make_config(topo: Topology, study: Study, out_dir: Path, seed: int,
         "io": link_io(study.offloads),
         # lateness that matters is relative to the path (see late_tolerance_ns)
         "late_tolerance_ns": late_tolerance_ns(study),
-        "w2e": _direction(b, b.rate_bps, b.loss, study, topo),
-        "e2w": {**_direction(b, b.reverse_rate_bps, 0.0, study, topo),
+        "w2e": _direction(b, b.rate_bps, b.delay_s, b.loss, study, topo, forward=True),
+        "e2w": {**_direction(b, b.reverse_rate_bps, b.reverse_delay, 0.0, study, topo,
+                             forward=False),
                 "rate_schedule": None, "trace_file": None},
         "hosts": hosts,
     }

@@ -1,15 +1,15 @@
 //! Contract: one direction's block of the link config (`w2e`, `e2w`, contracts §3) →
-//! `DirParams`: rate (constant, schedule or mahimahi trace), delay, jitter, loss, buffer
-//! and queue discipline. Every error names its key under the direction, e.g.
+//! `DirParams`: rate (constant, schedule or mahimahi trace), delay, jitter, loss,
+//! duplication, corruption, reordering, buffer and queue discipline. Every error names its key under the direction, e.g.
 //! `w2e.queue.max_p`; trace files are read relative to the config's directory.
 
 use std::path::Path;
 
-use super::raw::{RawBuffer, RawDir, RawJitter, RawLoss, RawQueue};
+use super::raw::{RawBuffer, RawChance, RawDir, RawJitter, RawLoss, RawQueue, RawReorder};
 use super::values::{ipv4, nonneg_int, positive_int, prob, rate, schedule_rate};
 use super::ConfigError;
-use crate::impair::{JitterModel, LossModel};
-use crate::params::{DirParams, QueueKind, RateSpec};
+use crate::impair::{JitterModel, JitterSpec, LossModel, ReorderSpec};
+use crate::params::{ChanceSpec, DirParams, QueueKind, RateSpec};
 use crate::queue::classes::ClassMatch;
 use crate::queue::codel::CodelParams;
 use crate::queue::step::StepK;
@@ -30,11 +30,21 @@ pub(super) fn direction(name: &str, d: &RawDir, base_dir: &Path) -> Result<DirPa
         Some(v) => v.round() as u64,
         None => 0,
     };
+    let reorder = d.reorder.as_ref().map(|r| reorder(&k("reorder"), r)).transpose()?;
+    if reorder.is_some() && delay_ns == 0 {
+        return Err(ConfigError::new(
+            k("reorder"),
+            "reordering sends packets at once, ahead of delayed ones: it needs delay_ns > 0",
+        ));
+    }
     Ok(DirParams {
         rate,
         delay_ns,
         jitter: jitter(&k("jitter"), d.jitter.as_ref())?,
         loss: d.loss.as_ref().map(|l| loss(&k("loss"), l)).transpose()?,
+        duplicate: d.duplicate.as_ref().map(|c| chance(&k("duplicate"), c)).transpose()?,
+        corrupt: d.corrupt.as_ref().map(|c| chance(&k("corrupt"), c)).transpose()?,
+        reorder,
         limit: buffer(&k("buffer"), &d.buffer)?,
         queue: queue(&k("queue"), d.queue.as_ref(), d.ecn)?,
         ecn: d.ecn,
@@ -89,28 +99,52 @@ fn rate_spec(name: &str, d: &RawDir, base_dir: &Path) -> Result<RateSpec, Config
 }
 
 /// `key` is the jitter's key ("w2e.jitter").
-fn jitter(key: &str, j: Option<&RawJitter>) -> Result<Option<(JitterModel, bool)>, ConfigError> {
+fn jitter(key: &str, j: Option<&RawJitter>) -> Result<Option<JitterSpec>, ConfigError> {
     let k = |s: &str| format!("{key}.{s}");
-    Ok(match j {
-        None => None,
-        Some(RawJitter::Uniform { ns, reorder }) => Some((
-            JitterModel::Uniform {
-                ns: nonneg_int(&k("ns"), *ns)? as f64,
-            },
-            *reorder,
-        )),
-        Some(RawJitter::Normal { sd_ns, reorder }) => Some((
-            JitterModel::Normal {
-                sd_ns: nonneg_int(&k("sd_ns"), *sd_ns)? as f64,
-            },
-            *reorder,
-        )),
-        Some(RawJitter::Exponential { mean_ns, reorder }) => Some((
-            JitterModel::Exponential {
-                mean_ns: nonneg_int(&k("mean_ns"), *mean_ns)? as f64,
-            },
-            *reorder,
-        )),
+    let size = |name: &str, v: f64| nonneg_int(&k(name), v).map(|x| x as f64);
+    let Some(j) = j else { return Ok(None) };
+    let (model, correlation, reorder) = match *j {
+        RawJitter::Uniform { ns, correlation, reorder } => {
+            (JitterModel::Uniform { ns: size("ns", ns)? }, correlation, reorder)
+        }
+        RawJitter::Normal { sd_ns, correlation, reorder } => {
+            (JitterModel::Normal { sd_ns: size("sd_ns", sd_ns)? }, correlation, reorder)
+        }
+        RawJitter::Pareto { ns, correlation, reorder } => {
+            (JitterModel::Pareto { ns: size("ns", ns)? }, correlation, reorder)
+        }
+        RawJitter::Paretonormal { ns, correlation, reorder } => {
+            (JitterModel::ParetoNormal { ns: size("ns", ns)? }, correlation, reorder)
+        }
+        RawJitter::Exponential { mean_ns, correlation, reorder } => {
+            (JitterModel::Exponential { mean_ns: size("mean_ns", mean_ns)? }, correlation, reorder)
+        }
+    };
+    Ok(Some(JitterSpec {
+        model,
+        correlation: prob(&k("correlation"), correlation.unwrap_or(0.0))?,
+        reorder,
+    }))
+}
+
+/// duplicate / corrupt at `key`.
+fn chance(key: &str, c: &RawChance) -> Result<ChanceSpec, ConfigError> {
+    Ok(ChanceSpec {
+        p: prob(&format!("{key}.p"), c.p)?,
+        correlation: prob(&format!("{key}.correlation"), c.correlation.unwrap_or(0.0))?,
+    })
+}
+
+/// netem's reordering at `key`: probability, correlation, gap (default 1).
+fn reorder(key: &str, r: &RawReorder) -> Result<ReorderSpec, ConfigError> {
+    let gap = r.gap.map(|g| positive_int(&format!("{key}.gap"), g)).transpose()?.unwrap_or(1);
+    if gap > u32::MAX as u64 {
+        return Err(ConfigError::new(format!("{key}.gap"), format!("too large: {gap}")));
+    }
+    Ok(ReorderSpec {
+        p: prob(&format!("{key}.p"), r.p)?,
+        correlation: prob(&format!("{key}.correlation"), r.correlation.unwrap_or(0.0))?,
+        gap: gap as u32,
     })
 }
 
@@ -242,23 +276,50 @@ fn classes_queue(
     })
 }
 
-/// A loss model at `key` (a direction's `loss` or a host's).
+/// A loss model at `key` (a direction's `loss` or a host's). The 4-state model's
+/// omitted probabilities take tc's defaults (p31 = 1 − p13, p32 = 0, p23 = 1, p14 = 0);
+/// the probabilities leaving one state may not add up to more than 1.
 pub(super) fn loss(key: &str, l: &RawLoss) -> Result<LossModel, ConfigError> {
+    let pk = |s: &str, v: f64| prob(&format!("{key}.{s}"), v);
     Ok(match *l {
-        RawLoss::Bernoulli { p } => LossModel::Bernoulli {
-            p: prob(&format!("{key}.p"), p)?,
-        },
+        RawLoss::Bernoulli { p } => LossModel::Bernoulli { p: pk("p", p)? },
         RawLoss::GilbertElliott {
             p,
             r,
             loss_good,
             loss_bad,
         } => LossModel::GilbertElliott {
-            p: prob(&format!("{key}.p"), p)?,
-            r: prob(&format!("{key}.r"), r)?,
-            loss_good: prob(&format!("{key}.loss_good"), loss_good.unwrap_or(0.0))?,
-            loss_bad: prob(&format!("{key}.loss_bad"), loss_bad.unwrap_or(1.0))?,
+            p: pk("p", p)?,
+            r: pk("r", r)?,
+            loss_good: pk("loss_good", loss_good.unwrap_or(0.0))?,
+            loss_bad: pk("loss_bad", loss_bad.unwrap_or(1.0))?,
         },
+        RawLoss::FourState {
+            p13,
+            p31,
+            p32,
+            p23,
+            p14,
+        } => {
+            let p13 = pk("p13", p13)?;
+            let m = LossModel::FourState {
+                p13,
+                p31: pk("p31", p31.unwrap_or(1.0 - p13))?,
+                p32: pk("p32", p32.unwrap_or(0.0))?,
+                p23: pk("p23", p23.unwrap_or(1.0))?,
+                p14: pk("p14", p14.unwrap_or(0.0))?,
+            };
+            let LossModel::FourState { p31, p32, p14, .. } = m else { unreachable!() };
+            for (what, sum) in [("p13 + p14", p13 + p14), ("p31 + p32", p31 + p32)] {
+                if sum > 1.0 + 1e-12 {
+                    return Err(ConfigError::new(
+                        key,
+                        format!("{what} = {sum} leaves a state with more than probability 1"),
+                    ));
+                }
+            }
+            m
+        }
     })
 }
 

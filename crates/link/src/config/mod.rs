@@ -12,7 +12,6 @@ mod direction;
 mod raw;
 mod values;
 
-use crate::impair::JitterModel;
 use crate::params::{HostRule, LinkParams};
 use direction::{direction, loss};
 use raw::RawConfig;
@@ -201,12 +200,9 @@ pub fn parse(text: &str, base_dir: &std::path::Path) -> Result<Config, ConfigErr
     let min_latency = [&w2e, &e2w]
         .iter()
         .map(|d| {
-            let j = match d.jitter {
-                Some((JitterModel::Uniform { ns }, _)) => ns as u64,
-                Some((JitterModel::Normal { sd_ns }, _)) => (4.0 * sd_ns) as u64,
-                _ => 0,
-            };
-            d.delay_ns.saturating_sub(j)
+            // a reordered packet is sent without its delay: no delay bounds the reading
+            let j = d.jitter.map_or(0, |j| j.model.min_ns());
+            if d.reorder.is_some() { 0 } else { d.delay_ns.saturating_sub(j) }
         })
         .min()
         .unwrap_or(0);

@@ -77,6 +77,12 @@ pub(super) struct RawDir {
     pub(super) jitter: Option<RawJitter>,
     #[serde(default)]
     pub(super) loss: Option<RawLoss>,
+    #[serde(default)]
+    pub(super) duplicate: Option<RawChance>,
+    #[serde(default)]
+    pub(super) corrupt: Option<RawChance>,
+    #[serde(default)]
+    pub(super) reorder: Option<RawReorder>,
     pub(super) buffer: Option<RawBuffer>,
     #[serde(default)]
     pub(super) queue: Option<RawQueue>,
@@ -100,21 +106,43 @@ pub(super) struct RawBuffer {
     pub(super) bytes: Option<f64>,
 }
 
+/// A jitter: its kind and size, netem's `correlation` (default 0) and `reorder` (may it
+/// reorder a flow's packets; default false).
 #[derive(Deserialize, Debug)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub(super) enum RawJitter {
     Uniform {
         ns: f64,
         #[serde(default)]
+        correlation: Option<f64>,
+        #[serde(default)]
         reorder: bool,
     },
     Normal {
         sd_ns: f64,
         #[serde(default)]
+        correlation: Option<f64>,
+        #[serde(default)]
+        reorder: bool,
+    },
+    Pareto {
+        ns: f64,
+        #[serde(default)]
+        correlation: Option<f64>,
+        #[serde(default)]
+        reorder: bool,
+    },
+    Paretonormal {
+        ns: f64,
+        #[serde(default)]
+        correlation: Option<f64>,
+        #[serde(default)]
         reorder: bool,
     },
     Exponential {
         mean_ns: f64,
+        #[serde(default)]
+        correlation: Option<f64>,
         #[serde(default)]
         reorder: bool,
     },
@@ -134,6 +162,36 @@ pub(super) enum RawLoss {
         #[serde(default)]
         loss_bad: Option<f64>,
     },
+    FourState {
+        p13: f64,
+        #[serde(default)]
+        p31: Option<f64>,
+        #[serde(default)]
+        p32: Option<f64>,
+        #[serde(default)]
+        p23: Option<f64>,
+        #[serde(default)]
+        p14: Option<f64>,
+    },
+}
+
+/// duplicate / corrupt: a probability and netem's correlation.
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawChance {
+    pub(super) p: f64,
+    #[serde(default)]
+    pub(super) correlation: Option<f64>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawReorder {
+    pub(super) p: f64,
+    #[serde(default)]
+    pub(super) correlation: Option<f64>,
+    #[serde(default)]
+    pub(super) gap: Option<f64>,
 }
 
 #[derive(Deserialize, Debug)]

@@ -3,7 +3,7 @@
 //! reordering is asked for.
 
 use super::*;
-use ccarena_link::impair::JitterModel;
+use ccarena_link::impair::{JitterModel, JitterSpec};
 
 /// Send `n` packets, one every 100 µs, packet i of flow `sport_of(i)`, through an
 /// unlimited-rate link with `delay_ns` and `jitter`; return (arrival, flow, due) of each
@@ -16,7 +16,7 @@ fn delays(
     sport_of: impl Fn(u64) -> u16,
 ) -> Vec<(u64, u16, u64)> {
     let mut dp = DirParams::simple(RateSpec::Unlimited, delay_ns, Limit::packets(100));
-    dp.jitter = Some((jitter, reorder));
+    dp.jitter = Some(JitterSpec::new(jitter, reorder));
     let mut link = Link::new(&params(dp), 0);
     let mut out = Vec::new();
     for i in 0..n {
@@ -153,7 +153,7 @@ fn following_its_deadlines_the_link_releases_every_packet_at_its_due_time() {
             5_000_000,
             Limit::packets(1000),
         );
-        dp.jitter = Some((JitterModel::Uniform { ns: 3_000_000.0 }, reorder));
+        dp.jitter = Some(JitterSpec::new(JitterModel::Uniform { ns: 3_000_000.0 }, reorder));
         let mut link = Link::new(&params(dp), 0);
         let mut released = 0;
         let mut next_arrival = Some(0u64);
@@ -196,7 +196,7 @@ fn a_late_poll_hands_out_the_packets_in_due_order() {
         5_000_000,
         Limit::packets(1000),
     );
-    dp.jitter = Some((JitterModel::Uniform { ns: 3_000_000.0 }, true));
+    dp.jitter = Some(JitterSpec::new(JitterModel::Uniform { ns: 3_000_000.0 }, true));
     let mut link = Link::new(&params(dp), 0);
     for i in 0..500u64 {
         link.enqueue(i * 20_000, W2E, pkt(1000, (i % 5) as u16));

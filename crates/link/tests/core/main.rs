@@ -2,6 +2,7 @@
 //! (`Link::enqueue`, `Link::poll`, `Link::next_deadline`), driven by a simulated clock.
 
 mod accounting;
+mod impair;
 mod jitter;
 mod red;
 mod schedule;

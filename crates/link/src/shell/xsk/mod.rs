@@ -317,15 +317,17 @@ impl XskPort {
         self.comp.set_cons(p);
     }
 
-    /// Put `frame` on the TX ring at index `at` in a fresh transmit frame.
-    fn write_desc(&mut self, at: u32, frame: &[u8]) {
+    /// Put `frame` on the TX ring at index `at` in a fresh transmit frame, with the
+    /// checksum request if `csum` (not for a frame the core corrupted: its receiver must
+    /// verify the checksum).
+    fn write_desc(&mut self, at: u32, frame: &[u8], csum: bool) {
         let base = self.tx_free.pop().expect("a free transmit frame");
         let addr = base + TX_OFF;
         unsafe {
             ptr::copy_nonoverlapping(frame.as_ptr(), self.umem.add(addr as usize), frame.len());
         }
         let mut options = 0;
-        if let Some((start, off)) = l4_checksum(frame) {
+        if let Some((start, off)) = l4_checksum(frame).filter(|_| csum) {
             let md = unsafe { self.umem.add(addr as usize - TXMD_LEN) };
             unsafe {
                 (md as *mut u64).write_unaligned(XDP_TXMD_FLAGS_CHECKSUM);
@@ -339,13 +341,13 @@ impl XskPort {
         }
     }
 
-    /// Send `frames` (bytes, due time) in order. `sent(due, t)` is called as each frame
+    /// Send `frames` (bytes, due time, ask for checksum offload) in order. `sent(due, t)` is called as each frame
     /// leaves (t: the clock when its kick began). A frame the receiving side drops (its
     /// backlog full: sendto says EBUSY) is sent again, ahead of the ones behind it, after
     /// a pause of `nap_ns`, for at most `wait_max_ns` of pauses in all per call. Past
     /// that, frames already on the ring stay there and are accounted when the kernel takes
     /// them (in a later call); frames not yet on it count in `tx_lost`.
-    pub fn send(&mut self, frames: &[(&[u8], u64)], nap_ns: u64, wait_max_ns: u64, mut sent: impl FnMut(u64, u64)) {
+    pub fn send(&mut self, frames: &[(&[u8], u64, bool)], nap_ns: u64, wait_max_ns: u64, mut sent: impl FnMut(u64, u64)) {
         let mut pending = std::mem::take(&mut self.pending);
         let (mut next, mut waited) = (0, 0);
         loop {
@@ -354,8 +356,8 @@ impl XskPort {
             let k = (frames.len() - next).min(KICK_BATCH).min(room).min(self.tx_free.len());
             let start = self.tx.prod();
             for j in 0..k {
-                let (f, due) = frames[next + j];
-                self.write_desc(start.wrapping_add(j as u32), f);
+                let (f, due, csum) = frames[next + j];
+                self.write_desc(start.wrapping_add(j as u32), f, csum);
                 pending.push_back((next + j, due));
             }
             self.tx.set_prod(start.wrapping_add(k as u32));
@@ -389,7 +391,7 @@ impl XskPort {
                 let refused = rc == -libc::EBUSY && j + 1 == taken;
                 if !refused {
                     sent(due, t);
-                } else if i != FOREIGN && waited < wait_max_ns && self.requeue_at_head(frames[i].0) {
+                } else if i != FOREIGN && waited < wait_max_ns && self.requeue_at_head(frames[i].0, frames[i].2) {
                     // The kernel reads a descriptor only when it sends it, and only
                     // inside our own sendto/poll calls: the entries behind it can be
                     // shifted to put this frame first again.
@@ -433,7 +435,7 @@ impl XskPort {
 
     /// Put `frame` back at the head of the TX ring, where the kernel reads next (false:
     /// no transmit frame or ring slot free).
-    fn requeue_at_head(&mut self, frame: &[u8]) -> bool {
+    fn requeue_at_head(&mut self, frame: &[u8], csum: bool) -> bool {
         self.reclaim();
         let (c, p) = (self.kc, self.tx.prod());
         if self.tx_free.is_empty() || p.wrapping_sub(self.tx.cons()) >= TX_FRAMES {
@@ -444,7 +446,7 @@ impl XskPort {
             unsafe { *self.tx.desc_at(i) = *self.tx.desc_at(i.wrapping_sub(1)) };
             i = i.wrapping_sub(1);
         }
-        self.write_desc(c, frame);
+        self.write_desc(c, frame, csum);
         self.tx.set_prod(p.wrapping_add(1));
         true
     }
