@@ -26,6 +26,7 @@ from ccarena.store.results import ResultsDir
 from ccarena.store.writer import Writer
 from ccarena.study.model import Study
 from ccarena.testbed import leftovers
+from ccarena.testbed.guest import pool as guest_pool
 from ccarena.study.plan import PlannedRun, make_plan
 
 
@@ -123,7 +124,8 @@ def _run_in(results, study, resume, pf, executor, cpu_shares, *, seed, shuffle,
     unhelped: set[str] = set()      # cells whose re-runs were invalid all the same
     bar = Progress(len(todo), study.name) if progress else None
     with _sigterm_as_exception(), ccmod.acquire(sorted(pf["algorithms"]), _study_token(),
-                                                 force=force_cc) as kernel_names:
+                                                 force=force_cc) as kernel_names, \
+            guest_pool.study_pool(study):      # VM hosts' guests, kept between runs
         try:
             for r in todo:
                 backend = pf["cells"][cell_index[r.cell]]["backend"]

@@ -15,7 +15,7 @@ from ccarena.study.keys import (EXPECT_KEYS, FLOW_KEYS, HOST_KEYS, LINK_KEYS, PR
                                PROBE_SHAPES, STUDY_KEYS, TCP_KEYS, TESTBED_KEYS, TOP_KEYS,
                                TOPOLOGY_KEYS)
 from ccarena.study.model import (DEFAULT_CC, Buffer, FlowSpec, HostSpec, LinkSpec, ProbeSpec, Study,
-                                 TcpSettings)
+                                 TcpSettings, VmSpec)
 from ccarena.study.resolve import AqmError, resolve
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -127,7 +127,8 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
         study.hosts[h] = HostSpec(name=h, delay_s=hs.get("delay", 0.0), loss=hs.get("loss", 0.0),
                                   cc=hs.get("cc"), sysctl=hs.get("sysctl", {}),
                                   cpus=hs.get("cpus"), cpuset=hs.get("cpuset"),
-                                  memory=hs.get("memory"))
+                                  memory=hs.get("memory"),
+                                  vm=_vm(ctx, h, hs) if "vm" in hs else None)
 
     flows_raw = raw.get("flow", [])
     if not isinstance(flows_raw, list):
@@ -143,6 +144,7 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
                            else _flow(ctx, study, label, f, i, seen))
 
     _check_command_ports(ctx, study)
+    _check_vm_hosts(ctx, study)
     probes_raw = raw.get("probe", [])
     if not isinstance(probes_raw, list):
         raise ctx.err("probe", "write probes as [[probe]] tables")
@@ -165,6 +167,10 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
             if h not in names:
                 raise ctx.err(f"{label}.hosts", f"no such host {h!r}; this topology has: "
                               f"{_hosts(study)}")
+        if p["kind"] == "ping" and p.get("from") in study.vm_hosts:
+            raise ctx.err(f"{label}.from", f"{p['from']} is a VM host: ping runs in a "
+                          "namespace; ping it from another host instead (from = "
+                          f"\"{_peer(study, p['from'])}\", to = \"{p['from']}\")")
         if "from" in p and p["from"] == p["to"]:
             raise ctx.err(f"{label}.to", "a probe needs two different hosts")
         hosts = p.get("hosts") or ([f"s{k}" for k in range(1, study.pairs + 1)]
@@ -193,6 +199,36 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
     study.expect = exp
     _check_aqm(ctx, study)
     return study
+
+
+def _vm(ctx: Ctx, h: str, hs: dict) -> VmSpec:
+    """[hosts.<h>] vm = {...}: the guest's spec; cgroup limits do not apply to a guest."""
+    for k in ("cpus", "cpuset", "memory"):
+        if k in hs:
+            raise ctx.err(f"hosts.{h}.{k}", "does not apply to a VM host: its CPUs and memory "
+                          "are vm.cpus and vm.memory (docs/hosts.md)")
+    v = dict(hs["vm"])
+    if "kernel" in v:
+        import os
+        kp = v["kernel"] if os.path.isabs(v["kernel"]) else os.path.join(
+            os.path.dirname(os.path.abspath(ctx.path)), v["kernel"])
+        if not os.path.isfile(kp):
+            raise ctx.err(f"hosts.{h}.vm.kernel", f"no such kernel image {kp!r}")
+        v["kernel"] = kp
+    return VmSpec(**v)
+
+
+def _peer(study: Study, h: str) -> str:
+    return ("r" if h.startswith("s") else "s") + h[1:]
+
+
+def _check_vm_hosts(ctx: Ctx, study: Study) -> None:
+    """What runs in a VM host is the flow engine (and the per-ACK tracer): a command
+    flow cannot run there."""
+    for f in study.flows:
+        if f.kind == "command" and f.src in study.vm_hosts:
+            raise ctx.err(f"flow.{f.name}.host", f"{f.src} is a VM host: command flows run "
+                          "in namespace hosts only")
 
 
 def _expand_flows(ctx: Ctx, flows: list, pairs: int) -> list:
