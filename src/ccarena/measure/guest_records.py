@@ -5,8 +5,8 @@
 The flow engine and the tracer in a guest write what they write in a namespace host
 (docs/dev/contracts.md §2, §6), stamped with the guest's CLOCK_MONOTONIC. Here each
 timestamp becomes the host's (clock.to_host), so a guest's samples line up with every
-other host's as the namespaces' do: the `t_ns` field of every binary record file and the
-instants of conns.jsonl. Durations (latencies, round trips, `*_us` fields) are the same on
+other host's as the namespaces' do: the `t_ns` field of every binary record file, the
+instants of conns.jsonl and engine.json's t0 and end. Durations (latencies, round trips, `*_us` fields) are the same on
 either clock and stay. Record files keep their layout and schema sidecars; the rest is
 copied as it is."""
 from __future__ import annotations
@@ -23,6 +23,8 @@ TIME_FIELD = "t_ns"         # the instant of a record, in every record file
 # the instants of a connection's line in conns.jsonl
 CONN_INSTANTS = ("connect_start_ns", "connected_ns", "first_byte_ns", "last_byte_ns",
                  "end_ns")
+# the instants of engine.json (the rest are counts and durations)
+ENGINE_INSTANTS = ("t0_ns", "end_ns")
 SCHEMA_SUFFIX = ".schema.json"
 
 
@@ -61,6 +63,14 @@ def translate_conns(src: Path, dst: Path, clock) -> int:
     return len(lines)
 
 
+def translate_engine(src: Path, dst: Path, clock) -> None:
+    d = json.loads(src.read_text())
+    for k in ENGINE_INSTANTS:
+        if isinstance(d.get(k), int):
+            d[k] = int(clock.to_host(d[k]))
+    dst.write_text(json.dumps(d, indent=1))
+
+
 def translate_dir(src: Path, dst: Path, clock) -> dict:
     """Every file of `src` into `dst`, in the host's clock where it holds instants."""
     dst.mkdir(parents=True, exist_ok=True)
@@ -73,6 +83,8 @@ def translate_dir(src: Path, dst: Path, clock) -> dict:
             records += translate_bin(p, out, clock)
         elif p.name == "conns.jsonl":
             records += translate_conns(p, out, clock)
+        elif p.name == "engine.json":
+            translate_engine(p, out, clock)
         else:
             shutil.copyfile(p, out)
         files.append(p.name)

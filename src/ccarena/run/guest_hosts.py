@@ -32,6 +32,7 @@ from ccarena.study.resolve import BASE_PORT, MAX_FLOW_PORTS
 from ccarena.testbed.guest import attach as attach_mod
 from ccarena.testbed.guest import pool as pool_mod
 from ccarena.testbed.guest.clock import ClockMap
+from ccarena.testbed.guest.machine import GuestError
 from ccarena.workload.engine import host_configs
 
 CLOCK_EXCHANGES = 16
@@ -81,7 +82,10 @@ class GuestHosts:
         traced = {h for p in study.probes if p.kind == "tcp_probe" for h in p.hosts}
         for h, gh in self.hosts.items():
             gh.traced = h in traced
-            self._prepare_one(ctx, gh, cfgs.get(h))
+            try:
+                self._prepare_one(ctx, gh, cfgs.get(h))
+            except CcarenaError as e:
+                raise GuestError(f"guest {h} ({gh.guest.name}): {e}") from None
 
     def _prepare_one(self, ctx, gh: _Host, cfg: dict | None) -> None:
         study, topo, g = ctx.study, ctx.topo, gh.guest

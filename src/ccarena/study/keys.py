@@ -326,17 +326,19 @@ TCP_KEYS = {
 TESTBED_KEYS = {
     "offloads": boolean("TSO/GSO/GRO on the emulated path", "false"),
     "mtu": integer("MTU of every interface", 576, 9000, "1500", unit="bytes"),
+    "vm": Key("table", "make every host a QEMU guest with these [hosts.<host>.vm] keys (a "
+              "host's own vm table overrides them)", lambda v: _vm_table(v)),
 }
 HOST_KEYS = {
     "delay": time("extra one-way delay on this host's access link", "0s"),
     "loss": percent("extra random loss on this host's access link"),
     "cc": text("default algorithm of the flows this host sends", DEFAULT_CC),
     "sysctl": table("net.* sysctls of this host", _sysctl_table),
-    "cpus": Key("number", "CPU quota in cores (cgroup), e.g. 0.5", _cpus, unit="cores",
-                range="≥ 0.01"),
+    "cpus": Key("number", "CPU quota in cores (cgroup), e.g. 0.5; of a VM host: its vCPUs",
+                _cpus, unit="cores", range="≥ 0.01"),
     "cpuset": Key("string", "CPUs this host may run on, e.g. \"0\" or \"0-1\"", _cpuset),
-    "memory": Key("size", "memory limit (cgroup), at least 16MiB", _memory, unit="bytes",
-                  range="≥ 16MiB"),
+    "memory": Key("size", "memory limit (cgroup), at least 16MiB; of a VM host: its memory",
+                  _memory, unit="bytes", range="≥ 16MiB"),
     "vm": Key("table", "make this host a QEMU guest (see [hosts.<host>.vm]); true: the "
               "defaults", lambda v: _vm_table(v)),
 }

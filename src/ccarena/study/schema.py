@@ -110,6 +110,7 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
     tb = _take(ctx, raw.get("testbed", {}), "testbed", TESTBED_KEYS)
     study.offloads = tb.get("offloads", False)
     study.mtu = tb.get("mtu", 1500)
+    every_vm = tb.get("vm")
     if study.bottleneck.queue != "droptail" and study.bottleneck.rate_bps is None:
         raise ctx.err("bottleneck.queue", f"{study.bottleneck.queue!r} needs a bottleneck.rate "
                       "(a queue only builds up behind a rate limit)")
@@ -124,11 +125,15 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
         hs = _take(ctx, hv, f"hosts.{h}", HOST_KEYS)
         if "cc" in hs:
             _check_alg(ctx, f"hosts.{h}.cc", hs["cc"])
+        vm = _vm(ctx, h, hs, every_vm) if "vm" in hs or every_vm is not None else None
         study.hosts[h] = HostSpec(name=h, delay_s=hs.get("delay", 0.0), loss=hs.get("loss", 0.0),
                                   cc=hs.get("cc"), sysctl=hs.get("sysctl", {}),
-                                  cpus=hs.get("cpus"), cpuset=hs.get("cpuset"),
-                                  memory=hs.get("memory"),
-                                  vm=_vm(ctx, h, hs) if "vm" in hs else None)
+                                  cpus=None if vm else hs.get("cpus"), cpuset=hs.get("cpuset"),
+                                  memory=None if vm else hs.get("memory"), vm=vm)
+    if every_vm is not None:
+        for h in study.host_names:
+            if h not in study.hosts:
+                study.hosts[h] = HostSpec(name=h, vm=_vm(ctx, h, {}, every_vm))
 
     flows_raw = raw.get("flow", [])
     if not isinstance(flows_raw, list):
@@ -201,13 +206,28 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
     return study
 
 
-def _vm(ctx: Ctx, h: str, hs: dict) -> VmSpec:
-    """[hosts.<h>] vm = {...}: the guest's spec; cgroup limits do not apply to a guest."""
-    for k in ("cpus", "cpuset", "memory"):
+def _vm(ctx: Ctx, h: str, hs: dict, every: dict | None) -> VmSpec:
+    """The guest's spec: [testbed] vm, then [hosts.<h>] vm over it. A VM host's `cpus` and
+    `memory` size the guest (whole vCPUs; its RAM), as vm.cpus and vm.memory do: a
+    study sweeps a guest's size with the keys its namespace realisation limits."""
+    own = hs.get("vm") or {}
+    v = {**(every or {}), **own}
+    if "cpuset" in hs:
+        raise ctx.err(f"hosts.{h}.cpuset", "does not apply to a VM host (its vCPUs are QEMU's "
+                      "threads; docs/hosts.md)")
+    if "cpus" in hs:
+        c = hs["cpus"]
+        if c != int(c) or c < 1:
+            raise ctx.err(f"hosts.{h}.cpus", f"a VM host's cpus are whole vCPUs, got {c:g}")
+        hs = {**hs, "cpus": int(c)}
+    if "memory" in hs and hs["memory"] < 128 * 2**20:
+        raise ctx.err(f"hosts.{h}.memory", "a VM host's memory is its guest's: at least 128MiB")
+    for k in ("cpus", "memory"):
         if k in hs:
-            raise ctx.err(f"hosts.{h}.{k}", "does not apply to a VM host: its CPUs and memory "
-                          "are vm.cpus and vm.memory (docs/hosts.md)")
-    v = dict(hs["vm"])
+            if k in own and own[k] != hs[k]:
+                raise ctx.err(f"hosts.{h}.{k}", f"says {hs[k]:g} and hosts.{h}.vm.{k} says "
+                              f"{own[k]:g}: give one")
+            v[k] = hs[k]
     if "kernel" in v:
         import os
         kp = v["kernel"] if os.path.isabs(v["kernel"]) else os.path.join(

@@ -28,6 +28,11 @@ from ccarena.testbed.guest.qemu import AGENT_PORT, decode_features
 
 READY_TIMEOUT_S = 60.0      # a flow engine or tracer starting under TCG
 WAIT_IDLE_S = 0.05
+WRITE_TIMEOUT_S = 30.0      # an answer the host does not take within this: it is gone
+
+
+class HostGone(Exception):
+    """The host's end of the channel closed: whatever the agent was doing, it stops."""
 
 
 def find_port(name: str = AGENT_PORT, root: str = "/sys/class/virtio-ports") -> str | None:
@@ -93,7 +98,7 @@ class _Child:
         self.buf = b""
         self.lines: list[str] = []
 
-    def wait_ready(self, timeout_s: float) -> None:
+    def wait_ready(self, timeout_s: float, gone=lambda: False) -> None:
         deadline = time.monotonic() + timeout_s
         fd = self.p.stdout.fileno()
         while True:
@@ -104,6 +109,8 @@ class _Child:
                 if text.startswith("READY"):
                     return
             left = deadline - time.monotonic()
+            if gone():
+                raise HostGone()
             if left <= 0:
                 raise RuntimeError(f"{os.path.basename(self.p.args[0])}: no READY within "
                                    f"{timeout_s:g} s: {self.tail()}")
@@ -148,6 +155,15 @@ class Agent:
         self.kernel_names: dict = {}
         self.cc_sources: dict = {}
         self.iface: str | None = None
+        self.port_fd: int | None = None     # the channel, to notice the host leaving
+
+    def host_gone(self) -> bool:
+        """The host's end of the channel has closed (virtio-serial: POLLHUP)."""
+        if self.port_fd is None:
+            return False
+        p = select.poll()
+        p.register(self.port_fd, select.POLLIN | select.POLLHUP)
+        return any(m & select.POLLHUP for _, m in p.poll(0))
 
     # -- requests -----------------------------------------------------------------------
     def op_hello(self, req) -> dict:
@@ -263,9 +279,9 @@ class Agent:
         if req.get("trace"):
             t = req["trace"]
             self.tracer = _Child(t["argv"], t["stderr"], stdin=False)
-            self.tracer.wait_ready(READY_TIMEOUT_S)
+            self.tracer.wait_ready(READY_TIMEOUT_S, self.host_gone)
         self.engine = _Child(req["argv"], req["stderr"], stdin=True)
-        self.engine.wait_ready(READY_TIMEOUT_S)
+        self.engine.wait_ready(READY_TIMEOUT_S, self.host_gone)
         return {"lines": self.engine.lines}
 
     def op_go(self, req) -> dict:
@@ -279,9 +295,13 @@ class Agent:
         """Wait for the flow engine to end (it ends at its end_ns), then stop the tracer."""
         out = {"rc": None, "tracer_rc": None}
         if self.engine is not None:
-            try:
-                out["rc"] = self.engine.p.wait(float(req.get("engine_timeout_s", 60)))
-            except subprocess.TimeoutExpired:
+            deadline = time.monotonic() + float(req.get("engine_timeout_s", 60))
+            while self.engine.p.poll() is None and time.monotonic() < deadline:
+                if self.host_gone():
+                    raise HostGone()
+                time.sleep(WAIT_IDLE_S)
+            out["rc"] = self.engine.p.poll()
+            if out["rc"] is None:
                 out["timed_out"] = True
             out["stderr_tail"] = self.engine.tail()
             rc = self.engine.stop()
@@ -325,15 +345,45 @@ class Agent:
         else:
             try:
                 out = op(req)
+            except HostGone:
+                raise
             except Exception as e:  # noqa: BLE001 — every failure is an answer, not a crash
                 out = {"error": f"{req.get('op')}: {str(e).splitlines()[0] if str(e) else type(e).__name__}"}
         out["id"] = rid
         return json.dumps(out).encode() + b"\n"
 
 
+def _send(fd: int, data: bytes) -> None:
+    """Write an answer. A virtio-serial port whose host end is closed blocks a writer
+    until the host comes back (drivers/char/virtio_console.c), so the port is
+    non-blocking and a write that cannot proceed waits for room or notices the host gone."""
+    p = select.poll()
+    p.register(fd, select.POLLOUT | select.POLLHUP)
+    deadline = time.monotonic() + WRITE_TIMEOUT_S
+    while data:
+        try:
+            data = data[os.write(fd, data):]
+            continue
+        except BlockingIOError:
+            pass
+        ev = p.poll(200)
+        if any(m & select.POLLHUP for _, m in ev) or time.monotonic() > deadline:
+            raise HostGone()
+
+
+def _shutdown_id(line: bytes):
+    """The id of a `shutdown` request, or None for any other line."""
+    try:
+        req = json.loads(line)
+    except ValueError:
+        return None
+    return req.get("id", 0) if isinstance(req, dict) and req.get("op") == "shutdown" else None
+
+
 def serve(port: str, agent: Agent, connect_timeout_s: float = 600.0) -> int:
     """Answer requests on `port` until the host's end closes (or `shutdown`)."""
-    fd = os.open(port, os.O_RDWR)
+    fd = os.open(port, os.O_RDWR | os.O_NONBLOCK)
+    agent.port_fd = fd
     buf, connected = b"", False
     started = time.monotonic()
     poller = select.poll()
@@ -345,7 +395,10 @@ def serve(port: str, agent: Agent, connect_timeout_s: float = 600.0) -> int:
             for _, m in ev:
                 mask |= m
             if mask & select.POLLIN:
-                chunk = os.read(fd, 65536)
+                try:
+                    chunk = os.read(fd, 65536)
+                except BlockingIOError:
+                    chunk = b""
                 if chunk:
                     connected = True
                     buf += chunk
@@ -353,11 +406,11 @@ def serve(port: str, agent: Agent, connect_timeout_s: float = 600.0) -> int:
                         line, buf = buf.split(b"\n", 1)
                         if not line.strip():
                             continue
-                        if json.loads(line).get("op") == "shutdown":
-                            os.write(fd, json.dumps({"id": json.loads(line).get("id"),
-                                                     "bye": True}).encode() + b"\n")
+                        bye = _shutdown_id(line)
+                        if bye is not None:
+                            _send(fd, json.dumps({"id": bye, "bye": True}).encode() + b"\n")
                             return 0
-                        os.write(fd, agent.handle(line))
+                        _send(fd, agent.handle(line))
                     continue
             if mask & select.POLLHUP or (mask & select.POLLIN):
                 # the host's end is not open: before it first came, wait for it; after,
@@ -367,6 +420,8 @@ def serve(port: str, agent: Agent, connect_timeout_s: float = 600.0) -> int:
                 if time.monotonic() - started > connect_timeout_s:
                     return 1
                 time.sleep(WAIT_IDLE_S)
+    except HostGone:
+        return 0
     finally:
         agent.close()
         os.close(fd)

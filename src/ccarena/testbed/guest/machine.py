@@ -110,7 +110,7 @@ class Guest:
     # -- booting ----------------------------------------------------------------------------
     def launch(self) -> None:
         spec = self.spec
-        img = image_mod.locate() if spec.kernel is None else _UserKernel(spec.kernel)
+        img = image_mod.locate() if spec.kernel is None else UserKernel(spec.kernel)
         vng = find_vng("boot a VM host")
         find_qemu("boot a VM host")
         self.accel, self.accel_why = accel_mod.accel_for(spec.accel, img)
@@ -245,7 +245,7 @@ class Guest:
             self.broken = "stopped"
 
 
-class _UserKernel:
+class UserKernel:
     """A kernel image the study names (vm.kernel): booted as it is, modules found by
     virtme-ng beside it."""
 
