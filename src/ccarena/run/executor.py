@@ -125,7 +125,7 @@ def _run_in(results, study, resume, pf, executor, cpu_shares, *, seed, shuffle,
     bar = Progress(len(todo), study.name) if progress else None
     with _sigterm_as_exception(), ccmod.acquire(sorted(pf["algorithms"]), _study_token(),
                                                  force=force_cc) as kernel_names, \
-            guest_pool.study_pool(study):      # VM hosts' guests, kept between runs
+            guest_pool.study_pool(todo[0].study if todo else None):   # VM hosts' guests
         try:
             for r in todo:
                 backend = pf["cells"][cell_index[r.cell]]["backend"]

@@ -50,6 +50,7 @@ class _Host:
         self.attached = False
         self.started = False
         self.clock_before = self.clock_after = None
+        self.pid = None             # QEMU's
         self.cpu0 = None
         self.t_go = 0
         self.run_dir = None
@@ -111,6 +112,7 @@ class GuestHosts:
                    "nic": {k: nic[k] for k in ("iface", "virtio_features", "offloads",
                                                 "tx_queues", "mtu")}}
         ctx.meta["guests"][gh.host] = gh.fact
+        gh.pid = g.qemu_pid()
         gh.clock_before = g.channel.clock_offset(CLOCK_EXCHANGES)
         if cfg is None and not gh.traced:
             return          # nothing runs in it this run (it answers pings)
@@ -145,14 +147,15 @@ class GuestHosts:
                   stderr=str(gh.run_dir / "ccarena-flow.stderr"), trace=trace)
         gh.started = True
 
-    # -- go -----------------------------------------------------------------------------------
+    # -- start, go ---------------------------------------------------------------------------
     def start(self, ctx):
-        pass
+        """QEMU's threads' CPU time from here (t0 is fixed, just ahead)."""
+        for gh in self.hosts.values():
+            gh.cpu0 = (gh.pid, time.monotonic_ns(),
+                       guest_cpu.snapshot(gh.pid) if gh.pid else {})
 
     def go(self, ctx):
         for gh in self.hosts.values():
-            pid = gh.guest.qemu_pid()
-            gh.cpu0 = (pid, time.monotonic_ns(), guest_cpu.snapshot(pid) if pid else {})
             if gh.started:
                 gh.guest.request("go", timeout_s=REQUEST_S,
                                  t0_ns=ClockMap(gh.clock_before).to_guest(ctx.t0_ns))

@@ -1,6 +1,6 @@
 """Booted guests kept between the runs of a study, so a run does not pay a boot.
 
-    with study_pool(study):             run/executor.py holds a study's runs in one
+    with study_pool(first):             run/executor.py holds a study's runs in one
         p, owned = current()            the study's pool (or a fresh one, owned by the caller)
         guests = p.take({host: spec})   booted guests, reused where a spec matches, the rest
                                         booted in parallel
@@ -10,9 +10,10 @@ A guest serves any host whose VmSpec is the one it booted with (vCPUs, memory, k
 accelerator, NIC options); each run gives it its host's MAC and address and a fresh TCP
 state. At most MAX_IDLE guests wait unused while a run runs (an idle guest still takes
 a little CPU: timer ticks, under TCG emulated); the rest are shut down, least recently
-used first. `study_pool` boots, before the first run, the guests the study's cells need
-(as many of each spec as one cell uses, up to MAX_PREBOOT), in parallel, and shuts every
-guest down at the end — on success, error or Ctrl-C."""
+used first. `study_pool(first)` boots, before the first run, the guests the first run's
+cell needs (up to MAX_PREBOOT), in parallel, and shuts every guest down at the end — on
+success, error or Ctrl-C. (A boot before the runs is not a run's: its time stays out of
+the run's wall time and the watchdog's bound.)"""
 from __future__ import annotations
 
 import collections
@@ -113,7 +114,8 @@ class Pool:
                 g.kill()
 
     def preboot(self, study: Study) -> None:
-        """The guests the study's cells need, up to MAX_PREBOOT, booted now."""
+        """The guests `study` (a cell's, or every cell's) needs at once, up to
+        MAX_PREBOOT, booted now."""
         specs = {}
         for spec, n in demand(study).items():
             for i in range(n):
@@ -141,17 +143,17 @@ _current: Pool | None = None
 
 
 @contextlib.contextmanager
-def study_pool(study: Study | None = None, log=None):
+def study_pool(first: Study | None = None, log=None):
     """The pool of a study's runs (nested: the outer one); its guests shut down at the
-    end. With a study, the guests its cells need are booted first."""
+    end. `first`: the first run's cell, whose guests are booted before it."""
     global _current
     if _current is not None:
         yield _current
         return
     _current = Pool(log)
     try:
-        if study is not None and demand(study):
-            _current.preboot(study)
+        if first is not None and demand(first):
+            _current.preboot(first)
         yield _current
     finally:
         p, _current = _current, None
