@@ -377,3 +377,10 @@ def test_only_a_shutdown_request_ends_the_agent():
     assert agent._shutdown_id(b'{"id": 9, "op": "shutdown"}') == 9
     assert agent._shutdown_id(b'{"id": 9, "op": "clock"}') is None
     assert agent._shutdown_id(b'{nope') is None and agent._shutdown_id(b'[1]') is None
+
+
+def test_a_study_with_vm_hosts_is_not_run_inside_the_vm():
+    from ccarena.vm.session import VmError, run_plan
+    s = loads_study(STUDY + '[hosts.r1]\nvm = {}\n')
+    with pytest.raises(VmError, match="has VM hosts"):
+        run_plan(s)

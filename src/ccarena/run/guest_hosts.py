@@ -116,7 +116,7 @@ class GuestHosts:
         gh.clock_before = g.channel.clock_offset(CLOCK_EXCHANGES)
         if cfg is None and not gh.traced:
             return          # nothing runs in it this run (it answers pings)
-        gh.run_dir = g.dir / "runs" / topo.run_id / gh.host
+        gh.run_dir = g.dir / "work" / topo.run_id / gh.host
         out = gh.run_dir / "out"
         out.mkdir(parents=True, exist_ok=True)
         trace = None

@@ -50,6 +50,9 @@ def run_plan(study, *, results_base="results", config: VmConfig | None = None,
     bad = {"on_run", "on_testbed"} & set(kwargs)
     if bad:
         raise TypeError(f"run_plan in a VM takes no callbacks ({', '.join(sorted(bad))})")
+    if any(c.study.vm_hosts for c in study.cells) or study.vm_hosts:
+        raise VmError(f"{study.path}: the study has VM hosts ([hosts.<host>] vm): their "
+                      "guests boot the reference kernel themselves; run it without --vm")
     base = Path(results_base).absolute()
     base.mkdir(parents=True, exist_ok=True)
     before = {p.name for p in base.iterdir()}

@@ -16,7 +16,11 @@ QEMU, which runs inside; the tap goes with QEMU). QEMU's process is named
 ccarena-guest-<id>.
 
 The guest does not outlive its orchestrator: when the orchestrator's end of the control
-channel closes, however it ended, the agent exits and the guest powers off."""
+channel closes, however it ended, the agent exits and the guest powers off.
+
+Under KVM the same command line runs with KVM's vCPU threads and, where /dev/vhost-net
+is, vhost-net; the test suite exercises TCG only where KVM does not work (nested
+virtualisation), so the KVM path is untested there (docs/vm.md)."""
 from __future__ import annotations
 
 import contextlib
