@@ -247,9 +247,10 @@ def test_a_tcg_guest_that_could_not_keep_up_fails_its_run_and_kvms_is_recorded()
     assert guest_cpu.judge("r1", _usage(8.9, 0.0, name="ALL CPUs/TCG"), "tcg") == ([], [])
 
 
-def test_vcpus_starved_by_the_machine_are_noise():
-    reasons, noise = guest_cpu.judge("s2", _usage(2.0, 1.5), "kvm")
-    assert not reasons and len(noise) == 1 and "15%" in noise[0]
+def test_vcpus_starved_by_the_machine_are_noise_as_steal_time_is():
+    reasons, noise = guest_cpu.judge("s2", _usage(2.0, 3.0), "kvm")
+    assert not reasons and len(noise) == 1 and "30%" in noise[0] and "steal" in noise[0]
+    assert guest_cpu.judge("s2", _usage(2.0, 2.0), "kvm") == ([], [])    # 20 %: within
 
 
 # -- the study keys --------------------------------------------------------------------------

@@ -16,11 +16,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from ccarena.measure.validity import STEAL_MAX
+
 # a vCPU thread on a CPU this much of the run could not keep up under TCG (it emulates
 # every instruction: past this, the guest's timers and packets wait for it)
 TCG_BUSY_MAX = 0.9
-# vCPU threads that waited for a host CPU this much of the run were starved by the host
-WAIT_MAX = 0.10
+# A vCPU thread runnable but waiting for a host CPU is what a guest calls steal time:
+# judged as the machine's steal is (validity.STEAL_MAX)
+WAIT_MAX = STEAL_MAX
 
 
 @dataclass(frozen=True)
@@ -91,15 +94,15 @@ def judge(host: str, u: dict, accel: str) -> tuple[list[str], list[str]]:
     emulation could not keep up with the run: the run measured the emulator (a failure of
     the setup, not the machine's noise; `validate` warns of it). Under KVM a busy vCPU
     is what the guest's size allows — the experiment's own result — and is only recorded.
-    vCPU threads that waited long for a host CPU were starved by the rest of the machine:
-    noise, run again."""
+    vCPU threads that waited long for a host CPU were starved by the rest of the machine
+    (the guest's steal time): noise, run again."""
     reasons, noise = [], []
     busy, wait = u.get("vcpu_busy"), u.get("vcpu_wait")
     if accel == "tcg" and busy is not None and busy >= TCG_BUSY_MAX:
         reasons.append(f"guest {host}: its vCPU thread was busy {busy:.0%} of the run under "
                        "TCG: the emulated guest could not keep up (lower the rate; "
                        "docs/vm.md)")
-    if wait is not None and wait >= WAIT_MAX:
-        noise.append(f"guest {host}: its vCPU threads waited {wait:.0%} of the run for a "
-                     "host CPU (starved by the machine's other work)")
+    if wait is not None and wait > WAIT_MAX:
+        noise.append(f"guest {host}: its vCPUs waited {wait:.0%} of the run for a host CPU "
+                     f"(the guest's steal time; limit {WAIT_MAX:.0%})")
     return reasons, noise

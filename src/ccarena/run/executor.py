@@ -125,7 +125,8 @@ def _run_in(results, study, resume, pf, executor, cpu_shares, *, seed, shuffle,
     bar = Progress(len(todo), study.name) if progress else None
     with _sigterm_as_exception(), ccmod.acquire(sorted(pf["algorithms"]), _study_token(),
                                                  force=force_cc) as kernel_names, \
-            guest_pool.study_pool(todo[0].study if todo else None):   # VM hosts' guests
+            guest_pool.study_pool(todo[0].study if todo else None, log=(   # VM hosts' guests
+                (lambda m: bar.p.console.print(f"  {m}", markup=False)) if bar else None)):
         try:
             for r in todo:
                 backend = pf["cells"][cell_index[r.cell]]["backend"]
