@@ -385,3 +385,28 @@ def test_a_study_with_vm_hosts_is_not_run_inside_the_vm():
     s = loads_study(STUDY + '[hosts.r1]\nvm = {}\n')
     with pytest.raises(VmError, match="has VM hosts"):
         run_plan(s)
+
+
+def test_cleanup_of_some_runs_touches_only_theirs(tmp_path, monkeypatch):
+    """`ccarena cleanup --run ID`: only the named dead runs' namespaces, cgroups, records
+    and recorded folders go; other dead runs' stay for a plain cleanup."""
+    from ccarena.testbed import cgroups, leftovers
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    folder = tmp_path / "guest-aaaaaa"
+    folder.mkdir()
+    for rid, extra in (("aaaaaa", {"dirs": [str(folder)]}), ("bbbbbb", {})):
+        (runs / f"{rid}.json").write_text(json.dumps({"run_id": rid, "pid": 2**22 + 7,
+                                                      "namespaces": [], **extra}))
+    names = ["ccaaaaaaa-vm", "ccaaaaaaa-s1", "ccabbbbbb-s1", "other"]
+    removed_ns, removed_cg = [], []
+    monkeypatch.setattr(leftovers, "RUNS_DIR", str(runs))
+    monkeypatch.setattr(leftovers, "list_names", lambda prefix="": list(names))
+    monkeypatch.setattr(leftovers, "remove", removed_ns.append)
+    monkeypatch.setattr(leftovers, "pid_alive", lambda pid: False)
+    monkeypatch.setattr(cgroups, "cleanup_stale",
+                        lambda live, only=None: removed_cg.append(only) or [])
+    got = leftovers.cleanup(only={"aaaaaa"})
+    assert removed_ns == ["ccaaaaaaa-vm", "ccaaaaaaa-s1"] and removed_cg == [{"aaaaaa"}]
+    assert str(folder) in got and not folder.exists()
+    assert sorted(p.name for p in runs.iterdir()) == ["bbbbbb.json"]
