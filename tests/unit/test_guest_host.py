@@ -410,3 +410,85 @@ def test_cleanup_of_some_runs_touches_only_theirs(tmp_path, monkeypatch):
     assert removed_ns == ["ccaaaaaaa-vm", "ccaaaaaaa-s1"] and removed_cg == [{"aaaaaa"}]
     assert str(folder) in got and not folder.exists()
     assert sorted(p.name for p in runs.iterdir()) == ["bbbbbb.json"]
+
+
+# -- the pool (fake guests: no boot) -------------------------------------------------------
+class _FakeGuest:
+    made: list = []
+
+    def __init__(self, spec, fail=False):
+        self.spec, self.up, self.fail, self.stopped = spec, False, fail, None
+        self.runs = 0
+        self.facts = {"kernel": "k", "boot_s": 1.0}
+        self.gid, self.accel = f"g{len(_FakeGuest.made)}", "tcg"
+        self.proc = None
+        self.channel = self         # close() asks every guest at once: send("shutdown")
+        _FakeGuest.made.append(self)
+
+    def send(self, op):
+        pass
+
+    def launch(self):
+        self.up = True
+
+    def wait_booted(self, deadline):
+        if self.fail:
+            from ccarena.testbed.guest.machine import GuestError
+            raise GuestError("no boot")
+
+    def alive(self):
+        return self.up and self.stopped is None
+
+    def shutdown(self):
+        self.stopped = "shutdown"
+
+    def kill(self):
+        self.stopped = self.stopped or "killed"
+
+
+@pytest.fixture
+def fake_guests(monkeypatch):
+    from ccarena.testbed.guest import pool
+    _FakeGuest.made = []
+    monkeypatch.setattr(pool, "Guest", _FakeGuest)
+    monkeypatch.setattr(pool, "MAX_IDLE", 1)
+    return pool
+
+
+def test_the_pool_reuses_a_guest_of_the_same_spec_and_boots_the_rest(fake_guests):
+    p = fake_guests.Pool()
+    a, b = VmSpec(cpus=1, offloads=False), VmSpec(cpus=2, offloads=False)
+    first = p.take({"r1": a, "r2": b})
+    assert len(_FakeGuest.made) == 2 and first["r1"].spec == a
+    p.give_back(first.values())
+    again = p.take({"r1": a})
+    assert again["r1"] is first["r1"] and len(_FakeGuest.made) == 2
+    # one idle guest may wait while a run runs: r2's stays, nothing else to evict
+    assert p.idle == [first["r2"]] and first["r2"].stopped is None
+    p.give_back(again.values())
+    third = p.take({"s1": VmSpec(cpus=3, offloads=False)})
+    # two idle, one allowed: the least recently used (r2's) is shut down
+    assert first["r2"].stopped == "shutdown" and first["r1"].stopped is None
+    p.give_back(third.values())
+    p.close()
+    assert all(g.stopped for g in _FakeGuest.made)
+
+
+def test_a_dead_guest_is_not_reused_and_a_failed_boot_leaves_nothing(fake_guests):
+    p = fake_guests.Pool()
+    a = VmSpec(cpus=1, offloads=False)
+    g = p.take({"r1": a})["r1"]
+    g.up = False                            # QEMU died during the run
+    p.give_back([g])
+    assert g.stopped == "killed" and p.idle == []
+    h = p.take({"r1": a})["r1"]
+    assert h is not g
+    p.give_back([h])
+    _FakeGuest.__init__.__defaults__ = (True,)      # every boot from here fails
+    try:
+        with pytest.raises(Exception, match="no boot"):
+            p.take({"r1": a, "r2": VmSpec(cpus=2, offloads=False)})
+    finally:
+        _FakeGuest.__init__.__defaults__ = (False,)
+    assert all(x.stopped == "killed" for x in _FakeGuest.made[2:])
+    assert p.idle == [h] and p.busy == []     # the guest taken is given back, not lost
