@@ -109,8 +109,8 @@ class GuestHosts:
         ctx.meta["host_state"].setdefault("offloads", {})[f"guest:{gh.host}/{nic['iface']}"] \
             = nic["offloads"]
         gh.fact = {**g.facts, "runs_before": g.runs,
-                   "nic": {k: nic[k] for k in ("iface", "virtio_features", "offloads",
-                                                "tx_queues", "mtu")}}
+                   "nic": {k: nic.get(k) for k in ("iface", "virtio_features", "offloads",
+                                                    "tx_queues", "mtu", "qdisc")}}
         ctx.meta["guests"][gh.host] = gh.fact
         gh.pid = g.qemu_pid()
         gh.clock_before = g.channel.clock_offset(CLOCK_EXCHANGES)

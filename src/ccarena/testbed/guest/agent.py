@@ -228,7 +228,9 @@ class Agent:
                      "scatter-gather"):
                 offl[k] = v.split()[0] == "on" if v.split() else None
         queues = len(glob.glob(f"{base}/queues/tx-*"))
-        return {"iface": dev, "virtio_features": decode_features(bits),
+        qdisc = " | ".join(ln.strip() for ln in _run(["tc", "qdisc", "show", "dev", dev],
+                                                    check=False).splitlines() if ln.strip())
+        return {"iface": dev, "virtio_features": decode_features(bits), "qdisc": qdisc,
                 "virtio_feature_bits": bits, "offloads": offl, "tx_queues": queues,
                 "mtu": int(_read(f"{base}/mtu") or 0), "mac": _read(f"{base}/address")}
 
