@@ -492,3 +492,17 @@ def test_a_dead_guest_is_not_reused_and_a_failed_boot_leaves_nothing(fake_guests
         _FakeGuest.__init__.__defaults__ = (False,)
     assert all(x.stopped == "killed" for x in _FakeGuest.made[2:])
     assert p.idle == [h] and p.busy == []     # the guest taken is given back, not lost
+
+
+def test_the_pool_boots_what_a_run_needs_before_it(fake_guests):
+    """ready(): the guests a cell needs and no idle guest offers are booted before its
+    run (the run then only takes them)."""
+    p = fake_guests.Pool()
+    s = loads_study(STUDY.replace("[study]", "[topology]\npairs = 2\n[study]")
+                    + '[testbed]\nvm = { cpus = 1 }\n')
+    p.ready(s)
+    assert len(_FakeGuest.made) == 4 and len(p.idle) == 4
+    p.ready(s)                                  # all there: nothing more
+    assert len(_FakeGuest.made) == 4
+    got = p.take({h: resolved(v, s) for h, v in s.vm_hosts.items()})
+    assert set(got.values()) == set(_FakeGuest.made) and p.idle == []

@@ -125,13 +125,14 @@ def _run_in(results, study, resume, pf, executor, cpu_shares, *, seed, shuffle,
     bar = Progress(len(todo), study.name) if progress else None
     with _sigterm_as_exception(), ccmod.acquire(sorted(pf["algorithms"]), _study_token(),
                                                  force=force_cc) as kernel_names, \
-            guest_pool.study_pool(todo[0].study if todo else None, log=(   # VM hosts' guests
-                (lambda m: bar.p.console.print(f"  {m}", markup=False)) if bar else None)):
+            guest_pool.study_pool(log=(lambda m: bar.p.console.print(f"  {m}", markup=False))
+                                  if bar else None) as guests:      # VM hosts' guests
         try:
             for r in todo:
                 backend = pf["cells"][cell_index[r.cell]]["backend"]
                 if bar:
                     bar.update(r)
+                guests.ready(r.study)       # booted before the run, not in it
                 meta = _measure(r, results, reruns, unhelped, lambda **kw: execute_run(
                     r, results, backend, kernel_names, pf, event_log=event_log,
                     on_testbed=on_testbed, worker=environment.worker(), **kw), bar)

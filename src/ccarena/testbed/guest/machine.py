@@ -46,7 +46,8 @@ from ccarena.testbed.guest.vng import (find_qemu, find_vng, guest_env, kill_grou
 from ccarena.testbed.proc import die_with_parent
 from ccarena.testbed.topology import ns_name
 
-BOOT_TIMEOUT_S = 300.0          # launch to the agent's first answer, TCG on a busy host
+BOOT_TIMEOUT_S = 900.0          # launch to the agent's first answer: TCG on a loaded 2-core
+                                # machine took up to 300 s (18-27 s when quiet)
 POWEROFF_TIMEOUT_S = 30.0
 NAME_PREFIX = "ccarena-guest-"
 GUEST_ROLE = "vm"               # the guest's namespace: cca<id>-vm

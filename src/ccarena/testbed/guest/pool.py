@@ -1,7 +1,9 @@
 """Booted guests kept between the runs of a study, so a run does not pay a boot.
 
-    with study_pool(first):             run/executor.py holds a study's runs in one
-        p, owned = current()            the study's pool (or a fresh one, owned by the caller)
+    with study_pool() as p:             run/executor.py holds a study's runs in one
+        p.ready(cell_study)             boot what the next run needs, before it starts
+        p, owned = current()            (in the run) the study's pool, or a fresh one the
+                                        caller owns
         guests = p.take({host: spec})   booted guests, reused where a spec matches, the rest
                                         booted in parallel
         p.give_back(guests)             after the run: kept if still usable
@@ -10,10 +12,10 @@ A guest serves any host whose VmSpec is the one it booted with (vCPUs, memory, k
 accelerator, NIC options); each run gives it its host's MAC and address and a fresh TCP
 state. At most MAX_IDLE guests wait unused while a run runs (an idle guest still takes
 a little CPU: timer ticks, under TCG emulated); the rest are shut down, least recently
-used first. `study_pool(first)` boots, before the first run, the guests the first run's
-cell needs (up to MAX_PREBOOT), in parallel, and shuts every guest down at the end — on
-success, error or Ctrl-C. (A boot before the runs is not a run's: its time stays out of
-the run's wall time and the watchdog's bound.)"""
+used first. The executor asks the study's pool to be `ready` for each run before it
+starts, so a boot is not the run's (its time stays out of the run's wall time and its
+watchdog's bound); every guest is shut down at the end of the study — on success, error
+or Ctrl-C. A run outside a study's pool (`--jobs`, a worker) boots its own guests."""
 from __future__ import annotations
 
 import collections
@@ -26,7 +28,6 @@ from ccarena.study.model import Cell, Study, VmSpec
 from ccarena.testbed.guest.machine import BOOT_TIMEOUT_S, Guest
 
 MAX_IDLE = int(os.environ.get("CCARENA_GUESTS_IDLE", "2"))
-MAX_PREBOOT = int(os.environ.get("CCARENA_GUESTS_PREBOOT", "4"))
 
 
 def resolved(spec: VmSpec, study: Study) -> VmSpec:
@@ -113,15 +114,19 @@ class Pool:
             else:
                 g.kill()
 
-    def preboot(self, study: Study) -> None:
-        """The guests `study` (a cell's, or every cell's) needs at once, up to
-        MAX_PREBOOT, booted now."""
-        specs = {}
-        for spec, n in demand(study).items():
-            for i in range(n):
-                if len(specs) < MAX_PREBOOT:
-                    specs[(spec, i)] = spec
-        self.idle.extend(self.boot(specs).values())
+    def ready(self, study: Study) -> None:
+        """Boot what a run of `study` (a cell's) needs and no idle guest offers, before
+        the run starts (a boot is not the run's: it stays out of its wall time and its
+        watchdog's bound)."""
+        need = demand(study)
+        if not need:
+            return
+        have = collections.Counter(g.spec for g in self.idle if g.alive())
+        missing = {}
+        for spec, n in need.items():
+            for i in range(max(0, n - have[spec])):
+                missing[(spec, i)] = spec
+        self.idle.extend(self.boot(missing).values())
 
     def close(self) -> None:
         """Every guest shut down: all asked at once, then each waited for and removed."""
@@ -143,17 +148,15 @@ _current: Pool | None = None
 
 
 @contextlib.contextmanager
-def study_pool(first: Study | None = None, log=None):
+def study_pool(log=None):
     """The pool of a study's runs (nested: the outer one); its guests shut down at the
-    end. `first`: the first run's cell, whose guests are booted before it."""
+    end. `log(msg)` hears of boots."""
     global _current
     if _current is not None:
         yield _current
         return
     _current = Pool(log)
     try:
-        if first is not None and demand(first):
-            _current.preboot(first)
         yield _current
     finally:
         p, _current = _current, None
