@@ -29,7 +29,7 @@ $(STAMP)/vm-venv: $(STAMP)/venv mk/vm.mk
 	@touch $@
 
 vm: python $(STAMP)/vm-apt $(STAMP)/vm-venv
-	@$(PY) -c 'import sys; from ccarena.vm.image import main; sys.exit(main(["fetch"]))'
+	@$(PY) -c 'import sys; from ccarena.testbed.guest.image import main; sys.exit(main(["fetch"]))'
 
 vm-check: vm
 	$(VENV)/bin/ccarena vm -- ccarena doctor

@@ -7,7 +7,8 @@ import subprocess
 import pytest
 
 from ccarena.vm import boot as vb
-from ccarena.vm import image as vi
+from ccarena.testbed.guest import accel as ga
+from ccarena.testbed.guest import image as vi
 from ccarena.vm.boot import KvmProbe, VmError, choose_accel, guest_env, guest_script, vng_argv
 from ccarena.vm.guest import vm_record
 
@@ -79,7 +80,7 @@ def test_an_unknown_accelerator_is_an_error():
 def test_dev_kvm_that_cannot_be_opened_is_unusable_without_booting(monkeypatch, tmp_path):
     def no_kvm():
         return "/dev/kvm: No such file or directory"
-    monkeypatch.setattr(vb, "_dev_kvm", no_kvm)
+    monkeypatch.setattr(ga, "_dev_kvm", no_kvm)
     p = vb.probe_kvm(IMG, qemu="/nonexistent/qemu", cache=tmp_path)
     assert not p.usable and "/dev/kvm" in p.why
 

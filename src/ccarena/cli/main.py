@@ -202,10 +202,13 @@ def cmd_show(args) -> int:
 def cmd_cleanup(args) -> int:
     from ccarena import cc
     from ccarena.testbed import leftovers
-    removed = leftovers.cleanup(all_runs=args.all)
-    for n in removed:      # namespace names, and cgroup directories (paths)
-        print(f"removed {'cgroup' if n.startswith('/') else 'namespace'} {n}")
-    for n in cc.cleanup_stale():
+    from ccarena.testbed.cgroups import ROOT as CGROUPS
+    removed = leftovers.cleanup(all_runs=args.all, only=set(args.run) if args.run else None)
+    for n in removed:      # namespace names, cgroup directories, a guest's folders
+        what = "namespace" if not n.startswith("/") else "cgroup" if n.startswith(CGROUPS) \
+            else "folder"
+        print(f"removed {what} {n}")
+    for n in (cc.cleanup_stale() if not args.run else []):
         print(f"unregistered congestion control {n}")
     if not removed:
         print("no leftover namespaces")
@@ -342,6 +345,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("cleanup", help="remove what crashed runs left (namespaces, BPF)")
     s.add_argument("--all", action="store_true", help="also remove live runs' namespaces "
                    "and cgroups (killing what runs in them)")
+    s.add_argument("--run", action="append", metavar="ID", help="only what this crashed "
+                   "run (or VM host's guest) left: its 6-digit id, as namespaces cca<ID>-* "
+                   "show it (repeatable)")
     s.set_defaults(func=cmd_cleanup)
     s = sub.add_parser("doctor", help="what this machine offers and what a study will use")
     s.add_argument("study", nargs="?", help="also say how this study would run")

@@ -2,7 +2,7 @@
 `ccarena validate`).
 
     describe(study, plan, preflight=None, capacity_bps=None) -> list[str]   lines to print
-    warnings(study, plan, capacity_bps=None) -> list[str]
+    warnings(study, plan, capacity_bps=None, pf=None) -> list[str]
 
 Per cell: rate, one-way delay and base RTT, BDP, buffer in packets and in BDPs, loss,
 per-host differences, queue, and (with a preflight, which needs root) the link backend and
@@ -14,6 +14,7 @@ from __future__ import annotations
 from ccarena import units
 from ccarena.study import impair
 from ccarena.study.model import Cell
+from ccarena.testbed.guest import check as guest_check
 
 RUN_OVERHEAD_S = 3.0        # building, starting and tearing down a run, measured here
 SLOW_LINK_BPS = 1e6
@@ -62,7 +63,8 @@ def cell_lines(cell) -> list[str]:
                              f"cc {hs.cc}" if hs.cc else "",
                              f"{hs.cpus:g} CPUs" if hs.cpus else "",
                              f"CPUs {hs.cpuset}" if hs.cpuset else "",
-                             f"{hs.memory / 2**20:.0f} MiB" if hs.memory else "") if x]
+                             f"{hs.memory / 2**20:.0f} MiB" if hs.memory else "",
+                             _vm(hs.vm, s) if hs.vm else "") if x]
         if extra:
             out.append(f"host {h}: " + ", ".join(extra))
     for f in s.flows:
@@ -77,14 +79,24 @@ def cell_lines(cell) -> list[str]:
     return out
 
 
+def _vm(vm, s) -> str:
+    off = vm.offloads if vm.offloads is not None else s.offloads
+    return (f"VM guest: {vm.cpus} vCPU{'s' if vm.cpus != 1 else ''}, "
+            f"{vm.memory / 2**20:.0f} MiB, {vm.kernel or 'the reference kernel'}, "
+            f"accelerator {vm.accel}, virtio-net {vm.queues} queue"
+            f"{'s' if vm.queues != 1 else ''}, offloads {'on' if off else 'off'}, "
+            f"vhost {vm.vhost}")
+
+
 def _params(qp) -> str:
     d = {k: v for k, v in vars(qp).items()}
     return ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
                      for k, v in d.items())
 
 
-def warnings(study, plan, capacity_bps: float | None = None) -> list[str]:
-    out = []
+def warnings(study, plan, capacity_bps: float | None = None, pf: dict | None = None
+             ) -> list[str]:
+    out = guest_check.advice(study, (pf or {}).get("guests"))
     cells = study.cells or [Cell(0, {}, study)]
     for c in cells:
         s, b = c.study, c.study.bottleneck
@@ -150,6 +162,7 @@ def describe(study, plan, pf: dict | None = None, capacity_bps: float | None = N
                 lines.append(f"  link backend {b['backend']} ({b['why']})"
                              + (f", packet I/O {b['io']}" if b.get("io") else ""))
     if pf:
+        lines += guest_check.describe(pf.get("guests"))
         for n, a in sorted(pf["algorithms"].items()):
             lines.append(f"algorithm {n}: {a['source']} ({a['kernel_name']})"
                          + (f", {a['variant']} variant following {a['follows']}"
@@ -162,6 +175,6 @@ def describe(study, plan, pf: dict | None = None, capacity_bps: float | None = N
     for r in plan.runs:
         params = ", ".join(f"{k} = {v}" for k, v in r.params.items())
         lines.append(f"  {r.index:4d}  {r.label:10s} seed {r.seed:<11d} {params}")
-    for w in warnings(study, plan, capacity_bps):
+    for w in warnings(study, plan, capacity_bps, pf):
         lines.append(f"warning: {w}")
     return lines

@@ -27,6 +27,7 @@ from ccarena.store.results import ResultsDir
 from ccarena.store.writer import Writer
 from ccarena.study.model import Study
 from ccarena.testbed import leftovers
+from ccarena.testbed.guest import pool as guest_pool
 from ccarena.study.plan import PlannedRun, make_plan
 
 
@@ -137,13 +138,16 @@ def _run_in(results, study, resume, pf, executor, cpu_shares, *, seed, shuffle,
     unhelped: set[str] = set()      # cells whose re-runs were invalid all the same
     bar = Progress(len(todo), study.name) if progress else None
     with ccmod.acquire(sorted(pf["algorithms"]), _study_token(),
-                       force=force_cc) as kernel_names:
+                       force=force_cc) as kernel_names, \
+            guest_pool.study_pool(log=(lambda m: bar.p.console.print(f"  {m}", markup=False))
+                                  if bar else None) as guests:      # VM hosts' guests
         try:
             for r in todo:
                 interrupt.checkpoint()
                 backend = pf["cells"][cell_index[r.cell]]["backend"]
                 if bar:
                     bar.update(r)
+                guests.ready(r.study)       # booted before the run, not in it
                 meta = _measure(r, results, reruns, unhelped, lambda **kw: execute_run(
                     r, results, backend, kernel_names, pf, event_log=event_log,
                     on_testbed=on_testbed, worker=environment.worker(), **kw), bar)

@@ -27,6 +27,7 @@ from ccarena.measure.pcap import Pcap
 from ccarena.measure.ping import PingProbe
 from ccarena.measure.tracer import Tracer
 from ccarena.run import environment, interrupt
+from ccarena.run.guest_hosts import GuestHosts
 from ccarena.measure import validity
 from ccarena.study.model import Study
 from ccarena.testbed import kernel_link, user_link
@@ -138,14 +139,17 @@ def note_killed(meta: dict, killed: dict | None) -> None:
 
 
 class FlowEngines(Part):
-    """One ccarena-flow per host with flows; they wait for GO at t0."""
+    """One ccarena-flow per namespace host with flows; they wait for GO at t0. (A VM
+    host's runs in its guest: run/guest_hosts.py.)"""
 
     def __init__(self):
         self.engines = None
         self.rcs: dict = {}
 
     def prepare(self, ctx):
-        cfgs = host_configs(ctx.study, ctx.topo, ctx.raw, ctx.kernel_names, ctx.seed)
+        cfgs = {h: c for h, c in host_configs(ctx.study, ctx.topo, ctx.raw, ctx.kernel_names,
+                                              ctx.seed).items()
+                if h not in ctx.study.vm_hosts}
         self.engines = Engines(ctx.topo, cfgs, ctx.raw, ctx.testbed.cgroups)
         self.engines.start()
 
@@ -274,7 +278,7 @@ class AckTracer(Part):
 
     def prepare(self, ctx):
         traced = sorted({h for p in ctx.study.probes if p.kind == "tcp_probe"
-                         for h in p.hosts})
+                         for h in p.hosts} - set(ctx.study.vm_hosts))
         if traced:
             self.tracer = Tracer([ctx.topo.ns(h) for h in traced], ctx.raw)
 
@@ -320,6 +324,16 @@ class Pings(Part):
                 p.proc.terminate(1)
 
 
+class GuestTraces(Part):
+    """The guests' per-ACK records beside the host tracer's (after it wrote them)."""
+
+    def __init__(self, guests: GuestHosts):
+        self.guests = guests
+
+    def finish(self, ctx):
+        self.guests.merge_traces(ctx)
+
+
 def parts_for(study: Study, backend: str) -> tuple[list[Part], list[Part]]:
     """-> (parts in prepare/start/go order, the same parts in finish order)."""
     link = [KernelLink()] if backend == "kernel" else [UserLink()] if backend == "user" \
@@ -327,8 +341,12 @@ def parts_for(study: Study, backend: str) -> tuple[list[Part], list[Part]]:
     engines, commands, cpu_part = FlowEngines(), CommandFlows(), CpuUsage()
     tracer, captures, pings = AckTracer(), Captures(), Pings()
     outcome = WorkloadOutcome(engines, commands)
-    order = [*link, HostState(), captures, tracer, commands, engines, pings, cpu_part, outcome]
-    # the workload ends (engines, then commands), the CPU is read, the outcome judged; then
-    # the measurements are stopped and read, the link last (it carried them)
-    finish = [engines, commands, cpu_part, outcome, tracer, captures, pings, *link]
+    guests = GuestHosts(study)
+    order = [*link, HostState(), guests, captures, tracer, commands, engines, pings, cpu_part,
+             outcome]
+    # the workload ends (engines in namespaces, then in guests, then commands), the CPU is
+    # read, the outcome judged; then the measurements are stopped and read, the link last
+    # (it carried them)
+    finish = [engines, guests, commands, cpu_part, outcome, tracer, GuestTraces(guests),
+              captures, pings, *link]
     return order, finish

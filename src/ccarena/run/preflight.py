@@ -4,7 +4,8 @@
 {"source", "kernel_name", "why"}}}`; raises PreflightError naming what is missing (no
 link backend for a cell, an algorithm this machine cannot run, a program or binary that
 is not installed, host limits beyond this machine, a bottleneck buffer larger than the
-memory the machine can give it)."""
+memory the machine can give it, VM hosts this machine cannot boot); with VM hosts,
+"guests" says which accelerator they get (testbed/guest/check.py)."""
 from __future__ import annotations
 
 import os
@@ -17,6 +18,7 @@ from ccarena.study.model import Cell, Study
 from ccarena.testbed import backend as backend_mod
 from ccarena.testbed import caps as caps_mod
 from ccarena.testbed import cgroups
+from ccarena.testbed.guest import check as guest_check
 from ccarena.testbed.user_link import link_io
 from ccarena.workload.commands import require_programs
 
@@ -44,6 +46,9 @@ def preflight(study: Study, force_cc: str | None = None) -> dict:
         require_probe_tools(cell)
         if any(f.kind != "command" for f in cell.flows):
             require_binary("ccarena-flow", "the flow engine")
+    guests = guest_check.preflight(study)
+    if guests:
+        out["guests"] = guests
     missing = []
     for n in sorted(names):
         a = ccmod.resolve(n, force=force_cc)

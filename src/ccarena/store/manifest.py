@@ -67,6 +67,8 @@ KEYS: dict[str, tuple[tuple, str]] = {
     "cc_guard_at_entry": ((dict,), "BPF algorithms: corrupted ssthresh seen at entry"),
     "cc_repairs": ((dict,), "BPF algorithms: repairs made late"),
     "cc_repairs_found": ((dict,), "BPF algorithms: repairs, by what was found"),
+    "guests": ((dict,), "each VM host's guest: kernel, vCPUs, memory, accelerator, virtio "
+               "features, NIC, boot time, clock offsets, host CPU of QEMU's threads"),
     "files": ((dict,), "every file of the run with its size: written last"),
 }
 

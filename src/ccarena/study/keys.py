@@ -178,6 +178,40 @@ def _memory(v):
     return m
 
 
+def _vm_memory(v):
+    m = units.parse_size(v)
+    if m < 128 * 2**20:
+        raise ValueError(f"{v!r} is below 128MiB; a guest needs more to boot")
+    return m
+
+
+def _vhost(v):
+    if v in (True, False, "auto"):
+        return {True: "on", False: "off"}.get(v, v)
+    raise ValueError(f"expected true, false or \"auto\", got {v!r}")
+
+
+def _vm_table(v):
+    """`vm = true` or `vm = { cpus = 2, ... }` -> {key: parsed} (VM_KEYS)."""
+    if v is True:
+        return {}
+    if not isinstance(v, dict):
+        raise ValueError(f"expected a table such as {{ cpus = 2, memory = \"4GiB\" }} or "
+                         f"true, got {v!r}")
+    out = {}
+    for k, x in v.items():
+        if k not in VM_KEYS:
+            import difflib
+            near = difflib.get_close_matches(str(k), list(VM_KEYS), n=1)
+            raise ValueError(f"unknown key {k!r}" + (f" (did you mean {near[0]!r}?)" if near
+                             else "") + "; accepted: " + ", ".join(VM_KEYS))
+        try:
+            out[k] = VM_KEYS[k](x)
+        except ValueError as e:
+            raise ValueError(f"{k}: {e}") from None
+    return out
+
+
 def _str_list(v):
     if isinstance(v, str):
         return [v]
@@ -322,17 +356,35 @@ TCP_KEYS = {
 TESTBED_KEYS = {
     "offloads": boolean("TSO/GSO/GRO on the emulated path", "false"),
     "mtu": integer("MTU of every interface", 576, 9000, "1500", unit="bytes"),
+    "vm": Key("table", "make every host a QEMU guest with these [hosts.<host>.vm] keys (a "
+              "host's own vm table overrides them)", lambda v: _vm_table(v)),
 }
 HOST_KEYS = {
     "delay": time("extra one-way delay on this host's access link", "0s"),
     "loss": percent("extra random loss on this host's access link"),
     "cc": text("default algorithm of the flows this host sends", DEFAULT_CC),
     "sysctl": table("net.* sysctls of this host", _sysctl_table),
-    "cpus": Key("number", "CPU quota in cores (cgroup), e.g. 0.5", _cpus, unit="cores",
-                range="≥ 0.01"),
+    "cpus": Key("number", "CPU quota in cores (cgroup), e.g. 0.5; of a VM host: its vCPUs",
+                _cpus, unit="cores", range="≥ 0.01"),
     "cpuset": Key("string", "CPUs this host may run on, e.g. \"0\" or \"0-1\"", _cpuset),
-    "memory": Key("size", "memory limit (cgroup), at least 16MiB", _memory, unit="bytes",
-                  range="≥ 16MiB"),
+    "memory": Key("size", "memory limit (cgroup), at least 16MiB; of a VM host: its memory",
+                  _memory, unit="bytes", range="≥ 16MiB"),
+    "vm": Key("table", "make this host a QEMU guest (see [hosts.<host>.vm]); true: the "
+              "defaults", lambda v: _vm_table(v)),
+}
+VM_KEYS = {
+    "cpus": integer("vCPUs of the guest", 1, 64, "2"),
+    "memory": Key("size", "memory of the guest, at least 128MiB", _vm_memory, "2GiB",
+                  unit="bytes", range="≥ 128MiB"),
+    "kernel": text("kernel image to boot (path relative to the study; its modules beside "
+                   "it as virtme-ng finds them)", "the reference kernel"),
+    "accel": choice(("auto", "kvm", "tcg"), "QEMU's accelerator: KVM where it works, else "
+                    "TCG (docs/vm.md)", "auto"),
+    "queues": integer("queue pairs of the guest's virtio-net NIC (multiqueue)", 1, 16, "1"),
+    "offloads": boolean("TSO/GSO/GRO and checksum offload of the guest's NIC",
+                        "testbed.offloads"),
+    "vhost": Key("true/false/auto", "vhost-net for the NIC (the host kernel moves its "
+                 "packets); auto: where /dev/vhost-net and KVM are", _vhost, "auto"),
 }
 FLOW_KEYS = {
     "name": text("names the flow in tables and sweeps", "flow<i>"),
@@ -398,6 +450,7 @@ EXPECT_KEYS = {
 }
 TABLES = {"study": STUDY_KEYS, "topology": TOPOLOGY_KEYS, "bottleneck": LINK_KEYS,
           "tcp": TCP_KEYS, "testbed": TESTBED_KEYS, "hosts.<host>": HOST_KEYS,
+          "hosts.<host>.vm": VM_KEYS,
           "[flow]": FLOW_KEYS, "[probe]": PROBE_KEYS, "[expect]": EXPECT_KEYS}
 TOP_KEYS = ("study", "topology", "bottleneck", "tcp", "testbed", "hosts", "flow", "probe",
             "sweep", "expect", "scale")
@@ -405,12 +458,15 @@ TOP_KEYS = ("study", "topology", "bottleneck", "tcp", "testbed", "hosts", "flow"
 
 def key_for(dotted: str) -> Key | None:
     """The Key a sweep path sets: "bottleneck.rate", "flow.<name>.conns",
-    "hosts.<host>.delay", "study.duration" ...; None for anything else."""
+    "hosts.<host>.delay", "hosts.<host>.vm.cpus", "study.duration" ...; None for anything
+    else."""
     parts = dotted.split(".")
     tables = {"study": STUDY_KEYS, "topology": TOPOLOGY_KEYS, "bottleneck": LINK_KEYS,
               "tcp": TCP_KEYS, "testbed": TESTBED_KEYS}
     if len(parts) == 2 and parts[0] in tables:
         return tables[parts[0]].get(parts[1])
+    if len(parts) == 4 and parts[0] == "hosts" and parts[2] == "vm":
+        return VM_KEYS.get(parts[3])
     if len(parts) >= 3 and parts[0] in ("flow", "hosts", "probe"):
         t = {"flow": FLOW_KEYS, "hosts": HOST_KEYS, "probe": PROBE_KEYS}[parts[0]]
         return t.get(parts[-1])

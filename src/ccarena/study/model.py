@@ -55,6 +55,18 @@ class LinkSpec:
         return self.delay_s if self.reverse_delay_s is None else self.reverse_delay_s
 
 
+@dataclass(frozen=True)
+class VmSpec:
+    """A host that is a QEMU guest (docs/hosts.md): what it boots with."""
+    cpus: int = 2                  # vCPUs
+    memory: int = 2 * 2**30        # bytes
+    kernel: str | None = None      # a kernel image (absolute path); None: the reference kernel
+    accel: str = "auto"            # auto | kvm | tcg
+    queues: int = 1                # virtio-net queue pairs
+    offloads: bool | None = None   # the NIC's offloads; None: the study's testbed.offloads
+    vhost: str = "auto"            # auto | on | off
+
+
 @dataclass
 class HostSpec:
     name: str
@@ -65,6 +77,7 @@ class HostSpec:
     cpus: float | None = None  # CPU quota in cores ("vCPUs"), through a cgroup
     cpuset: str | None = None  # CPUs the host may run on, e.g. "0" or "0-1"
     memory: int | None = None  # memory limit in bytes, through a cgroup
+    vm: VmSpec | None = None   # a QEMU guest instead of a namespace
 
 
 @dataclass
@@ -178,6 +191,11 @@ class Study:
     @property
     def base_rtt_s(self) -> float:
         return self.bottleneck.delay_s + self.bottleneck.reverse_delay
+
+    @property
+    def vm_hosts(self) -> dict[str, VmSpec]:
+        """The hosts that are QEMU guests, with their specs."""
+        return {h: hs.vm for h, hs in self.hosts.items() if hs.vm is not None}
 
     def algorithms(self) -> set[str]:
         algs = {f.cc for f in self.flows if f.kind != "command"}

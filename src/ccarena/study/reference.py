@@ -8,7 +8,8 @@
 from __future__ import annotations
 
 from ccarena.study.keys import (EXPECT_KEYS, FLOW_KEYS, HOST_KEYS, LINK_KEYS, PROBE_KEYS,
-                                STUDY_KEYS, TABLES, TCP_KEYS, TESTBED_KEYS, TOPOLOGY_KEYS, Key)
+                                STUDY_KEYS, TABLES, TCP_KEYS, TESTBED_KEYS, TOPOLOGY_KEYS, VM_KEYS,
+                                Key)
 from ccarena.study.impair import LOSS_MODEL_KEYS
 from ccarena.study.resolve import AQM_KEYS
 
@@ -77,6 +78,9 @@ def json_schema() -> dict:
         for k in sorted({k for need, opt in LOSS_MODEL_KEYS.values() for k in need + opt})})
     lm["additionalProperties"] = False
     lm["required"] = ["kind"]
+    host = _table(HOST_KEYS)
+    host["properties"]["vm"] = {"anyOf": [_table(VM_KEYS), {"const": True}],
+                                "description": HOST_KEYS["vm"].doc}
     partial = {"type": "object", "description": "keys of the study to override at this "
                "scale (tables as above; [[scale.<name>.expect]] may `replaces` a check)"}
     return {
@@ -88,7 +92,7 @@ def json_schema() -> dict:
             "study": study, "topology": _table(TOPOLOGY_KEYS), "bottleneck": link,
             "tcp": _table(TCP_KEYS), "testbed": _table(TESTBED_KEYS),
             "hosts": {"type": "object", "additionalProperties": False,
-                      "patternProperties": {"^[sr][0-9]+$": _table(HOST_KEYS)}},
+                      "patternProperties": {"^[sr][0-9]+$": host}},
             "flow": {"type": "array", "items": _table(FLOW_KEYS)},
             "probe": {"type": "array", "items": _table(PROBE_KEYS, required=("kind",))},
             "expect": {"type": "array", "items": _table(EXPECT_KEYS, required=("metric",))},

@@ -17,7 +17,7 @@ from ccarena.study.keys import (EXPECT_KEYS, FLOW_KEYS, HOST_KEYS, LINK_KEYS, PR
                                TOPOLOGY_KEYS)
 from ccarena.study.impair import ImpairError, parse_loss_model
 from ccarena.study.model import (DEFAULT_CC, Buffer, FlowSpec, HostSpec, LinkSpec, ProbeSpec, Study,
-                                 TcpSettings)
+                                 TcpSettings, VmSpec)
 from ccarena.study.resolve import AqmError, resolve
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -107,6 +107,7 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
     tb = _take(ctx, raw.get("testbed", {}), "testbed", TESTBED_KEYS)
     study.offloads = tb.get("offloads", False)
     study.mtu = tb.get("mtu", 1500)
+    every_vm = tb.get("vm")
     if study.bottleneck.queue != "droptail" and study.bottleneck.rate_bps is None:
         raise ctx.err("bottleneck.queue", f"{study.bottleneck.queue!r} needs a bottleneck.rate "
                       "(a queue only builds up behind a rate limit)")
@@ -121,10 +122,15 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
         hs = _take(ctx, hv, f"hosts.{h}", HOST_KEYS)
         if "cc" in hs:
             _check_alg(ctx, f"hosts.{h}.cc", hs["cc"])
+        vm = _vm(ctx, h, hs, every_vm) if "vm" in hs or every_vm is not None else None
         study.hosts[h] = HostSpec(name=h, delay_s=hs.get("delay", 0.0), loss=hs.get("loss", 0.0),
                                   cc=hs.get("cc"), sysctl=hs.get("sysctl", {}),
-                                  cpus=hs.get("cpus"), cpuset=hs.get("cpuset"),
-                                  memory=hs.get("memory"))
+                                  cpus=None if vm else hs.get("cpus"), cpuset=hs.get("cpuset"),
+                                  memory=None if vm else hs.get("memory"), vm=vm)
+    if every_vm is not None:
+        for h in study.host_names:
+            if h not in study.hosts:
+                study.hosts[h] = HostSpec(name=h, vm=_vm(ctx, h, {}, every_vm))
 
     flows_raw = raw.get("flow", [])
     if not isinstance(flows_raw, list):
@@ -140,6 +146,7 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
                            else _flow(ctx, study, label, f, i, seen))
 
     _check_command_ports(ctx, study)
+    _check_vm_hosts(ctx, study)
     probes_raw = raw.get("probe", [])
     if not isinstance(probes_raw, list):
         raise ctx.err("probe", "write probes as [[probe]] tables")
@@ -162,6 +169,10 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
             if h not in names:
                 raise ctx.err(f"{label}.hosts", f"no such host {h!r}; this topology has: "
                               f"{_hosts(study)}")
+        if p["kind"] == "ping" and p.get("from") in study.vm_hosts:
+            raise ctx.err(f"{label}.from", f"{p['from']} is a VM host: ping runs in a "
+                          "namespace; ping it from another host instead (from = "
+                          f"\"{_peer(study, p['from'])}\", to = \"{p['from']}\")")
         if "from" in p and p["from"] == p["to"]:
             raise ctx.err(f"{label}.to", "a probe needs two different hosts")
         hosts = p.get("hosts") or ([f"s{k}" for k in range(1, study.pairs + 1)]
@@ -236,6 +247,51 @@ def _link(ctx: Ctx, bn: dict) -> LinkSpec:
         reorder_gap=bn.get("reorder_gap", 1), duplicate=bn.get("duplicate", 0.0),
         duplicate_correlation=bn.get("duplicate_correlation", 0.0),
         corrupt=bn.get("corrupt", 0.0), corrupt_correlation=bn.get("corrupt_correlation", 0.0))
+
+
+def _vm(ctx: Ctx, h: str, hs: dict, every: dict | None) -> VmSpec:
+    """The guest's spec: [testbed] vm, then [hosts.<h>] vm over it. A VM host's `cpus` and
+    `memory` size the guest (whole vCPUs; its RAM), as vm.cpus and vm.memory do: a
+    study sweeps a guest's size with the keys its namespace realisation limits."""
+    own = hs.get("vm") or {}
+    v = {**(every or {}), **own}
+    if "cpuset" in hs:
+        raise ctx.err(f"hosts.{h}.cpuset", "does not apply to a VM host (its vCPUs are QEMU's "
+                      "threads; docs/hosts.md)")
+    if "cpus" in hs:
+        c = hs["cpus"]
+        if c != int(c) or c < 1:
+            raise ctx.err(f"hosts.{h}.cpus", f"a VM host's cpus are whole vCPUs, got {c:g}")
+        hs = {**hs, "cpus": int(c)}
+    if "memory" in hs and hs["memory"] < 128 * 2**20:
+        raise ctx.err(f"hosts.{h}.memory", "a VM host's memory is its guest's: at least 128MiB")
+    for k in ("cpus", "memory"):
+        if k in hs:
+            if k in own and own[k] != hs[k]:
+                raise ctx.err(f"hosts.{h}.{k}", f"says {hs[k]:g} and hosts.{h}.vm.{k} says "
+                              f"{own[k]:g}: give one")
+            v[k] = hs[k]
+    if "kernel" in v:
+        import os
+        kp = v["kernel"] if os.path.isabs(v["kernel"]) else os.path.join(
+            os.path.dirname(os.path.abspath(ctx.path)), v["kernel"])
+        if not os.path.isfile(kp):
+            raise ctx.err(f"hosts.{h}.vm.kernel", f"no such kernel image {kp!r}")
+        v["kernel"] = kp
+    return VmSpec(**v)
+
+
+def _peer(study: Study, h: str) -> str:
+    return ("r" if h.startswith("s") else "s") + h[1:]
+
+
+def _check_vm_hosts(ctx: Ctx, study: Study) -> None:
+    """What runs in a VM host is the flow engine (and the per-ACK tracer): a command
+    flow cannot run there."""
+    for f in study.flows:
+        if f.kind == "command" and f.src in study.vm_hosts:
+            raise ctx.err(f"flow.{f.name}.host", f"{f.src} is a VM host: command flows run "
+                          "in namespace hosts only")
 
 
 def _expand_flows(ctx: Ctx, flows: list, pairs: int) -> list:

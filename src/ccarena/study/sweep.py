@@ -2,7 +2,8 @@
 sequence; the cells are the cartesian product.
 
 Paths: `<table>.<key>` (e.g. `bottleneck.buffer`, `study.duration`, `topology.pairs`,
-`tcp.ecn`), `flow.<flow name>.<key>`, `hosts.<host>.<key>`, `probe.<index>.<key>`.
+`tcp.ecn`), `flow.<flow name>.<key>`, `hosts.<host>.<key>`, `hosts.<host>.vm.<key>`,
+`probe.<index>.<key>`.
 
 Generated sequences (the throughput-versus-delay coursework adds 5x, x^2 and 2^x ms):
     "bottleneck.delay" = { generate = "linear", unit = "5ms", until = "64ms" }        # 0,5,..,60
@@ -84,7 +85,8 @@ def expand_values(path: str, key: str, spec: Any) -> list:
 def set_path(raw: dict, dotted: str, value, path: str) -> None:
     """Write `value` at a sweep path inside a raw study dict (in place)."""
     from ccarena.study.keys import (FLOW_KEYS, HOST_KEYS, LINK_KEYS, PROBE_KEYS,
-                                      STUDY_KEYS, TCP_KEYS, TESTBED_KEYS, TOPOLOGY_KEYS)
+                                      STUDY_KEYS, TCP_KEYS, TESTBED_KEYS, TOPOLOGY_KEYS,
+                                      VM_KEYS)
     tables = {"study": STUDY_KEYS, "bottleneck": LINK_KEYS, "tcp": TCP_KEYS,
               "testbed": TESTBED_KEYS, "topology": TOPOLOGY_KEYS}
     parts = dotted.split(".")
@@ -112,6 +114,15 @@ def set_path(raw: dict, dotted: str, value, path: str) -> None:
             raise err(f"hosts have no setting {parts[2]!r}; accepted: " + ", ".join(HOST_KEYS))
         raw.setdefault("hosts", {}).setdefault(parts[1], {})[parts[2]] = value
         return
+    if head == "hosts" and len(parts) == 4 and parts[2] == "vm":
+        if parts[3] not in VM_KEYS:
+            raise err(f"a host's vm has no setting {parts[3]!r}; accepted: "
+                      + ", ".join(VM_KEYS))
+        host = raw.setdefault("hosts", {}).setdefault(parts[1], {})
+        if not isinstance(host.get("vm"), dict):
+            host["vm"] = {}         # absent, or `vm = true`: the defaults
+        host["vm"][parts[3]] = value
+        return
     if head == "probe" and len(parts) == 3:
         probes = raw.get("probe", [])
         try:
@@ -123,7 +134,8 @@ def set_path(raw: dict, dotted: str, value, path: str) -> None:
         p[parts[2]] = value
         return
     raise err("no such setting; write <table>.<key> (bottleneck, study, tcp, testbed, "
-              "topology), flow.<name>.<key>, hosts.<host>.<key> or probe.<index>.<key>")
+              "topology), flow.<name>.<key>, hosts.<host>.<key>, hosts.<host>.vm.<key> or "
+              "probe.<index>.<key>")
 
 
 def cells(raw: dict, path: str) -> list[tuple[dict, dict]]:

@@ -236,15 +236,18 @@ def _mk(d: str, cg: HostCgroup) -> str:
     return d
 
 
-def cleanup_stale(live_run_ids: set[str]) -> list[str]:
-    """Remove ccarena cgroups of runs that are not live (killing what is left in them)."""
+def cleanup_stale(live_run_ids: set[str], only: set[str] | None = None) -> list[str]:
+    """Remove ccarena cgroups of runs that are not live (killing what is left in them);
+    `only`: of these runs alone."""
     groups: dict[str, HostCgroup] = {}
     bases = [ROOT] + [os.path.join(ROOT, c) for c in ("cpu", "cpuset", "memory")]
     for b in bases:
         if not os.path.isdir(b):
             continue
         for n in os.listdir(b):
-            if n.startswith(PREFIX) and n[len(PREFIX):len(PREFIX) + 6] not in live_run_ids:
+            rid = n[len(PREFIX):len(PREFIX) + 6]
+            if n.startswith(PREFIX) and rid not in live_run_ids and (only is None or
+                                                                      rid in only):
                 groups.setdefault(n, HostCgroup(n)).dirs.append(os.path.join(b, n))
     removed = []
     for cg in groups.values():

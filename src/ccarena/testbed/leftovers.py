@@ -2,7 +2,9 @@
 
 A run writes its record before creating anything and deletes it after teardown, so
 `ccarena cleanup` can tell a crashed run (owner dead) from a live one and remove exactly
-what the crashed run made."""
+what the crashed run made. A guest host's VM (testbed/guest/machine.py) is recorded the
+same way under its own id, with the folder it keeps (`dirs`): removing its namespace
+stops its QEMU, which runs inside."""
 from __future__ import annotations
 
 import json
@@ -60,25 +62,46 @@ def live_run_ids() -> set[str]:
     return out
 
 
-def cleanup(all_runs: bool = False) -> list[str]:
-    """Remove namespaces of runs whose owner is dead (or of every run with all_runs).
-    Returns what was removed."""
+def cleanup(all_runs: bool = False, only: set[str] | None = None) -> list[str]:
+    """Remove namespaces, cgroups and recorded folders of runs whose owner is dead (or of
+    every run with all_runs); `only`: of these run (or guest) ids alone. Returns what was
+    removed."""
     live = set() if all_runs else live_run_ids()
+
+    def gone(rid: str) -> bool:
+        return rid not in live and (only is None or rid in only)
     removed = []
     for name in list_names(PREFIX):
         m = RUN_NS.match(name)
-        if not m or m.group(1) in live:
+        if not m or not gone(m.group(1)):
             continue
         remove(name)
         removed.append(name)
     from ccarena.testbed.cgroups import cleanup_stale as cgroups_cleanup
-    removed += cgroups_cleanup(live)
+    removed += cgroups_cleanup(live, only)
     if os.path.isdir(RUNS_DIR):
         for fn in os.listdir(RUNS_DIR):
             rid = fn.split(".")[0] if not fn.startswith(".") else fn[1:].split(".")[0]
-            if all_runs or rid not in live:
+            if gone(rid):
+                removed += _remove_dirs(os.path.join(RUNS_DIR, fn))
                 try:
                     os.unlink(os.path.join(RUNS_DIR, fn))
                 except FileNotFoundError:
                     pass
     return removed
+
+
+def _remove_dirs(record: str) -> list[str]:
+    """The folders a dead run's record names (a guest's: its console, socket, outputs)."""
+    import shutil
+    try:
+        with open(record) as f:
+            dirs = json.load(f).get("dirs") or []
+    except (OSError, ValueError, AttributeError):
+        return []
+    out = []
+    for d in dirs:
+        if os.path.isdir(d):
+            shutil.rmtree(d, ignore_errors=True)
+            out.append(d)
+    return out

@@ -6,6 +6,7 @@ import os
 import sys
 from pathlib import Path
 
+from ccarena.testbed.guest import accel as accel_mod
 from ccarena.vm import boot as _boot
 from ccarena.vm.boot import VmConfig, VmError, VmResult
 
@@ -49,6 +50,9 @@ def run_plan(study, *, results_base="results", config: VmConfig | None = None,
     bad = {"on_run", "on_testbed"} & set(kwargs)
     if bad:
         raise TypeError(f"run_plan in a VM takes no callbacks ({', '.join(sorted(bad))})")
+    if any(c.study.vm_hosts for c in study.cells) or study.vm_hosts:
+        raise VmError(f"{study.path}: the study has VM hosts ([hosts.<host>] vm): their "
+                      "guests boot the reference kernel themselves; run it without --vm")
     base = Path(results_base).absolute()
     base.mkdir(parents=True, exist_ok=True)
     before = {p.name for p in base.iterdir()}
@@ -84,10 +88,9 @@ def run_plan(study, *, results_base="results", config: VmConfig | None = None,
     return open_results(paths[-1])
 
 
-# what a guest under TCG carried with its samples intact on a shared 2-core host
-# (docs/vm.md, Limits): one TCP flow at 2 Mbit/s (5 at most), sampled every 50 ms
-TCG_RATE_BPS = 5e6
-TCG_SAMPLE_S = 0.05
+# what a guest under TCG carries (testbed/guest/accel.py, docs/vm.md, Limits)
+TCG_RATE_BPS = accel_mod.TCG_RATE_BPS
+TCG_SAMPLE_S = accel_mod.TCG_SAMPLE_S
 
 
 def tcg_advice(study, accel: str) -> str | None:

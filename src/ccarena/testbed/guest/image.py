@@ -1,5 +1,6 @@
 """The reference kernel: a stock Debian 6.12 kernel package (bookworm-backports), fetched
-once into a cache folder and booted by ccarena.vm.boot. It has what many hosts
+once into a cache folder and booted by ccarena.vm.boot (a command in it) and by guest
+hosts (ccarena.testbed.guest). It has what many hosts
 lack: netem, RED, CoDel, FQ-CoDel and every kernel congestion control as modules,
 BTF and struct_ops links.
 
