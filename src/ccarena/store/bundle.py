@@ -23,7 +23,6 @@ whenever an archive is opened. The store opens the extracted copy read-only
 (store.results.ResultsDir: every writer refuses)."""
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tarfile
@@ -31,6 +30,7 @@ import time
 from pathlib import Path
 
 from ccarena.errors import ResultsError
+from ccarena.paths import file_sha256
 from ccarena.store import layout as L
 
 SUFFIX = ".ccarena.tar.xz"
@@ -95,10 +95,6 @@ def write_archive(results_dir, out=None, preset: int = 6) -> Path:
     return out
 
 
-def _sha256(path: Path) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
-
 
 def _results_in(d: Path) -> Path:
     tops = [p for p in d.iterdir() if p.is_dir() and (p / L.MARKER).is_file()]
@@ -113,7 +109,7 @@ def extract(path) -> Path:
     archive content) and returned."""
     path = Path(path)
     base = cache_dir()
-    digest = _sha256(path)[:24]
+    digest = file_sha256(path)[:24]
     dest = base / digest
     if (dest / _DONE).exists():
         os.utime(dest / _DONE)          # in use: keeps it from pruning
