@@ -80,7 +80,7 @@ def _dry_run(study, args) -> int:
     if args.vm:     # the guest's kernel, not this machine's, runs the study
         from ccarena.cli.vm import guest_lines
         from ccarena.study.tcp_reference import REFERENCE_TCP
-        guest, here = guest_lines(args), dict(REFERENCE_TCP)
+        guest, here = guest_lines(args, study), dict(REFERENCE_TCP)
     pf = preflight(study, args.cc_source) if os.geteuid() == 0 and not args.vm else None
     cap = dryrun.Capacity(capacity.load(), os.cpu_count() or 1, args.jobs)
     if args.json:

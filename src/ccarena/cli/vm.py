@@ -30,7 +30,7 @@ def _vcpus(v: str) -> int:
                                          else f"guest vCPUs {e}") from None
 
 
-def guest_lines(args) -> list[str]:
+def guest_lines(args, study) -> list[str]:
     """What `validate --vm` says of the guest that would run the study: the reference
     kernel (the cached image, or where it is missing, the one `make vm` fetches) and the
     guest's size; nothing is booted."""
@@ -42,10 +42,14 @@ def guest_lines(args) -> list[str]:
         kernel = f"{img.release} ({img.label}, {img.root})"
     except ImageError:
         kernel = f"{REFERENCE_KERNEL} (not fetched yet: `make vm` fetches it)"
+    from ccarena.vm.session import tcg_advice
+    accel = {"auto": "auto (KVM where it works here, else TCG: found when it boots)"}.get(
+        c.accel, c.accel)
     return [f"runs in a VM (docs/vm.md): the reference kernel {kernel}; {c.cpus} vCPUs, "
-            f"{c.memory} memory, accelerator {c.accel}",
+            f"{c.memory} memory, accelerator {accel}",
             "link backend and algorithm sources: the guest's; its kernel has netem, RED, "
-            "CoDel, FQ-CoDel and every kernel congestion control"]
+            "CoDel, FQ-CoDel and every kernel congestion control"] + \
+        [x for x in (tcg_advice(study, "tcg" if c.accel == "tcg" else ""),) if x]
 
 
 def _config(args, **over):

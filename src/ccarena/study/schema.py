@@ -51,7 +51,9 @@ def _take(ctx: Ctx, table: dict, prefix: str, spec: dict[str, Callable], require
         if k not in spec:
             near = [SYNONYMS[k]] if SYNONYMS.get(k) in spec else \
                 difflib.get_close_matches(str(k), list(spec), n=1)
-            raise ctx.err(key, "unknown key" + (f" (did you mean {near[0]!r}?)" if near else "")
+            word = f", ccarena's word for {k!r}" if SYNONYMS.get(k) in spec else ""
+            raise ctx.err(key, "unknown key" + (f" (did you mean {near[0]!r}{word}?)" if near
+                                                else "")
                           + "; accepted here: " + ", ".join(sorted(spec)))
         try:
             out[k] = spec[k](v)
