@@ -74,12 +74,13 @@ def parse_study(raw: dict, path: str = "<string>", extra_algorithms=()) -> Study
     # the user's own BPF algorithms (a <name>.bpf.c in CCARENA_CC_PATH or
     # ~/.config/ccarena/cc) count as known through cc.catalog.known_names
     study = build_study({k: v for k, v in raw.items() if k != "sweep"}, path, extra_algorithms)
+    algorithms = frozenset(Ctx(path, extra_algorithms).algorithms)     # looked up once
     study.raw = raw
     study.sweep = {}
     cells = []
     for params, cell_raw in sweep_cells(raw, path):
         try:
-            cell = build_study(cell_raw, path, extra_algorithms)
+            cell = build_study(cell_raw, path, extra_algorithms, algorithms)
         except SpecError as e:
             if params:
                 where = ", ".join(f"{k} = {v!r}" for k, v in params.items())

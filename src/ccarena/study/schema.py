@@ -27,10 +27,12 @@ _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 class Ctx:
     """Where we are in the file, for error messages."""
 
-    def __init__(self, path: str, extra_algorithms=()):
+    def __init__(self, path: str, extra_algorithms=(), algorithms=None):
         self.path = path
-        # the names a study may use (cc.catalog); whether one runs here is preflight's
-        self.algorithms = known_names() | set(extra_algorithms)
+        # the names a study may use (cc.catalog); whether one runs here is preflight's.
+        # `algorithms`: those names already looked up (a sweep's cells share them)
+        self.algorithms = set(algorithms) if algorithms is not None else \
+            known_names() | set(extra_algorithms)
 
     def user_algorithms(self) -> set[str]:
         """The names a study may use that are the user's own BPF sources."""
@@ -74,9 +76,9 @@ def _check_aqm(ctx: Ctx, study: Study) -> None:
         raise ctx.err(f"bottleneck.aqm.{e.key}", e.reason) from None
 
 
-def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
+def build_study(raw: dict, path: str, extra_algorithms=(), algorithms=None) -> Study:
     """Validate a merged raw dict (no sweep applied) into a Study."""
-    ctx = Ctx(path, extra_algorithms)
+    ctx = Ctx(path, extra_algorithms, algorithms)
     for k in raw:
         if k not in TOP_KEYS:
             near = difflib.get_close_matches(str(k), TOP_KEYS, n=1)
