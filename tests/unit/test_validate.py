@@ -261,3 +261,8 @@ def test_show_with_an_ambiguous_prefix_lists_the_matches(tmp_path, capsys):
     assert "'syn-' names 2 results directories" in err, err
     assert "syn-20260101-000000, syn-20260102-000000" in err
     assert main(["show", "syn-20260102", "--results", str(tmp_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["results"].endswith("syn-20260102-000000")
+    # a whole name is that directory, even where it begins another's name
+    write_synthetic_study(tmp_path / "syn-20260101-000000-b", reps=1, duration_s=2.0)
+    assert main(["show", "syn-20260101-000000", "--results", str(tmp_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["results"].endswith("syn-20260101-000000")

@@ -214,6 +214,8 @@ def cmd_show(args) -> int:
         cands = [r for r in list_results(args.results) if r.path.name.startswith(args.results_dir)]
         if not cands:
             raise CcarenaError(f"no results directory {args.results_dir!r}")
+        exact = [r for r in cands if r.path.name == args.results_dir]
+        cands = exact or cands
         if len(cands) > 1:      # a prefix names one directory, or the user chooses
             raise CcarenaError(f"{args.results_dir!r} names {len(cands)} results "
                                f"directories under {args.results}/: "
