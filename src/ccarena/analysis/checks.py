@@ -171,6 +171,10 @@ def evaluate(results, study) -> list[dict]:
             where = ", ".join(f"{short[k]}={p[k]}" for k in params if k in p)
             r = {"check": i, "what": label, "cell": where or cell, "metric": metric,
                  **({"runs": counts[cell]} if cell in counts else {})}
+            if metric not in df and len(df):     # the cause is the name, not the runs
+                out.append({**r, "ok": False, "why": f"the {level} rows have no metric "
+                            f"{metric!r} (docs/metrics.md)"})
+                continue
             if metric not in g or not len(g):
                 out.append({**r, "ok": False, "why": _no_values(counts.get(cell))})
                 continue
