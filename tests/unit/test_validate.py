@@ -206,6 +206,8 @@ def test_a_rate_beyond_what_the_cores_carry_is_warned_of_without_a_measurement(t
     assert any("250 Mbit/s is beyond what 2 cores per run carry" in x for x in w), w
     assert not [x for x in _warnings(tmp_path, STUDY, dryrun.Capacity(None, cpus=1))
                 if "carry" in x]
+    # nothing known of the machine (the runs go to a cluster's workers): nothing claimed
+    assert not [x for x in _warnings(tmp_path, fast, None) if "carr" in x]
     # a measurement, where there is one, decides
     assert not [x for x in _warnings(tmp_path, fast, dryrun.Capacity(5e9, cpus=1))
                 if "carr" in x]

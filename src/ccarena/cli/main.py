@@ -82,7 +82,9 @@ def _dry_run(study, args) -> int:
         from ccarena.study.tcp_reference import REFERENCE_TCP
         guest, here = guest_lines(args, study), dict(REFERENCE_TCP)
     pf = preflight(study, args.cc_source) if os.geteuid() == 0 and not args.vm else None
-    cap = dryrun.Capacity(capacity.load(), os.cpu_count() or 1, args.jobs)
+    # what this machine carries, unless the runs go to a cluster's workers
+    cap = None if args.cluster else \
+        dryrun.Capacity(capacity.load(), len(os.sched_getaffinity(0)), args.jobs)
     if args.json:
         print(json.dumps(dryrun.as_dict(study, plan, pf, cap, here, guest), indent=1))
         return exits.OK

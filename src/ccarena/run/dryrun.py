@@ -54,8 +54,10 @@ class Capacity:
                      "`ccarena doctor --measure` measures this machine)")
 
 
-def _capacity(c) -> Capacity:
-    return c if isinstance(c, Capacity) else Capacity(measured_bps=c)
+def _capacity(c) -> Capacity | None:
+    """None: nothing is known of the machine that will run the study (a cluster's
+    workers), so nothing is claimed; a number: a measured capacity."""
+    return c if isinstance(c, Capacity) or c is None else Capacity(measured_bps=c)
 
 
 def bytes_rates(raw: dict) -> list[str]:
@@ -152,7 +154,8 @@ def _params(qp) -> str:
 def warnings(study, plan, capacity=None, pf: dict | None = None) -> list[str]:
     out = guest_check.advice(study, (pf or {}).get("guests"))
     cells = study.cells or [Cell(0, {}, study)]
-    limit, why = _capacity(capacity).limit_bps()
+    cap = _capacity(capacity)
+    limit, why = cap.limit_bps() if cap else (float("inf"), "")
     for c in cells:
         s, b = c.study, c.study.bottleneck
         where = ", ".join(f"{k}={v}" for k, v in c.params.items())
