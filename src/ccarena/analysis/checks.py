@@ -23,28 +23,18 @@ many of the cell's planned runs were valid, invalid and missing."""
 from __future__ import annotations
 
 import math
-import re
 
 import pandas as pd
 
 from ccarena import units
-
-_REL = re.compile(r"^\s*([0-9.]+)\s*(%rate|\*base_rtt|\*rate)\s*$")
+from ccarena.study.expect import bound_terms
 
 def _bound(v, rate: float, base_rtt: float):
+    """A bound's value in the cell (study.expect.parse_bound checked its form)."""
     if v is None:
         return None
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return float(v)
-    m = _REL.match(str(v))
-    if not m:
-        raise ValueError(f"cannot read bound {v!r}; write a number, '90%rate' or '3*base_rtt'")
-    x, what = float(m.group(1)), m.group(2)
-    if what == "%rate":
-        return x / 100 * rate
-    if what == "*rate":
-        return x * rate
-    return x * base_rtt
+    x, unit = bound_terms(v)
+    return x * {"": 1.0, "rate": rate, "base_rtt": base_rtt}[unit]
 
 
 def _num(v) -> float:
@@ -181,6 +171,10 @@ def evaluate(results, study) -> list[dict]:
             where = ", ".join(f"{short[k]}={p[k]}" for k in params if k in p)
             r = {"check": i, "what": label, "cell": where or cell, "metric": metric,
                  **({"runs": counts[cell]} if cell in counts else {})}
+            if metric not in df and len(df):     # the cause is the name, not the runs
+                out.append({**r, "ok": False, "why": f"the {level} rows have no metric "
+                            f"{metric!r} (docs/metrics.md)"})
+                continue
             if metric not in g or not len(g):
                 out.append({**r, "ok": False, "why": _no_values(counts.get(cell))})
                 continue

@@ -69,13 +69,26 @@ def cmd_run(args) -> int:
 
 
 def _dry_run(study, args) -> int:
+    from ccarena.analysis import check_spec
     from ccarena.run import capacity, dryrun
     from ccarena.run.preflight import preflight
     from ccarena.study.plan import make_plan
+    check_spec.check(study)
     plan = make_plan(study, seed=args.seed, shuffle=False if args.no_shuffle else None,
                      repetitions=args.repetitions, reruns=args.reruns)
-    pf = preflight(study, args.cc_source) if os.geteuid() == 0 else None
-    for line in dryrun.describe(study, plan, pf, capacity.load()):
+    guest = here = None
+    if args.vm:     # the guest's kernel, not this machine's, runs the study
+        from ccarena.cli.vm import guest_lines
+        from ccarena.study.tcp_reference import REFERENCE_TCP
+        guest, here = guest_lines(args, study), dict(REFERENCE_TCP)
+    pf = preflight(study, args.cc_source) if os.geteuid() == 0 and not args.vm else None
+    # what this machine carries, unless the runs go to a cluster's workers
+    cap = None if args.cluster else \
+        dryrun.Capacity(capacity.load(), len(os.sched_getaffinity(0)), args.jobs)
+    if args.json:
+        print(json.dumps(dryrun.as_dict(study, plan, pf, cap, here, guest), indent=1))
+        return exits.OK
+    for line in dryrun.describe(study, plan, pf, cap, here, guest):
         print(line)
     return exits.OK
 
@@ -93,6 +106,33 @@ def _count(v: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number from 0 to {MAX_RERUNS}, "
                                          f"got {v!r}")
     return int(v)
+
+
+def _repetitions(v: str) -> int:
+    """--repetitions: as study.repetitions accepts."""
+    from ccarena.study.keys import STUDY_KEYS
+    try:
+        return STUDY_KEYS["repetitions"](int(v))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 100000, got "
+                                         f"{v!r}" if not v.lstrip("-").isdigit() else str(e))
+
+
+def _seed(v: str) -> int:
+    """--seed: as study.seed accepts (a whole number, 0 or more)."""
+    if not v.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number of 0 or more, got {v!r}")
+    return int(v)
+
+
+def _cluster(v: str) -> str:
+    """--cluster: a Dask scheduler's address, [tcp|tls|ws|wss|ucx]://HOST:PORT or HOST:PORT."""
+    import re
+    if not re.match(r"^((tcp|tls|ws|wss|ucx)://)?[A-Za-z0-9_.\-]+:\d{1,5}$|^"
+                    r"((tcp|tls|ws|wss|ucx)://)?\[[0-9A-Fa-f:.]+\]:\d{1,5}$", v):
+        raise argparse.ArgumentTypeError(f"expected a Dask scheduler's address such as "
+                                         f"tcp://HOST:8786 (or HOST:PORT), got {v!r}")
+    return v
 
 
 def _jobs(v: str) -> int:
@@ -176,7 +216,13 @@ def cmd_show(args) -> int:
         cands = [r for r in list_results(args.results) if r.path.name.startswith(args.results_dir)]
         if not cands:
             raise CcarenaError(f"no results directory {args.results_dir!r}")
-        p = cands[-1].path
+        exact = [r for r in cands if r.path.name == args.results_dir]
+        cands = exact or cands
+        if len(cands) > 1:      # a prefix names one directory, or the user chooses
+            raise CcarenaError(f"{args.results_dir!r} names {len(cands)} results "
+                               f"directories under {args.results}/: "
+                               + ", ".join(r.path.name for r in cands) + "; give one")
+        p = cands[0].path
     res = open_results(p)
     if args.rebuild:
         from ccarena.analysis import aggregates
@@ -282,9 +328,9 @@ def _console():
 def _run_arguments(r) -> None:
     r.add_argument("study", help="study file or built-in name (see `ccarena studies`)")
     r.add_argument("--dry-run", action="store_true", help="list the runs; build nothing")
-    r.add_argument("--seed", type=int, help="seed of the run order and per-run seeds")
+    r.add_argument("--seed", type=_seed, help="seed of the run order and per-run seeds")
     r.add_argument("--no-shuffle", action="store_true", help="run cells in order")
-    r.add_argument("--repetitions", type=int, help="override study.repetitions")
+    r.add_argument("--repetitions", type=_repetitions, help="override study.repetitions")
     r.add_argument("--reruns", type=_count, help="override study.reruns: how often a run that "
                    "the machine's noise made invalid is run again (0: never)")
     r.add_argument("--duration", help="override study.duration (e.g. 5s)")
@@ -309,7 +355,7 @@ def _run_arguments(r) -> None:
     r.add_argument("--jobs", type=_jobs, default=1, metavar="N",
                    help="run N runs at once on this machine, each on its own share of the "
                    "CPUs (docs/scale-out.md; default 1)")
-    r.add_argument("--cluster", metavar="tcp://HOST:8786",
+    r.add_argument("--cluster", metavar="tcp://HOST:8786", type=_cluster,
                    help="run the runs on the workers of this Dask scheduler (started with "
                    "`ccarena worker`); results are stored here as usual")
 
