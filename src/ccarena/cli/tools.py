@@ -121,7 +121,8 @@ def register(subparsers) -> None:
         "ccarena.open_results() open the archive directly, read-only.")
     p.add_argument("results_dir", metavar="RESULTS", help="results directory or name prefix")
     p.add_argument("-o", "--output", metavar="FILE",
-                   help="archive path or directory (default: ./<name>.ccarena.tar.xz)")
+                   help="archive path, or a directory to write it in (an existing one, or a "
+                   "path ending in /; default: ./<name>.ccarena.tar.xz)")
     p.add_argument("--results", default="results",
                    help="base directory to look up a name prefix (default: results)")
     p.set_defaults(func=cmd_archive)
