@@ -197,3 +197,49 @@ def test_query_shows_metric_columns_in_their_units(studies, capsys):
     assert capsys.readouterr().out.splitlines()[0].startswith("cell,avg(goodput_bps),")
     assert run(["query", str(a), "--csv", "--units", "human", sql]) == 0
     assert "avg(goodput_bps) [Mbit/s]" in capsys.readouterr().out.splitlines()[0]
+
+
+def test_export_formats_and_standard_output(studies, tmp_path, capsys):
+    """-f csv|json|parquet into a directory, and -o - for standard output (one table;
+    JSON may hold several as one object)."""
+    import io
+    import json
+    _, a, _ = studies
+    assert run(["export", str(a), "-f", "json", "-o", str(tmp_path / "j"),
+                "--tables", "runs,flows"]) == 0
+    rows = json.loads((tmp_path / "j" / "runs.json").read_text())
+    assert len(rows) == 12 and rows[0]["goodput_bps"] > 1e6
+    assert run(["export", str(a), "-f", "parquet", "-o", str(tmp_path / "p"),
+                "--tables", "flows"]) == 0
+    assert len(pd.read_parquet(tmp_path / "p" / "flows.parquet")) == len(pd.read_json(
+        tmp_path / "j" / "flows.json"))
+    capsys.readouterr()
+    assert run(["export", str(a), "-o", "-", "--tables", "runs"]) == 0
+    assert len(pd.read_csv(io.StringIO(capsys.readouterr().out))) == 12
+    assert run(["export", str(a), "-o", "-", "-f", "json", "--tables", "runs,cells"]) == 0
+    both = json.loads(capsys.readouterr().out)
+    assert set(both) == {"runs", "cells"} and len(both["runs"]) == 12
+    with pytest.raises(CcarenaError, match="holds one table; name it with --tables"):
+        run(["export", str(a), "-o", "-"])
+
+
+def test_export_to_stdout_writes_parquet_bytes(studies, capfdbinary):
+    import io
+    _, a, _ = studies
+    assert run(["export", str(a), "-o", "-", "-f", "parquet", "--tables", "runs"]) == 0
+    out = capfdbinary.readouterr().out
+    assert out[:4] == b"PAR1" and len(pd.read_parquet(io.BytesIO(out))) == 12
+
+
+def test_a_failing_export_leaves_no_empty_directory(studies, tmp_path, monkeypatch):
+    _, a, _ = studies
+    with pytest.raises(CcarenaError, match="unknown table"):
+        run(["export", str(a), "-o", str(tmp_path / "e1"), "--tables", "runz"])
+    assert not (tmp_path / "e1").exists()
+    # a table the views claim but DuckDB cannot copy: the directory made for it goes too
+    absent = sorted(set(cli_analysis.PER_RUN) - set(cli_analysis.views(
+        cli_analysis.connect(a))))[0]
+    monkeypatch.setattr(cli_analysis, "views", lambda con: [absent])
+    with pytest.raises(Exception, match=absent):
+        run(["export", str(a), "-o", str(tmp_path / "e2"), "--tables", absent])
+    assert not (tmp_path / "e2").exists()

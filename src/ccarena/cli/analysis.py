@@ -95,26 +95,74 @@ def cmd_report(args) -> int:
     return 0
 
 
+EXPORT_FORMATS = ("csv", "json", "parquet")
+
+
 def cmd_export(args) -> int:
+    """The tables as CSV, JSON (an array of row objects per table) or Parquet files in a
+    directory, or one table on standard output (`-o -`). Nothing is created before the
+    tables are known, and a directory this command made is removed again when it fails
+    before writing anything."""
+    fmt = args.format
     d = resolve_results(args.results_dir, args.results)
-    out = Path(args.out) if args.out else (d.parent / f"{archive_stem(d)}-csv" if d.is_file()
-                                           else d / "csv")
-    out.mkdir(parents=True, exist_ok=True)
-    con = connect(d)
-    wanted = args.tables.split(",") if args.tables else [*STUDY_TABLES, *PER_RUN]
-    have = views(con)
-    unknown = [t for t in wanted if t not in (*STUDY_TABLES, *PER_RUN)]
+    known = (*STUDY_TABLES, *PER_RUN)
+    wanted = [t for t in args.tables.split(",") if t] if args.tables else list(known)
+    unknown = [t for t in wanted if t not in known]
     if unknown:
         raise CcarenaError(f"export {d}: unknown table(s) {', '.join(unknown)}; known: "
-                           f"{', '.join((*STUDY_TABLES, *PER_RUN))}")
-    for t in wanted:
-        if t not in have:
-            print(f"{t}: not in {d} (skipped)", file=sys.stderr)
-            continue
-        dest = out / f"{t}.csv"
-        con.execute(f"COPY (SELECT * FROM {t}) TO {_sql_str(dest)} (HEADER, DELIMITER ',')")
-        n = con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-        print(f"{dest}  ({n} rows)")
+                           f"{', '.join(known)}")
+    con = connect(d)
+    have = views(con)
+    if args.out == "-":
+        return _export_stdout(con, d, wanted, have, fmt, bool(args.tables))
+    out = Path(args.out) if args.out else (
+        d.parent / f"{archive_stem(d)}-{fmt}" if d.is_file() else d / fmt)
+    made = not out.exists()
+    try:
+        for t in wanted:
+            if t not in have:
+                print(f"{t}: not in {d} (skipped)", file=sys.stderr)
+                continue
+            out.mkdir(parents=True, exist_ok=True)
+            dest = out / f"{t}.{fmt}"
+            how = {"csv": "HEADER, DELIMITER ','", "json": "FORMAT JSON, ARRAY true",
+                   "parquet": "FORMAT PARQUET"}[fmt]
+            con.execute(f"COPY (SELECT * FROM {t}) TO {_sql_str(dest)} ({how})")
+            n = con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+            print(f"{dest}  ({n} rows)")
+    except BaseException:
+        if made and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()
+        raise
+    return 0
+
+
+def _export_stdout(con, d: Path, wanted: list[str], have: list[str], fmt: str,
+                   named: bool) -> int:
+    """`export -o -`: one table (JSON: several, as an object of tables) on stdout."""
+    if fmt != "json" and (not named or len(wanted) != 1):
+        raise CcarenaError(f"export {d} -o -: {fmt} on standard output holds one table; "
+                           "name it with --tables (e.g. --tables runs)")
+    missing = [t for t in wanted if t not in have]
+    if missing and named:
+        raise CcarenaError(f"export {d} -o -: no table {', '.join(missing)} in these "
+                           f"results (it has: {', '.join(have)})")
+    frames = {t: con.execute(f"SELECT * FROM {t}").df() for t in wanted if t in have}
+    if fmt == "csv":
+        next(iter(frames.values())).to_csv(sys.stdout, index=False)
+    elif fmt == "parquet":
+        import io
+
+        buf = io.BytesIO()
+        next(iter(frames.values())).to_parquet(buf, index=False)
+        sys.stdout.flush()
+        sys.stdout.buffer.write(buf.getvalue())
+        sys.stdout.buffer.flush()
+    else:
+        import json
+        rows = {t: json.loads(df.to_json(orient="records", date_format="iso"))
+                for t, df in frames.items()}
+        print(json.dumps(rows[wanted[0]] if len(wanted) == 1 else rows, indent=1))
     return 0
 
 
@@ -373,12 +421,18 @@ def register(subparsers) -> None:
     results_opt(p)
     p.set_defaults(func=cmd_report)
 
-    p = subparsers.add_parser("export", help="export a study's tables as CSV",
+    p = subparsers.add_parser("export", help="export a study's tables (CSV, JSON, Parquet)",
                               description="Export runs, flows, cells and the per-run tables "
-                              "(unioned over runs) as CSV files.")
+                              "(unioned over runs) as CSV, JSON or Parquet files, or one "
+                              "table on standard output (-o -).")
     p.add_argument("results_dir", metavar="RESULTS")
-    p.add_argument("--csv", action="store_true", help="write CSV (the default format)")
-    p.add_argument("--out", help="output directory (default: RESULTS/csv)")
+    p.add_argument("-f", "--format", choices=EXPORT_FORMATS, default="csv",
+                   help="csv (the default), json (an array of row objects) or parquet")
+    p.add_argument("--csv", dest="format", action="store_const", const="csv",
+                   help="the same as -f csv")
+    p.add_argument("-o", "--out", help="output directory (default: RESULTS/FORMAT, e.g. "
+                   "RESULTS/csv), or - for standard output: one table (--tables), or "
+                   "with -f json several as one object")
     p.add_argument("--tables", help="comma-separated subset, e.g. runs,flows,tcpinfo")
     results_opt(p)
     p.set_defaults(func=cmd_export)
