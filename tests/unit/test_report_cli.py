@@ -243,3 +243,68 @@ def test_a_failing_export_leaves_no_empty_directory(studies, tmp_path, monkeypat
     with pytest.raises(Exception, match=absent):
         run(["export", str(a), "-o", str(tmp_path / "e2"), "--tables", absent])
     assert not (tmp_path / "e2").exists()
+
+
+def test_tables_as_json_for_scripts(studies, tmp_path, capsys):
+    """query, compare and check print JSON with --json: SI units, missing values null."""
+    import json
+    _, a, b = studies
+    assert run(["query", str(a), "--json", "SELECT cell, avg(goodput_bps) AS g, NULL AS e "
+                "FROM runs GROUP BY cell ORDER BY cell"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 4 and all(1e6 < r["g"] <= 10e6 and r["e"] is None for r in rows)
+    assert run(["compare", str(a), str(b), "--json", "--metric", "goodput_bps"]) == 0
+    cmp = json.loads(capsys.readouterr().out)
+    assert cmp["by"] == ["bottleneck.buffer", "flow.bulk.cc"]
+    assert {r["bottleneck.buffer"] for r in cmp["rows"]} == {"20p"}
+    assert all(r["metric"] == "goodput_bps" and r["mean_a"] > 1e6 for r in cmp["rows"])
+    study = tmp_path / "s.toml"
+    study.write_text(_CHECKED)
+    assert run(["check", str(a), "--json", "--study", str(study)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["passed"] is True and out["stored"] is False and len(out["checks"]) == 4
+    assert out["incomplete_cells"] and out["outcome"] == "complete"
+
+
+_CHECKED = """
+[study]
+name = "synthetic"
+duration = "4s"
+[bottleneck]
+rate = "10mbit"
+buffer = "100p"
+[[flow]]
+name = "bulk"
+from = "s1"
+to = "r1"
+[sweep]
+"bottleneck.buffer" = ["20p", "100p"]
+"flow.bulk.cc" = ["cubic", "reno"]
+[[expect]]
+name = "utilisation is a fraction"
+metric = "utilisation"
+level = "run"
+min = 0.0
+max = 1.0
+"""
+
+
+def test_compare_raw_clips_intervals_at_physical_bounds():
+    """--units raw shows SI numbers, but an interval still stops where the metric does:
+    no loss below 0, no negative goodput."""
+    nan = float("nan")
+    row = {"bottleneck.buffer": "20p", "metric": "loss_ratio", "center": "mean",
+           "mean_a": 2e-5, "median_a": 2e-5, "ci_low_a": nan, "ci_high_a": nan,
+           "ci_half_a": 5e-5, "n_a": 3, "mean_b": 1e-5, "median_b": 1e-5,
+           "ci_low_b": -3e-5, "ci_high_b": 5e-5, "ci_half_b": 4e-5, "n_b": 3,
+           "diff": 1e-5, "diff_ci_low": -5e-5, "diff_ci_high": 7e-5, "p": 0.5, "q": 0.5,
+           "cohen_d": 0.2, "significant": False}
+    res = pd.DataFrame([row, {**row, "metric": "goodput_bps", "mean_a": 1e5,
+                              "median_a": 1e5, "ci_half_a": 3e5, "mean_b": 2e5,
+                              "median_b": 2e5, "ci_low_b": -1e5, "ci_high_b": 5e5}])
+    for mode in ("raw", "human"):
+        _, rows = cli_analysis.compare_rows(res, ["bottleneck.buffer"], mode)
+        for r in rows:
+            a, b = r[2], r[3]
+            assert "[0, " in a and "[0, " in b, (mode, a, b)
+            assert "-" not in a + b, (mode, a, b)
