@@ -440,7 +440,8 @@ def register(subparsers) -> None:
     p.add_argument("--max-timeseries", type=int, default=12,
                    help="time-series figures: one run per cell, at most this many")
     p.add_argument("--svg", action="store_true",
-                   help="inline vector (SVG) figures instead of PNG: sharper, larger file")
+                   help="inline vector (SVG) figures instead of PNG: sharp at any zoom, a "
+                   "page of about the same size")
     results_opt(p)
     p.set_defaults(func=cmd_report)
 
