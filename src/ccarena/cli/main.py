@@ -21,7 +21,6 @@ from ccarena.study.catalog import builtin_studies, resolve_study_path
 
 
 def cmd_run(args) -> int:
-    from ccarena.study.plan import make_plan
     from ccarena.study.load import load_study
     from ccarena.report.summary import render
     # paths the user gave are resolved here, once: every process a run starts works with
