@@ -381,7 +381,7 @@ def check(results, study=None) -> Checks:
             "another study's checks: not stored, the results' own checks.json is kept"))
     if not results.study:
         raise ResultsError(f"opening results {results.path}: no stored study; name the "
-                           "checks' study")
+                           "checks' study (--study FILE, or ccarena.check(results, study))")
     from ccarena.study.load import parse_study
     own = parse_study(results.study, results.study_source)
     if not own.expect:
