@@ -346,3 +346,41 @@ def format_result(r: dict) -> str:
     cell = f" [{p['cell']}]" if p["cell"] else ""
     runs = f" [{p['runs']}]" if p["runs"] else ""
     return f"{p['what']}{cell}: {p['detail']}{runs}"
+
+
+class Checks(list):
+    """Evaluated checks, one dict each (evaluate's), with `passed` (True when every check
+    passed, False when one failed or could not be evaluated, None without checks),
+    `stored` (True when written as the results' checks.json) and `note` (why they were
+    not stored, for people)."""
+
+    def __init__(self, checks=(), stored: bool = False, note: str | None = None):
+        super().__init__(checks)
+        self.stored, self.note = stored, note
+
+    @property
+    def passed(self) -> bool | None:
+        return all(r["ok"] for r in self) if self else None
+
+
+def check(results, study=None) -> Checks:
+    """The checks of `study` on stored `results`, without re-running. `study` None: the
+    results' own stored study, whose checks are also stored (checks.json; a read-only
+    copy such as an opened archive keeps them in memory, and `note` says so); another
+    study's checks are only evaluated, never stored as these results' own."""
+    from ccarena.errors import ResultsError
+    from ccarena.store.atomic import StoreError
+    if study is not None:
+        return Checks(evaluate(results, study) if study.expect else [], note=(
+            "another study's checks: not stored, the results' own checks.json is kept"))
+    if not results.study:
+        raise ResultsError(f"opening results {results.path}: no stored study; name the "
+                           "checks' study (--study FILE, or ccarena.check(results, study))")
+    from ccarena.study.load import parse_study
+    own = parse_study(results.study, results.study_source)
+    if not own.expect:
+        return Checks([], note="the study declares no checks")
+    try:
+        return Checks(record(results, own), stored=True)
+    except StoreError as e:
+        return Checks(evaluate(results, own), note=f"checks.json not written: {e}")

@@ -21,7 +21,6 @@ from ccarena.study.catalog import builtin_studies, resolve_study_path
 
 
 def cmd_run(args) -> int:
-    from ccarena.study.plan import make_plan
     from ccarena.study.load import load_study
     from ccarena.report.summary import render
     # paths the user gave are resolved here, once: every process a run starts works with
@@ -69,26 +68,22 @@ def cmd_run(args) -> int:
 
 
 def _dry_run(study, args) -> int:
-    from ccarena.analysis import check_spec
-    from ccarena.run import capacity, dryrun
-    from ccarena.run.preflight import preflight
-    from ccarena.study.plan import make_plan
-    check_spec.check(study)
-    plan = make_plan(study, seed=args.seed, shuffle=False if args.no_shuffle else None,
-                     repetitions=args.repetitions, reruns=args.reruns)
+    import ccarena
+    from ccarena.run import dryrun
+    plan = ccarena.plan(study, seed=args.seed, shuffle=False if args.no_shuffle else None,
+                        repetitions=args.repetitions, reruns=args.reruns,
+                        force_cc=args.cc_source, jobs=args.jobs, cluster=args.cluster,
+                        vm=args.vm)
     guest = here = None
     if args.vm:     # the guest's kernel, not this machine's, runs the study
         from ccarena.cli.vm import guest_lines
         from ccarena.study.tcp_reference import REFERENCE_TCP
         guest, here = guest_lines(args, study), dict(REFERENCE_TCP)
-    pf = preflight(study, args.cc_source) if os.geteuid() == 0 and not args.vm else None
-    # what this machine carries, unless the runs go to a cluster's workers
-    cap = None if args.cluster else \
-        dryrun.Capacity(capacity.load(), len(os.sched_getaffinity(0)), args.jobs)
     if args.json:
-        print(json.dumps(dryrun.as_dict(study, plan, pf, cap, here, guest), indent=1))
+        print(json.dumps(dryrun.as_dict(study, plan, plan.preflight, plan.capacity, here,
+                                        guest), indent=1))
         return exits.OK
-    for line in dryrun.describe(study, plan, pf, cap, here, guest):
+    for line in dryrun.describe(study, plan, plan.preflight, plan.capacity, here, guest):
         print(line)
     return exits.OK
 
@@ -144,22 +139,8 @@ def _jobs(v: str) -> int:
 def cmd_ls(args) -> int:
     from rich.table import Table
 
-    from ccarena.store.results import list_results
-    rs = list_results(args.results)
-    rows = []
-    for r in rs:
-        try:
-            meta = r.check_version()
-            status = r.status()
-            st = status["state"].value_counts()
-            rows.append({"results": r.path.name, "study": meta.get("study", ""),
-                         "planned": int(st.sum()), "valid": int(st.get("valid", 0)),
-                         "invalid": int(st.get("invalid", 0)),
-                         "missing": int(st.get("missing", 0)),
-                         "cells": _cell_counts(status),
-                         "created": meta.get("created", "")})
-        except CcarenaError as e:
-            rows.append({"results": r.path.name, "error": str(e)})
+    import ccarena
+    rows = ccarena.ls(args.results)
     if args.json:
         print(json.dumps(rows, indent=1))
         return exits.OK
@@ -187,18 +168,6 @@ def cmd_ls(args) -> int:
     for line in bad:
         con.print(line, markup=False, highlight=False)
     return exits.OK
-
-
-def _cell_counts(status) -> dict:
-    """Per planned cell: how many of its runs are planned, valid, invalid and missing (the
-    same status() that show, report and check count)."""
-    out = {}
-    for cell, g in status.groupby("cell", sort=True):
-        n = g["state"].value_counts()
-        out[str(cell)] = {"planned": int(len(g)), "valid": int(n.get("valid", 0)),
-                          "invalid": int(n.get("invalid", 0)),
-                          "missing": int(n.get("missing", 0))}
-    return out
 
 
 def _in_cells(row: dict, state: str) -> str:
@@ -278,21 +247,15 @@ def cmd_doctor(args) -> int:
 def cmd_cc_list(args) -> int:
     from rich.table import Table
 
-    from ccarena import cc
-    from ccarena.cc.catalog import paper_reference, shipped_bpf
-    from ccarena.cc.variants import describe
-    algs = cc.available()
-    variants = {n: describe(n, shipped_bpf(n), paper_reference(n)) for n in algs}
+    import ccarena
+    algs = ccarena.cc_list()
     if args.json:
-        print(json.dumps({n: {"source": a.source, "kernel_name": a.kernel_name, "why": a.why,
-                              "variant": a.variant, "follows": a.follows,
-                              "variants": variants[n]}
-                          for n, a in algs.items()}, indent=1))
+        print(json.dumps(algs, indent=1))
         return 0
     t = Table("algorithm", "source", "kernel name", "variants (cc_variant)", "why",
               title_justify="left")
-    for n, a in sorted(algs.items()):
-        t.add_row(n, a.source, a.kernel_name or "", variants[n], a.why or "")
+    for n, a in algs.items():
+        t.add_row(n, a["source"], a["kernel_name"] or "", a["variants"], a["why"] or "")
     _console().print(t)
     return 0
 

@@ -19,6 +19,10 @@ from ccarena.errors import CcarenaError
 
 def cmd_plot(args) -> int:
     from ccarena.report import plotting
+    if args.list and args.json:
+        import json
+        print(json.dumps(plotting.names(), indent=1))
+        return exits.OK
     if args.list:
         from rich.table import Table
 
@@ -101,6 +105,8 @@ def register(subparsers) -> None:
     p.add_argument("args", nargs="*", metavar="RESULTS… NAME",
                    help="results directories or archives (or name prefixes), then the plot")
     p.add_argument("--list", action="store_true", help="list the figures with one line each")
+    p.add_argument("--json", action="store_true", help="with --list: as JSON (name -> what "
+                   "it draws)")
     p.add_argument("-o", "--output", metavar="FILE", help="where to write (.png, .svg, .pdf)")
     p.add_argument("--metric", help="the metric to draw (runs or flows column)")
     p.add_argument("--by", help="group or x-axis column; a swept factor may be named by "
@@ -121,7 +127,8 @@ def register(subparsers) -> None:
         "ccarena.open_results() open the archive directly, read-only.")
     p.add_argument("results_dir", metavar="RESULTS", help="results directory or name prefix")
     p.add_argument("-o", "--output", metavar="FILE",
-                   help="archive path or directory (default: ./<name>.ccarena.tar.xz)")
+                   help="archive path, or a directory to write it in (an existing one, or a "
+                   "path ending in /; default: ./<name>.ccarena.tar.xz)")
     p.add_argument("--results", default="results",
                    help="base directory to look up a name prefix (default: results)")
     p.set_defaults(func=cmd_archive)

@@ -72,13 +72,16 @@ def _normalise(info: tarfile.TarInfo) -> tarfile.TarInfo:
 
 def write_archive(results_dir, out=None, preset: int = 6) -> Path:
     """Write the whole results directory into one xz-compressed tar file and return its
-    path (default: <dir name>.ccarena.tar.xz in the current directory). Written to a
-    temporary name first, so a half-written archive never carries the final name."""
+    path (default: <dir name>.ccarena.tar.xz in the current directory; `out` an existing
+    directory, or a path ending in "/", is the directory to write it in, made if need
+    be). Written to a temporary name first, so a half-written archive never carries the
+    final name."""
     src = Path(results_dir).resolve()
     if not (src / L.MARKER).is_file():
         raise ResultsError(f"archiving {src}: not a ccarena results directory (no {L.MARKER})")
+    into = out is not None and str(out).endswith((os.sep, "/"))
     out = Path(out) if out else Path.cwd() / (src.name + SUFFIX)
-    if out.is_dir():
+    if into or out.is_dir():
         out = out / (src.name + SUFFIX)
     if out.resolve().is_relative_to(src):
         raise ResultsError(f"archiving {src}: the archive {out} would be inside the "
