@@ -426,11 +426,13 @@ def _status(res, passed: bool | None) -> int:
 
 # -- parser ---------------------------------------------------------------------------------
 
+def results_opt(p, help: str = "base directory to look up a name prefix") -> None:
+    """--results, the base directory of stored studies (every command that names one)."""
+    p.add_argument("--results", default="results", help=f"{help} (default: results)")
+
+
 def register(subparsers) -> None:
     """Add report, export, query, compare and check to the main CLI's subparsers."""
-    def results_opt(p):
-        p.add_argument("--results", default="results",
-                       help="base directory to look up a name prefix (default: results)")
 
     p = subparsers.add_parser("report", help="write report.html for a stored study",
                               description="Write a self-contained report.html (figures "

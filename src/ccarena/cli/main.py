@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ccarena.version import __version__
 from ccarena.cli import exits
+from ccarena.cli.analysis import results_opt
 from ccarena.errors import CcarenaError
 
 from ccarena.study.catalog import builtin_studies, resolve_study_path
@@ -298,7 +299,7 @@ def _run_arguments(r) -> None:
                    "the machine's noise made invalid is run again (0: never)")
     r.add_argument("--duration", help="override study.duration (e.g. 5s)")
     r.add_argument("--scale", help="apply the study's [scale.<name>] table (quick, full, ...)")
-    r.add_argument("--results", default="results", help="results base directory")
+    results_opt(r, "where the results directory is made")
     r.add_argument("--resume", metavar="RESULTS_DIR", help="complete an interrupted study: "
                    "run only its missing and in-flight runs, same plan and seeds (the study "
                    "file must be unchanged)")
@@ -341,12 +342,12 @@ def build_parser() -> argparse.ArgumentParser:
     v.set_defaults(func=cmd_validate)
 
     s = sub.add_parser("ls", help="list stored studies")
-    s.add_argument("--results", default="results")
+    results_opt(s)
     s.add_argument("--json", action="store_true", help="print JSON")
     s.set_defaults(func=cmd_ls)
     s = sub.add_parser("show", help="summary table of a stored study")
     s.add_argument("results_dir", help="results directory (or a prefix of its name)")
-    s.add_argument("--results", default="results")
+    results_opt(s)
     s.add_argument("--rebuild", action="store_true", help="recompute the aggregates first")
     s.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     s.add_argument("--json", action="store_true", help="print the summary as JSON")

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from ccarena.cli import exits
-from ccarena.cli.analysis import resolve_results
+from ccarena.cli.analysis import resolve_results, results_opt
 from ccarena.errors import CcarenaError
 
 
@@ -115,8 +115,7 @@ def register(subparsers) -> None:
                    "(c000-r1) or factor values (cc=reno, or cc=reno,rep=2)")
     p.add_argument("--label", action="append",
                    help="label of each results directory, in order (repeatable)")
-    p.add_argument("--results", default="results",
-                   help="base directory to look up a name prefix (default: results)")
+    results_opt(p)
     p.set_defaults(func=cmd_plot)
 
     p = subparsers.add_parser(
@@ -129,8 +128,7 @@ def register(subparsers) -> None:
     p.add_argument("-o", "--output", metavar="FILE",
                    help="archive path, or a directory to write it in (an existing one, or a "
                    "path ending in /; default: ./<name>.ccarena.tar.xz)")
-    p.add_argument("--results", default="results",
-                   help="base directory to look up a name prefix (default: results)")
+    results_opt(p)
     p.set_defaults(func=cmd_archive)
 
     p = subparsers.add_parser(
