@@ -2,14 +2,8 @@
 //! them, built against the same header as the algorithms).
 use super::{ffi, Conn};
 
-/// struct cca_frac: the remainder of a fractional increase (1/1024 segment-acks) and
-/// the window it was counted at
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Frac {
-    pub acc: u64,
-    pub cwnd: u32,
-}
+/// struct cca_frac (declared with the C calls that take it)
+pub use super::ffi::Frac;
 
 /// floor(sqrt(x))
 pub fn sqrt(x: u64) -> u32 {

@@ -16,11 +16,19 @@
 //!   bpf` loads them): every memory access they make stays inside the socket and the
 //!   maps, which the model provides with the kernel's layout (vmlinux.h).
 #![allow(unsafe_code)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::ptr::NonNull;
 
-use crate::common::Frac;
+/// struct cca_frac: the remainder of a fractional increase (1/1024 segment-acks) and
+/// the window it was counted at (the layout of cca_common.h's struct)
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Frac {
+    pub acc: u64,
+    pub cwnd: u32,
+}
 
 mod c {
     use super::Frac;
