@@ -98,7 +98,7 @@ fn kernel_consumer(old: u32, published: u32, ebusy: bool) -> u32 {
 /// What failed when `Xsk::open` failed at `step`.
 fn open_attempt(step: XskStep) -> &'static str {
     match step {
-        XskStep::Config => "AF_XDP: frames of this MTU do not fit a 4 KiB chunk",
+        XskStep::Config => "AF_XDP: ring and chunk sizes",
         XskStep::Socket => "open AF_XDP socket",
         XskStep::MapUmem => "map AF_XDP UMEM",
         XskStep::RegisterUmem => "setsockopt XDP_UMEM_REG (TX metadata needs kernel >= 6.8)",
