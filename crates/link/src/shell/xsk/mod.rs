@@ -138,7 +138,8 @@ impl XskPort {
         // Copy mode puts a received frame XDP_PACKET_HEADROOM (256) into its chunk.
         let chunk: u32 = if frame_max + 256 <= 2048 { 2048 } else { 4096 };
         if frame_max + 256 > 4096 {
-            return Err(ShellError::new(open_attempt(XskStep::Config), ifname, io::Error::from(io::ErrorKind::InvalidInput)));
+            let e = io::Error::from(io::ErrorKind::InvalidInput);
+            return Err(ShellError::new("AF_XDP: frames of this MTU do not fit a 4 KiB chunk", ifname, e));
         }
         let cfg = XskConfig {
             ifindex,
