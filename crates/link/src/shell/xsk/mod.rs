@@ -187,7 +187,14 @@ impl XskPort {
         self.xsk.reclaim(|a| free.push(a));
     }
 
-    /// Put `frame` on the TX ring at index `at` in a fresh transmit frame.
+    /// Whether `frame` fits a transmit frame after the room for its TX metadata (every
+    /// frame received on the other port does: it came in a chunk of the same size, after
+    /// 256 bytes of headroom).
+    fn fits(&self, frame: &[u8]) -> bool {
+        TX_OFF + frame.len() as u64 <= self.xsk.chunk()
+    }
+
+    /// Put `frame` (which `fits`) on the TX ring at index `at` in a fresh transmit frame.
     fn write_desc(&mut self, at: u32, frame: &[u8]) {
         let base = self.tx_free.pop().expect("a free transmit frame");
         let d = self.xsk.write_frame(base + TX_OFF, frame, l4_checksum(frame)).expect("a frame fits its transmit chunk");
@@ -209,16 +216,25 @@ impl XskPort {
             let room = (TX_FRAMES - ring.prod().wrapping_sub(ring.cons())) as usize;
             let k = (frames.len() - next).min(KICK_BATCH).min(room).min(self.tx_free.len());
             let start = ring.prod();
+            let mut put = 0u32;
             for j in 0..k {
                 let (f, due) = frames[next + j];
-                self.write_desc(start.wrapping_add(j as u32), f);
+                if !self.fits(f) {
+                    self.tx_lost += 1;
+                    continue;
+                }
+                self.write_desc(start.wrapping_add(put), f);
                 pending.push_back((next + j, due));
+                put += 1;
             }
-            self.xsk.tx_ring().set_prod(start.wrapping_add(k as u32));
+            self.xsk.tx_ring().set_prod(start.wrapping_add(put));
             next += k;
             if pending.is_empty() {
                 if next == frames.len() {
                     break;
+                }
+                if k > 0 {
+                    continue; // all of them too long for a transmit frame
                 }
                 // No frame could be written: every transmit frame is still held by the
                 // receiving side (its completion comes when that side takes the skb).
@@ -290,6 +306,9 @@ impl XskPort {
     /// Put `frame` back at the head of the TX ring, where the kernel reads next (false:
     /// no transmit frame or ring slot free).
     fn requeue_at_head(&mut self, frame: &[u8]) -> bool {
+        if !self.fits(frame) {
+            return false;
+        }
         self.reclaim();
         let c = self.kc;
         let ring = self.xsk.tx_ring();
