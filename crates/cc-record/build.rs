@@ -5,6 +5,7 @@
 //! kernel's BTF. Needs clang (>= 14) and libbpf's headers (<bpf/bpf_helpers.h>,
 //! Debian: libbpf-dev) — the same as mk/bpf.mk. Also the `--version` line
 //! (ccarena-buildinfo: crate version and git commit).
+#![forbid(unsafe_code)]
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
