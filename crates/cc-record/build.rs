@@ -5,8 +5,11 @@
 //! kernel's BTF. Needs clang (>= 14) and libbpf's headers (<bpf/bpf_helpers.h>,
 //! Debian: libbpf-dev) — the same as mk/bpf.mk. Also the `--version` line
 //! (ccarena-buildinfo: crate version and git commit).
+#![forbid(unsafe_code)]
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use ccarena_buildinfo::bpf;
 
 fn main() {
     ccarena_buildinfo::emit(); // the --version line
@@ -15,10 +18,8 @@ fn main() {
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
     let src = root.join("bpf/record/ccrecord.bpf.c");
     let hdr = root.join("bpf/record/ccrecord.h");
-    println!("cargo:rerun-if-changed={}", src.display());
     println!("cargo:rerun-if-changed={}", hdr.display());
     println!("cargo:rerun-if-env-changed=CCARENA_VMLINUX_H");
-    println!("cargo:rerun-if-env-changed=BPF_CLANG");
 
     let vmlinux_dir = match std::env::var("CCARENA_VMLINUX_H") {
         Ok(p) => Path::new(&p).parent().unwrap().to_path_buf(),
@@ -36,22 +37,6 @@ fn main() {
             out.clone()
         }
     };
-    let arch = match std::env::var("CARGO_CFG_TARGET_ARCH").unwrap().as_str() {
-        "x86_64" => "x86",
-        "aarch64" => "arm64",
-        other => panic!("ccarena-cc-record build: no BPF target arch for {other}"),
-    };
-    let obj = out.join("ccrecord.bpf.o");
-    let clang = std::env::var("BPF_CLANG").unwrap_or_else(|_| "clang".into());
-    let st = Command::new(&clang)
-        .args(["-O2", "-g", "-target", "bpf", &format!("-D__TARGET_ARCH_{arch}"), "-Wall", "-Werror"])
-        .arg(format!("-I{}", vmlinux_dir.display()))
-        .arg(format!("-I{}", root.join("bpf/record").display()))
-        .arg("-c")
-        .arg(&src)
-        .arg("-o")
-        .arg(&obj)
-        .status()
-        .unwrap_or_else(|e| panic!("ccarena-cc-record build: run {clang}: {e} (install clang >= 14)"));
-    assert!(st.success(), "ccarena-cc-record build: {clang} failed on {}", src.display());
+    let includes = [vmlinux_dir, root.join("bpf/record")];
+    bpf::compile(&src, &out.join("ccrecord.bpf.o"), &includes, "ccarena-cc-record");
 }

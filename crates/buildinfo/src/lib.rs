@@ -1,4 +1,5 @@
-//! ccarena-buildinfo: the build-script half of `--version`.
+//! ccarena-buildinfo: what the binaries' build scripts share: the build-script half of
+//! `--version`, and compiling the BPF C programs a binary embeds (`bpf`).
 //!
 //! Contract: a binary crate's build.rs calls `emit()`; the crate then has the compile-time
 //! environment variable `CCARENA_VERSION` = `"<package name> <package version> (git
@@ -6,6 +7,9 @@
 //! checkout (or git is missing). `main` prints it for `--version`, so a run records the
 //! exact tools it used. The build script reruns when the checkout's HEAD moves (a commit,
 //! a checkout), not on every build. Uncommitted changes are not shown.
+#![forbid(unsafe_code)]
+
+pub mod bpf;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

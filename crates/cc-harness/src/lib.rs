@@ -15,8 +15,13 @@
 //!
 //! The clock and the map store are thread-local in the C model, so each test (a thread
 //! under `cargo test`) has its own; a [`Conn`] is therefore not `Send`.
-use std::ffi::{c_char, c_int, c_void, CStr, CString};
+//!
+//! Unsafe code only in `ffi`, the calls into the C side (docs/dev/libraries.md).
+#![deny(unsafe_code)]
+use std::ffi::{c_int, CString};
 use std::marker::PhantomData;
+
+mod ffi;
 
 include!(concat!(env!("OUT_DIR"), "/algos.rs"));
 
@@ -72,58 +77,31 @@ pub const ICSK_ACK_NOW: u64 = 16;
 pub const TCP_ECN_DEMAND_CWR: u64 = 4;
 pub const TCP_CONG_NEEDS_ECN: u32 = 0x2;
 
-extern "C" {
-    fn cch_new(name: *const c_char) -> *mut c_void;
-    fn cch_free(s: *mut c_void);
-    fn cch_set_now_ns(t: u64);
-    fn cch_now_ns() -> u64;
-    fn cch_send_ack_calls() -> u64;
-    fn cch_send_ack_rcv_nxt() -> u32;
-    fn cch_get(s: *mut c_void, f: c_int) -> u64;
-    fn cch_set(s: *mut c_void, f: c_int, v: u64) -> c_int;
-    fn cch_has_op(s: *mut c_void, op: c_int) -> c_int;
-    fn cch_ops_flags(s: *mut c_void) -> u32;
-    fn cch_ops_name(s: *mut c_void) -> *const c_char;
-    fn cch_priv(s: *mut c_void) -> *mut u8;
-    fn cch_op_init(s: *mut c_void);
-    fn cch_op_ssthresh(s: *mut c_void) -> u32;
-    fn cch_set_ca_state(s: *mut c_void, st: u8);
-    fn cch_op_cwnd_event(s: *mut c_void, ev: c_int);
-    fn cch_op_in_ack_event(s: *mut c_void, flags: u32);
-    fn cch_op_pkts_acked(s: *mut c_void, pkts: u32, rtt_us: i32, in_flight: u32);
-    fn cch_op_cong_control(s: *mut c_void, ack: u32, flag: c_int, acked_sacked: u32, losses: i32, rtt_us: i32, delivered: u32);
-    fn cch_op_cong_control_rs(s: *mut c_void, ack: u32, flag: c_int, acked_sacked: u32, losses: i32, rtt_us: i64, delivered: i32, interval_us: i64, prior_in_flight: u32, is_app_limited: bool);
-    fn cch_set_jiffies(j: u64);
-    fn cch_op_cong_avoid(s: *mut c_void, ack: u32, acked: u32);
-    fn cch_op_undo_cwnd(s: *mut c_void) -> u32;
-    fn cch_guard_counts(s: *mut c_void, out: *mut u64) -> c_int;
-}
-
 /// The fake clock, in microseconds (shared by every connection of this thread).
 pub fn now_us() -> u64 {
-    unsafe { cch_now_ns() / 1000 }
+    ffi::now_ns() / 1000
 }
 pub fn set_now_us(t: u64) {
-    unsafe { cch_set_now_ns(t * 1000) }
+    ffi::set_now_ns(t * 1000)
 }
 /// The fake clock in nanoseconds (a replayed trace gives the kernel's own).
 pub fn set_now_ns(t: u64) {
-    unsafe { cch_set_now_ns(t) }
+    ffi::set_now_ns(t)
 }
 /// Fix bpf_jiffies64() at `j` (a replayed trace's jiffies; otherwise they follow the clock).
 pub fn set_jiffies(j: u64) {
-    unsafe { cch_set_jiffies(j) }
+    ffi::set_jiffies(j)
 }
 pub fn advance_us(dt: u64) {
     set_now_us(now_us() + dt)
 }
 /// Calls of bpf_tcp_send_ack on this thread.
 pub fn send_ack_calls() -> u64 {
-    unsafe { cch_send_ack_calls() }
+    ffi::send_ack_calls()
 }
 /// The rcv_nxt the last bpf_tcp_send_ack call acknowledged.
 pub fn send_ack_rcv_nxt() -> u32 {
-    unsafe { cch_send_ack_rcv_nxt() }
+    ffi::send_ack_rcv_nxt()
 }
 
 /// One synthetic ACK (see [`Conn::ack`]).
@@ -179,7 +157,7 @@ impl Path {
 
 /// One connection of one algorithm, on the model socket.
 pub struct Conn {
-    s: *mut c_void,
+    s: ffi::Sock,
     pub algo: String,
     /// the sender always has data: after each ACK the window is filled (packets_out = cwnd)
     app_unlimited: std::cell::Cell<bool>,
@@ -189,12 +167,6 @@ pub struct Conn {
     /// segments a round's ACK acknowledges (set_ack_every)
     ack_every: std::cell::Cell<u32>,
     _not_send: PhantomData<*mut ()>,
-}
-
-impl Drop for Conn {
-    fn drop(&mut self) {
-        unsafe { cch_free(self.s) }
-    }
 }
 
 impl Conn {
@@ -209,8 +181,7 @@ impl Conn {
     /// The same without calling init.
     pub fn bare(algo: &str) -> Conn {
         let name = CString::new(algo).unwrap();
-        let s = unsafe { cch_new(name.as_ptr()) };
-        assert!(!s.is_null(), "no algorithm {algo:?} in bpf/cc (have {ALGOS:?})");
+        let s = ffi::Sock::new(&name).unwrap_or_else(|| panic!("no algorithm {algo:?} in bpf/cc (have {ALGOS:?})"));
         Conn { s, algo: algo.to_string(), app_unlimited: std::cell::Cell::new(true), round_target: std::cell::Cell::new(None), pre_refill_nxt: std::cell::Cell::new(0), ack_every: std::cell::Cell::new(1), _not_send: PhantomData }
     }
 
@@ -227,10 +198,10 @@ impl Conn {
     }
 
     pub fn get(&self, f: Field) -> u64 {
-        unsafe { cch_get(self.s, f as c_int) }
+        self.s.get(f as c_int)
     }
     pub fn set(&self, f: Field, v: u64) {
-        let rc = unsafe { cch_set(self.s, f as c_int, v) };
+        let rc = self.s.set(f as c_int, v);
         assert_eq!(rc, 0, "field {f:?} is read-only in the model");
     }
     pub fn cwnd(&self) -> u32 {
@@ -255,63 +226,61 @@ impl Conn {
         self.get(Field::Mss) as u32
     }
     pub fn has_op(&self, op: Op) -> bool {
-        unsafe { cch_has_op(self.s, op as c_int) != 0 }
+        self.s.has_op(op as c_int) != 0
     }
     pub fn ops_flags(&self) -> u32 {
-        unsafe { cch_ops_flags(self.s) }
+        self.s.ops_flags()
     }
     pub fn ops_name(&self) -> String {
-        unsafe { CStr::from_ptr(cch_ops_name(self.s)) }.to_string_lossy().into_owned()
+        self.s.ops_name()
     }
-    /// The algorithm's private state (icsk_ca_priv, 104 bytes).
-    pub fn private(&self) -> &[u8] {
-        unsafe { std::slice::from_raw_parts(cch_priv(self.s), 104) }
+    /// A copy of the algorithm's private state (icsk_ca_priv, 104 bytes).
+    pub fn private(&self) -> [u8; 104] {
+        self.s.private()
     }
     /// The cca_guard counters of this socket's namespace: [late, at_entry, late_ssthresh,
     /// late_cwnd, late_states].
     pub fn guard_counts(&self) -> [u64; 5] {
-        let mut out = [0u64; 5];
-        unsafe { cch_guard_counts(self.s, out.as_mut_ptr()) };
-        out
+        self.s.guard_counts()
     }
 
     // ---- single op calls
     pub fn init(&self) {
-        unsafe { cch_op_init(self.s) }
+        self.s.op_init()
     }
     pub fn op_ssthresh(&self) -> u32 {
-        unsafe { cch_op_ssthresh(self.s) }
+        self.s.op_ssthresh()
     }
     /// tcp_set_ca_state: the set_state op, then the kernel stores the state.
     pub fn set_ca_state(&self, st: u8) {
-        unsafe { cch_set_ca_state(self.s, st) }
+        self.s.set_ca_state(st)
     }
     pub fn cwnd_event(&self, ev: i32) {
-        unsafe { cch_op_cwnd_event(self.s, ev) }
+        self.s.op_cwnd_event(ev)
     }
     pub fn in_ack_event(&self, flags: u32) {
-        unsafe { cch_op_in_ack_event(self.s, flags) }
+        self.s.op_in_ack_event(flags)
     }
     pub fn pkts_acked(&self, pkts: u32, rtt_us: i32, in_flight: u32) {
-        unsafe { cch_op_pkts_acked(self.s, pkts, rtt_us, in_flight) }
+        self.s.op_pkts_acked(pkts, rtt_us, in_flight)
     }
     pub fn cong_control(&self, flag: i32, acked_sacked: u32, losses: i32, rtt_us: i32) {
         let ack = self.get(Field::SndUna) as u32;
         let d = self.get(Field::Delivered) as u32;
-        unsafe { cch_op_cong_control(self.s, ack, flag, acked_sacked, losses, rtt_us, d) }
+        self.s.op_cong_control(ack, flag, acked_sacked, losses, rtt_us, d)
     }
     /// cong_control with a whole rate sample (a replayed ACK's).
     #[allow(clippy::too_many_arguments)]
     pub fn cong_control_rs(&self, flag: i32, acked_sacked: u32, losses: i32, rtt_us: i64, delivered: i32, interval_us: i64, prior_in_flight: u32, is_app_limited: bool) {
         let ack = self.get(Field::SndUna) as u32;
-        unsafe { cch_op_cong_control_rs(self.s, ack, flag, acked_sacked, losses, rtt_us, delivered, interval_us, prior_in_flight, is_app_limited) }
+        self.s.op_cong_control_rs(ack, flag, acked_sacked, losses, rtt_us, delivered, interval_us, prior_in_flight, is_app_limited)
     }
     pub fn cong_avoid(&self, acked: u32) {
         let ack = self.get(Field::SndUna) as u32;
-        unsafe { cch_op_cong_avoid(self.s, ack, acked) }
+        self.s.op_cong_avoid(ack, acked)
     }
     pub fn op_undo_cwnd(&self) -> u32 {
-        unsafe { cch_op_undo_cwnd(self.s) }
+        self.s.op_undo_cwnd()
     }
 
     // ---- kernel-shaped sequences

@@ -14,6 +14,7 @@
 //! (ring buffer full) or when nothing was recorded: a trace with holes replays nothing
 //! reliably. Errors: one line `ccarena-cc-record: <attempt>: <object>: <cause>`.
 //! Needs root (BPF), a kernel with BTF for the module (/sys/kernel/btf/tcp_<name>).
+#![forbid(unsafe_code)]
 
 mod algos;
 mod record;

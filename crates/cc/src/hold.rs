@@ -16,7 +16,6 @@
 
 use std::fs;
 use std::io::{self, Write};
-use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::Duration;
 
@@ -70,7 +69,7 @@ fn any_live_holder(dir: &Path) -> bool {
 struct DirLock(fs::File);
 
 impl DirLock {
-    /// flock(LOCK_EX) on <dir>/.lock, polling with LOCK_NB so that a SIGTERM sent
+    /// An exclusive lock (flock) on <dir>/.lock, polling without blocking so that a SIGTERM sent
     /// by a releaser who holds the lock (and waits for us to exit) is honoured.
     fn take(dir: &Path) -> io::Result<DirLock> {
         let f = fs::OpenOptions::new()
@@ -78,13 +77,11 @@ impl DirLock {
             .append(true)
             .open(dir.join(".lock"))?;
         loop {
-            if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-                return Ok(DirLock(f));
-            }
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::EWOULDBLOCK) && e.raw_os_error() != Some(libc::EINTR)
-            {
-                return Err(e);
+            match f.try_lock() {
+                Ok(()) => return Ok(DirLock(f)),
+                Err(fs::TryLockError::WouldBlock) => {}
+                Err(fs::TryLockError::Error(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(fs::TryLockError::Error(e)) => return Err(e),
             }
             if stop_requested() {
                 return Err(io::Error::from_raw_os_error(libc::EINTR));
@@ -96,7 +93,7 @@ impl DirLock {
 
 impl Drop for DirLock {
     fn drop(&mut self) {
-        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+        let _ = self.0.unlock();
     }
 }
 
@@ -167,7 +164,7 @@ pub fn hold(file: &Path, name: &str, watch: Option<&Path>, poll: Duration) -> Re
             name: name.to_string(),
         });
     }
-    install_stop_handlers();
+    install_stop_handlers().map_err(|e| CcError::Io { attempt: "create".into(), object: "signalfd (SIGTERM/SIGINT/SIGHUP)".into(), err: e })?;
     {
         let mut out = io::stdout().lock();
         let _ = writeln!(out, "READY {name}");

@@ -9,8 +9,11 @@
 //! - `hold`: the holder process: keep the links while a live holder file names the
 //!   algorithm, report the guard's repairs;
 //! - `available`: the kernel's list of registered algorithms (`registered(name)`);
-//! - `stop`: SIGTERM/SIGINT/SIGHUP set a flag the loops poll;
+//! - `stop`: SIGTERM/SIGINT/SIGHUP (a ccarena-sys signalfd) stop the loops, which poll;
 //! - `error`: `CcError`, one variant per failing operation, printed as one line.
+//!
+//! No unsafe code: system calls go through ccarena-sys (docs/dev/libraries.md).
+#![forbid(unsafe_code)]
 
 pub mod available;
 pub mod error;

@@ -14,6 +14,8 @@
 //! Errors: one line `ccarena-cc: <attempt>: <object>: <cause> (errno N)` on stderr,
 //! followed by the tail of libbpf's/verifier's log for load failures; exit 1 (runtime)
 //! or 2 (usage). Test aids (`verify`, `mark`) live in `ccarena-cc-testaid`.
+//! No unsafe code: system calls go through ccarena-sys (docs/dev/libraries.md).
+#![forbid(unsafe_code)]
 
 use std::ffi::CString;
 use std::path::PathBuf;

@@ -15,22 +15,23 @@
 //! ```
 //!
 //! Errors as `ccarena-cc` (ccarena_cc::error): one line on stderr, exit 1 or 2 (usage).
+//! No unsafe code: system calls go through ccarena-sys (docs/dev/libraries.md).
+#![forbid(unsafe_code)]
 
-use std::ffi::CString;
 use std::fs;
 use std::io::{self, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ccarena_cc::error::CcError;
 use ccarena_cc::load::{capture_log, clear_log, errno_of, load, log_tail};
 use ccarena_cc::stop::{install_stop_handlers, stop_requested};
+use ccarena_sys::{bpf, ns, sock};
 use libbpf_rs::{set_print, ObjectBuilder, PrintLevel};
 
 /// CE-mark a fraction of the packets leaving <dev> in namespace <netns>.
 fn mark(file: &Path, netns: &str, dev: &str, per_mille: u32) -> Result<(), CcError> {
-    use libbpf_rs::AsRawLibbpf;
     let io_err = |attempt: &str, object: &str, err: io::Error| CcError::Io {
         attempt: attempt.into(),
         object: object.into(),
@@ -55,40 +56,22 @@ fn mark(file: &Path, netns: &str, dev: &str, per_mille: u32) -> Result<(), CcErr
     }
     let obj = open.load().map_err(mk)?;
     let ns_path = format!("/run/netns/{netns}");
-    let ns = fs::File::open(&ns_path).map_err(|e| io_err("open", &ns_path, e))?;
-    if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-        return Err(io_err("setns", &ns_path, io::Error::last_os_error()));
-    }
-    let cdev = CString::new(dev).map_err(|_| CcError::Usage(format!("--dev {dev:?}")))?;
-    let ifindex = unsafe { libc::if_nametoindex(cdev.as_ptr()) };
-    if ifindex == 0 {
-        return Err(io_err("if_nametoindex", dev, io::Error::last_os_error()));
-    }
+    let ns_file = fs::File::open(&ns_path).map_err(|e| io_err("open", &ns_path, e))?;
+    ns::enter_net(ns_file.as_fd()).map_err(|e| io_err("setns", &ns_path, e))?;
+    let ifindex = sock::if_index(dev).map_err(|e| io_err("if_nametoindex", dev, e))?;
     let prog = obj
         .progs()
         .next()
         .ok_or_else(|| CcError::Usage("no program in the object".into()))?;
-    let link = unsafe {
-        libbpf_rs::libbpf_sys::bpf_program__attach_tcx(
-            prog.as_libbpf_object().as_ptr(),
-            ifindex as i32,
-            std::ptr::null(),
-        )
-    };
-    if link.is_null() {
-        return Err(io_err(
-            &format!("attach tcx egress {dev}"),
-            &file.display().to_string(),
-            io::Error::last_os_error(),
-        ));
-    }
-    install_stop_handlers();
+    let link = bpf::attach_tcx(prog.as_fd(), ifindex, bpf::Tcx::Egress)
+        .map_err(|e| io_err(&format!("attach tcx egress {dev}"), &file.display().to_string(), e))?;
+    install_stop_handlers().map_err(|e| io_err("create", "signalfd (SIGTERM/SIGINT/SIGHUP)", e))?;
     println!("READY");
     let _ = io::stdout().flush();
     while !stop_requested() {
         std::thread::sleep(Duration::from_millis(50));
     }
-    unsafe { libbpf_rs::libbpf_sys::bpf_link__destroy(link) };
+    drop(link);
     drop(obj);
     Ok(())
 }

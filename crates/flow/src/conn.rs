@@ -23,7 +23,7 @@
 use crate::net::{self, Outcome};
 use serde::Serialize;
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsFd, OwnedFd};
 
 /// How conns.jsonl names a connection's failure, by the socket error that says it.
 pub fn error_class(e: &io::Error) -> Option<&'static str> {
@@ -72,7 +72,7 @@ pub struct ConnLog {
 }
 
 pub struct Conn {
-    pub fd: RawFd,
+    pub fd: OwnedFd,
     /// Unique over the process lifetime (slots are reused, uids are not).
     pub uid: u64,
     /// Index of the client flow this belongs to (None for accepted connections).
@@ -91,7 +91,7 @@ pub struct Conn {
 }
 
 impl Conn {
-    pub fn new(fd: RawFd, uid: u64, log: ConnLog) -> Conn {
+    pub fn new(fd: OwnedFd, uid: u64, log: ConnLog) -> Conn {
         Conn {
             fd,
             uid,
@@ -159,7 +159,7 @@ impl Conn {
             return;
         }
         while self.pre_off < self.pre.len() {
-            match net::send(self.fd, &self.pre[self.pre_off..]) {
+            match net::send(self.fd.as_fd(), &self.pre[self.pre_off..]) {
                 Ok(Outcome::Done(n)) => self.pre_off += n,
                 Ok(_) => return,
                 Err(e) => return self.fail_io("send", &e),
@@ -167,7 +167,7 @@ impl Conn {
         }
         while self.budget > 0 {
             let n = (self.budget.min(data.len() as u64)) as usize;
-            match net::send(self.fd, &data[..n]) {
+            match net::send(self.fd.as_fd(), &data[..n]) {
                 Ok(Outcome::Done(k)) => {
                     self.budget -= k as u64;
                     self.sent += k as u64;
@@ -181,7 +181,7 @@ impl Conn {
             }
         }
         if self.finish_when_sent && !self.wr_shut {
-            if let Err(e) = net::shutdown_write(self.fd) {
+            if let Err(e) = net::shutdown_write(self.fd.as_fd()) {
                 return self.fail_io("shutdown", &e);
             }
             self.wr_shut = true;

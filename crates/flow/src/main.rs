@@ -1,6 +1,9 @@
 //! Contract: `ccarena-flow --config host.json` — read and validate the config (exit 2
 //! with one line on stderr when it is wrong), set the host up, run the event loop
 //! (docs/dev/contracts.md §2), exit 0 after `DONE`, 1 on a runtime failure.
+//!
+//! No unsafe code: system calls go through ccarena-sys (docs/dev/libraries.md).
+#![forbid(unsafe_code)]
 
 mod config;
 mod conn;

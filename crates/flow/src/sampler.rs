@@ -215,13 +215,12 @@ mod tests {
     #[test]
     fn offsets_agree_with_libc_struct_where_it_has_the_field() {
         // libc's tcp_info ends before the newest fields; check the ones it has.
-        let z: libc::tcp_info = unsafe { std::mem::zeroed() };
-        let base = &z as *const _ as usize;
-        assert_eq!(&z.tcpi_snd_cwnd as *const _ as usize - base, off::SND_CWND);
-        assert_eq!(&z.tcpi_rtt as *const _ as usize - base, off::RTT);
-        assert_eq!(&z.tcpi_total_retrans as *const _ as usize - base, off::TOTAL_RETRANS);
-        assert_eq!(&z.tcpi_snd_mss as *const _ as usize - base, off::SND_MSS);
-        assert_eq!(&z.tcpi_retrans as *const _ as usize - base, off::RETRANS);
+        use std::mem::offset_of;
+        assert_eq!(offset_of!(libc::tcp_info, tcpi_snd_cwnd), off::SND_CWND);
+        assert_eq!(offset_of!(libc::tcp_info, tcpi_rtt), off::RTT);
+        assert_eq!(offset_of!(libc::tcp_info, tcpi_total_retrans), off::TOTAL_RETRANS);
+        assert_eq!(offset_of!(libc::tcp_info, tcpi_snd_mss), off::SND_MSS);
+        assert_eq!(offset_of!(libc::tcp_info, tcpi_retrans), off::RETRANS);
         assert_eq!(libc::SK_MEMINFO_SNDBUF as usize, SK_MEMINFO_SNDBUF);
         assert_eq!(libc::SK_MEMINFO_WMEM_QUEUED as usize, SK_MEMINFO_WMEM_QUEUED);
     }

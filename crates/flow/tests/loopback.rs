@@ -6,9 +6,10 @@
 //! reads the port the engine reports (`LISTEN i addr`), so no port can be taken between
 //! picking and binding; assertions are invariants that hold under any scheduling delay
 //! (never early, sent + skipped = the grid, nothing counted twice), not timing limits.
+#![forbid(unsafe_code)]
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -22,10 +23,11 @@ fn tmpdir(name: &str) -> PathBuf {
     d
 }
 
-fn now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+use ccarena_sys::clock::now_ns;
+use ccarena_sys::sock;
+
+fn sigterm(c: &Child) {
+    ccarena_sys::signal::send(c.id(), libc::SIGTERM).unwrap();
 }
 
 struct Engine {
@@ -119,7 +121,7 @@ fn every_kind_runs_over_loopback_and_leaves_consistent_files() {
     let (rc, out) = c.wait(Duration::from_secs(30));
     assert_eq!((rc, out.as_str()), (0, "DONE\n"), "client");
     // The server has listeners: it runs until SIGTERM (or its end).
-    unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) };
+    sigterm(&s.child);
     let (rc, out) = s.wait(Duration::from_secs(10));
     assert_eq!((rc, out.as_str()), (0, "DONE\n"), "server");
 
@@ -254,7 +256,7 @@ fn udp_probe_is_echoed_on_its_grid_and_unanswered_probes_are_lost() {
     c.go(t0);
     let (rc, out) = c.wait(Duration::from_secs(20));
     assert_eq!((rc, out.as_str()), (0, "DONE\n"), "client");
-    unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) };
+    sigterm(&s.child);
     let (rc, _) = s.wait(Duration::from_secs(10));
     assert_eq!(rc, 0);
 
@@ -303,32 +305,15 @@ fn udp_probe_is_echoed_on_its_grid_and_unanswered_probes_are_lost() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A TCP socket of the test's own (raw fd, closed on drop).
-struct RawSock(i32);
-
-impl Drop for RawSock {
-    fn drop(&mut self) {
-        unsafe { libc::close(self.0) };
-    }
-}
-
 /// A TCP socket bound to 127.0.0.1:<any>, listening with `backlog` if given -> (socket, port).
-fn raw_tcp(backlog: Option<i32>) -> (RawSock, u16) {
-    unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
-        assert!(fd >= 0);
-        let mut a: libc::sockaddr_in = std::mem::zeroed();
-        a.sin_family = libc::AF_INET as libc::sa_family_t;
-        a.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
-        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-        assert_eq!(libc::bind(fd, &a as *const _ as *const libc::sockaddr, len), 0);
-        if let Some(b) = backlog {
-            assert_eq!(libc::listen(fd, b), 0);
-        }
-        let mut len = len;
-        assert_eq!(libc::getsockname(fd, &mut a as *mut _ as *mut libc::sockaddr, &mut len), 0);
-        (RawSock(fd), u16::from_be(a.sin_port))
+fn raw_tcp(backlog: Option<i32>) -> (OwnedFd, u16) {
+    let fd = sock::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0).unwrap();
+    sock::bind(fd.as_fd(), &"127.0.0.1:0".parse().unwrap()).unwrap();
+    if let Some(b) = backlog {
+        sock::listen(fd.as_fd(), b).unwrap();
     }
+    let port = sock::local_addr(fd.as_fd()).unwrap().port();
+    (fd, port)
 }
 
 #[test]
@@ -344,11 +329,10 @@ fn connections_that_time_out_are_refused_or_are_reset_say_so_with_their_end() {
     let aborter = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let reset_port = aborter.local_addr().unwrap().port();
     let th = std::thread::spawn(move || {
-        let (sock, _) = aborter.accept().unwrap();
+        let (conn, _) = aborter.accept().unwrap();
         let lg = libc::linger { l_onoff: 1, l_linger: 0 };
-        let len = std::mem::size_of::<libc::linger>() as libc::socklen_t;
-        unsafe { libc::setsockopt(sock.as_raw_fd(), libc::SOL_SOCKET, libc::SO_LINGER, &lg as *const _ as *const libc::c_void, len) };
-        drop(sock);
+        sock::setsockopt(conn.as_fd(), libc::SOL_SOCKET, libc::SO_LINGER, &lg).unwrap();
+        drop(conn);
     });
     let stop = 300_000_000u64;
     let client = serde_json::json!({"host": "cli", "out_dir": dir.join("cli"), "end_ns": 20_000_000_000u64,

@@ -7,6 +7,10 @@
 //! forwarding threads); `config` turns the JSON config of contracts §3 into validated
 //! parameters. See docs/link.md, docs/dev/link-design.md and the crate's module map in
 //! docs/dev/architecture.md.
+//!
+//! No unsafe code: system calls, packet rings and AF_XDP go through ccarena-sys
+//! (docs/dev/libraries.md).
+#![forbid(unsafe_code)]
 
 pub mod config;
 pub mod impair;

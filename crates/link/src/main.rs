@@ -2,6 +2,7 @@
 //! exit 2 before anything starts; setup/runtime errors exit 1; both print one line
 //! `ccarena-link: <attempt>: <object>: <cause>` on stderr. `--version` prints
 //! `ccarena-link <version> (git <commit>)`, `--help` the usage; both exit 0.
+#![forbid(unsafe_code)]
 
 use std::path::PathBuf;
 use std::process::exit;

@@ -13,6 +13,7 @@ pub fn ns_timespec(ns: u64) -> libc::timespec {
 
 fn read(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: the kernel writes one timespec into `ts`.
     unsafe { libc::clock_gettime(clock, &mut ts) };
     timespec_ns(&ts)
 }
@@ -47,12 +48,14 @@ pub fn mono_and_real_offset() -> (u64, u64) {
 /// Sleep for `ns` (relative, CLOCK_MONOTONIC).
 pub fn nap(ns: u64) {
     let ts = ns_timespec(ns);
+    // SAFETY: `ts` is read during the call; the remainder is not asked for (null).
     unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, 0, &ts, std::ptr::null_mut()) };
 }
 
 /// Timer slack of the calling thread (default 50 µs): 1 ns lets hrtimers (timerfd)
 /// fire when they are set.
 pub fn set_timer_slack_ns(ns: u64) {
+    // SAFETY: PR_SET_TIMERSLACK takes a number, no pointer.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
 }
 

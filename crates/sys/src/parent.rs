@@ -14,12 +14,14 @@ use std::io;
 /// Ask for SIGKILL when the parent ends; exit(1) if it already has. `name` prefixes the
 /// line printed then (`<name>: parent <pid> gone before start: exiting`).
 pub fn die_with_parent(name: &str) {
+    // SAFETY: getppid takes nothing and cannot fail.
     let parent = unsafe { libc::getppid() };
     if let Err(e) = set_pdeathsig(libc::SIGKILL) {
         // Not fatal: the orchestrator still stops its children; say why it cannot be sure.
         eprintln!("{name}: prctl(PR_SET_PDEATHSIG): {e} (this process may outlive its parent)");
         return;
     }
+    // SAFETY: as above.
     let now = unsafe { libc::getppid() };
     if now != parent {
         eprintln!("{name}: parent {parent} gone before start (parent is now {now}): exiting");
@@ -29,12 +31,14 @@ pub fn die_with_parent(name: &str) {
 
 /// prctl(PR_SET_PDEATHSIG, sig) for the calling process.
 pub fn set_pdeathsig(sig: libc::c_int) -> io::Result<()> {
+    // SAFETY: PR_SET_PDEATHSIG takes a number, no pointer.
     crate::cvt(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, sig as libc::c_ulong, 0, 0, 0) }).map(|_| ())
 }
 
 /// The signal the kernel sends this process when its parent ends (0 = none).
 pub fn pdeathsig() -> io::Result<libc::c_int> {
     let mut sig: libc::c_int = 0;
+    // SAFETY: PR_GET_PDEATHSIG writes one int to the address passed, `sig`'s.
     crate::cvt(unsafe { libc::prctl(libc::PR_GET_PDEATHSIG, &mut sig as *mut libc::c_int as libc::c_ulong, 0, 0, 0) })?;
     Ok(sig)
 }

@@ -14,6 +14,9 @@
 //! process, so nothing stays attached even if it is killed with SIGKILL.
 //! Errors: one line `ccarena-trace: <attempt>: <object>: <cause>` (plus libbpf's log
 //! tail for load failures); exit 2 for bad arguments, 1 at run time.
+//!
+//! No unsafe code: system calls go through ccarena-sys (docs/dev/libraries.md).
+#![forbid(unsafe_code)]
 
 mod args;
 mod record;
@@ -21,20 +24,20 @@ mod record;
 use std::cell::RefCell;
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use ccarena_sys::bpf;
 use ccarena_sys::clock::now_ns;
 use ccarena_sys::signal::SignalFd;
 use ccarena_sys::{cpu, stdio::say};
 use libbpf_rs::{set_print, MapCore, MapFlags, ObjectBuilder, PrintLevel, RingBufferBuilder};
 
 static BPF_OBJ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/tcpprobe.bpf.o"));
-const NSFS_MAGIC: i64 = 0x6e73_6673;
 const POLL: Duration = Duration::from_millis(50);
 const LOG_TAIL: usize = 30;
 
@@ -83,9 +86,7 @@ fn bpf_fail(attempt: &str, object: &str, e: libbpf_rs::Error) -> Failure {
 /// The inode of the network namespace bind-mounted (or linked) at `p`.
 fn netns_inode(p: &Path) -> Result<u32, Failure> {
     let md = std::fs::metadata(p).map_err(|e| fail(2, "stat network namespace", p.display(), e))?;
-    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
-    let mut sfs: libc::statfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statfs(c.as_ptr(), &mut sfs) } == 0 && sfs.f_type as i64 != NSFS_MAGIC {
+    if matches!(ccarena_sys::ns::is_namespace_file(p), Ok(false)) {
         return Err(fail(2, "check network namespace", p.display(), "not a namespace file (expected /run/netns/<name> or /proc/<pid>/ns/net)"));
     }
     u32::try_from(md.ino()).map_err(|_| fail(2, "check network namespace", p.display(), "inode does not fit in 32 bits"))
@@ -191,15 +192,10 @@ fn run() -> Result<(), Failure> {
     // BPF_ENABLE_STATS: the kernel counts run_cnt/run_time_ns of every program while
     // this fd is open (closed with the process).
     let stats_fd = if a.bpf_stats {
-        let fd = unsafe { libbpf_rs::libbpf_sys::bpf_enable_stats(libbpf_rs::libbpf_sys::BPF_STATS_RUN_TIME) };
-        if fd < 0 {
-            return Err(fail(1, "enable BPF run-time statistics", "bpf(BPF_ENABLE_STATS)", std::io::Error::from_raw_os_error(-fd)));
-        }
-        Some(fd)
+        Some(bpf::enable_run_time_stats().map_err(|e| fail(1, "enable BPF run-time statistics", "bpf(BPF_ENABLE_STATS)", e))?)
     } else {
         None
     };
-    let prog_fd = prog.as_fd().as_raw_fd();
     let link = prog.attach().map_err(|e| bpf_fail("attach", "tp_btf/tcp_probe", e))?;
     let t_attach = now_ns();
     say("READY");
@@ -218,15 +214,12 @@ fn run() -> Result<(), Failure> {
         }
     }
     let stats = stats_fd.map(|fd| {
-        let mut info: libbpf_rs::libbpf_sys::bpf_prog_info = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of_val(&info) as u32;
-        let r = unsafe { libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(prog_fd, &mut info, &mut len) };
-        unsafe { libc::close(fd) };
-        if r == 0 {
-            serde_json::json!({"run_cnt": info.run_cnt, "run_time_ns": info.run_time_ns,
-                "ns_per_run": if info.run_cnt > 0 { info.run_time_ns as f64 / info.run_cnt as f64 } else { 0.0 }})
-        } else {
-            serde_json::json!({"error": std::io::Error::from_raw_os_error(-r).to_string()})
+        let r = bpf::run_stats(prog.as_fd());
+        drop(fd); // statistics off
+        match r {
+            Ok(s) => serde_json::json!({"run_cnt": s.run_cnt, "run_time_ns": s.run_time_ns,
+                "ns_per_run": if s.run_cnt > 0 { s.run_time_ns as f64 / s.run_cnt as f64 } else { 0.0 }}),
+            Err(e) => serde_json::json!({"error": e.to_string()}),
         }
     });
     drop(link); // detach first, then drain what is left

@@ -8,6 +8,8 @@
 //! Invariant: epoll tokens and timers name a connection by (slot, uid); a stale event
 //! (a closed connection whose slot was reused) is dropped.
 
+use std::os::fd::AsFd;
+
 use super::{Engine, MAX_ERRORS, SLOT_BITS};
 use crate::config::{FlowKind, ListenProto};
 use crate::conn::{error_class, Conn, ConnLog, Role, Side};
@@ -31,11 +33,11 @@ impl Engine {
     fn sample_conn(out: &mut Outputs, info: &mut [u8; 256], c: &Conn, now: u64) -> Result<(), String> {
         match c.side() {
             Some(Side::Send) if c.connected => {
-                let n = net::tcp_info_raw(c.fd, info).map_err(|e| format!("getsockopt TCP_INFO: {e}"))?;
+                let n = net::tcp_info_raw(c.fd.as_fd(), info).map_err(|e| format!("getsockopt TCP_INFO: {e}"))?;
                 let rec = sampler::decode_tcp_info(now, c.log.flow, c.log.conn, &info[..], n);
                 // the send buffer's size and fill; a kernel without SO_MEMINFO leaves them 0
                 let mut mem = [0u32; 16];
-                let m = net::sk_meminfo(c.fd, &mut mem).unwrap_or(0);
+                let m = net::sk_meminfo(c.fd.as_fd(), &mut mem).unwrap_or(0);
                 let rec = sampler::with_meminfo(rec, &mem, m);
                 out.tcpinfo.append(&rec.encode()).map_err(|e| format!("write tcpinfo.bin: {e}"))
             }
@@ -108,19 +110,19 @@ impl Engine {
         };
         let setup = (|| -> Result<(), String> {
             if let Some(c) = &cc {
-                net::set_congestion(fd, c).map_err(|e| format!("set congestion control {c:?}: {e}"))?;
+                net::set_congestion(fd.as_fd(), c).map_err(|e| format!("set congestion control {c:?}: {e}"))?;
             }
             if nodelay {
-                net::set_nodelay(fd, true).map_err(|e| format!("set TCP_NODELAY: {e}"))?;
+                net::set_nodelay(fd.as_fd(), true).map_err(|e| format!("set TCP_NODELAY: {e}"))?;
             }
-            net::connect(fd, &dst).map_err(|e| match error_class(&e) {
+            net::connect(fd.as_fd(), &dst).map_err(|e| match error_class(&e) {
                 Some(class) => format!("{class}: connect: {e}"),
                 None => format!("connect: {e}"),
             })
         })();
-        log.cc = net::get_congestion(fd).ok();
+        log.cc = net::get_congestion(fd.as_fd()).ok();
         if let Err(e) = setup {
-            net::close(fd);
+            drop(fd);
             log.error = Some(e);
             log.end_ns = Some(now);
             return self.log_failed(log);
@@ -130,8 +132,7 @@ impl Engine {
         self.next_uid += 1;
         let mut c = Conn::new(fd, uid, log);
         c.flow_idx = Some(fi);
-        if let Err(e) = self.epoll.add(fd, EV_IN | EV_OUT | EV_RDHUP | EV_ET, conn_token(slot, uid)) {
-            net::close(fd);
+        if let Err(e) = self.epoll.add(c.fd.as_fd(), EV_IN | EV_OUT | EV_RDHUP | EV_ET, conn_token(slot, uid)) {
             c.log.error = Some(format!("epoll add: {e}"));
             c.log.end_ns = Some(now);
             self.free.push(slot);
@@ -155,7 +156,7 @@ impl Engine {
             return self.on_udp_echo(li);
         }
         loop {
-            let fd = match net::accept(self.listeners[li].fd) {
+            let fd = match net::accept(self.listeners[li].fd.as_fd()) {
                 Ok(Some(fd)) => fd,
                 Ok(None) => return,
                 Err(e) => {
@@ -170,11 +171,11 @@ impl Engine {
             l.seq = l.seq.wrapping_add(1);
             // Accepted sockets inherit the listener's algorithm; make sure, and record
             // what the kernel says.
-            let mut cc = net::get_congestion(fd).ok();
+            let mut cc = net::get_congestion(fd.as_fd()).ok();
             if let Some(want) = &l.cc {
                 if cc.as_deref() != Some(want.as_str()) {
-                    let _ = net::set_congestion(fd, want);
-                    cc = net::get_congestion(fd).ok();
+                    let _ = net::set_congestion(fd.as_fd(), want);
+                    cc = net::get_congestion(fd.as_fd()).ok();
                 }
             }
             let log = ConnLog {
@@ -184,8 +185,8 @@ impl Engine {
                 role: Role::Server,
                 side: None,
                 cc,
-                local: net::local_addr(fd).map(|a| a.to_string()),
-                remote: net::peer_addr(fd).map(|a| a.to_string()),
+                local: net::local_addr(fd.as_fd()).map(|a| a.to_string()),
+                remote: net::peer_addr(fd.as_fd()).map(|a| a.to_string()),
                 connect_start_ns: None,
                 connected_ns: Some(now),
                 first_byte_ns: None,
@@ -199,8 +200,7 @@ impl Engine {
             self.next_uid += 1;
             let mut c = Conn::new(fd, uid, log);
             c.connected = true;
-            if let Err(e) = self.epoll.add(fd, EV_IN | EV_OUT | EV_RDHUP | EV_ET, conn_token(slot, uid)) {
-                net::close(fd);
+            if let Err(e) = self.epoll.add(c.fd.as_fd(), EV_IN | EV_OUT | EV_RDHUP | EV_ET, conn_token(slot, uid)) {
                 self.free.push(slot);
                 self.error(format!("epoll add accepted socket: {e}"));
                 continue;
@@ -227,11 +227,11 @@ impl Engine {
         }
         let mut ctx = Ctx { now, slot, timers: &mut self.timers, rr_out: &mut self.out.rr, errors: &mut self.errors };
         if !fc.conn.connected && ev & (EV_OUT | EV_ERR) != 0 {
-            match net::so_error(fc.conn.fd) {
+            match net::so_error(fc.conn.fd.as_fd()) {
                 Ok(None) => {
                     fc.conn.connected = true;
                     fc.conn.log.connected_ns = Some(now);
-                    fc.conn.log.local = net::local_addr(fc.conn.fd).map(|a| a.to_string());
+                    fc.conn.log.local = net::local_addr(fc.conn.fd.as_fd()).map(|a| a.to_string());
                     fc.on_connected(&mut ctx);
                     // Stopped while connecting: say hello, send nothing, close.
                     if fc.conn.flow_idx.is_some_and(|fi| self.flows[fi].stopped) {
@@ -244,7 +244,7 @@ impl Engine {
         let c = &fc.conn;
         if c.connected && !c.closing && !c.peer_eof && ev & (EV_IN | EV_RDHUP | EV_ERR) != 0 {
             loop {
-                match net::recv(fc.conn.fd, &mut self.rbuf) {
+                match net::recv(fc.conn.fd.as_fd(), &mut self.rbuf) {
                     Ok(Outcome::Done(n)) => {
                         fc.on_data(&self.rbuf[..n], &mut ctx);
                         if fc.conn.closing {
@@ -280,7 +280,6 @@ impl Engine {
         if let Err(e) = Self::sample_conn(&mut self.out, &mut self.info, &c, now) {
             self.error(e);
         }
-        net::close(c.fd);
         let log = c.finish_log(now);
         if let Some(e) = &log.error {
             let role = if log.role == Role::Client { "client" } else { "server" };

@@ -32,7 +32,7 @@ use ccarena_sys::epoll::{Epoll, EV_IN};
 use ccarena_sys::signal::{self, SignalFd};
 use ccarena_sys::timer::TimerFd;
 use ccarena_sys::{cpu, fd, stdio};
-use std::os::fd::RawFd;
+use std::os::fd::{AsFd, OwnedFd};
 use udp_probes::UdpProbe;
 
 const TOK_SIGNAL: u64 = 0;
@@ -48,7 +48,7 @@ const PAYLOAD_BUF: usize = 256 * 1024;
 const MAX_ERRORS: usize = 1000;
 
 struct Listener {
-    fd: RawFd,
+    fd: OwnedFd,
     cc: Option<String>,
     seq: u32,
     addr: String,
@@ -107,9 +107,7 @@ pub struct Engine {
 fn cc_probe(cc: &str, key: &str) -> Result<(), Failure> {
     let probe_addr: std::net::SocketAddr = "0.0.0.0:0".parse().unwrap();
     let fd = net::tcp_socket(&probe_addr).map_err(|e| Failure::os("create socket", "probe", e))?;
-    let r = net::set_congestion(fd, cc);
-    net::close(fd);
-    r.map_err(|e| {
+    net::set_congestion(fd.as_fd(), cc).map_err(|e| {
         Failure::config(
             "set congestion control",
             key,
@@ -135,13 +133,13 @@ impl Engine {
         set_timer_slack_ns(1);
         let epoll = Epoll::new(1024).map_err(|e| Failure::os("create", "epoll", e))?;
         let timerfd = TimerFd::new().map_err(|e| Failure::os("create", "timerfd", e))?;
-        epoll.add(timerfd.fd(), EV_IN, TOK_TIMER).map_err(|e| Failure::os("epoll add", "timerfd", e))?;
+        epoll.add(timerfd.as_fd(), EV_IN, TOK_TIMER).map_err(|e| Failure::os("epoll add", "timerfd", e))?;
         signal::ignore_sigpipe();
         let sigfd = SignalFd::new().map_err(|e| Failure::os("create", "signalfd", e))?;
-        epoll.add(sigfd.fd(), EV_IN, TOK_SIGNAL).map_err(|e| Failure::os("epoll add", "signalfd", e))?;
+        epoll.add(sigfd.as_fd(), EV_IN, TOK_SIGNAL).map_err(|e| Failure::os("epoll add", "signalfd", e))?;
         // stdin may be something epoll refuses (a regular file, /dev/null): then it is read
         // once, blocking, right after READY.
-        let stdin_open = epoll.add(0, EV_IN, TOK_STDIN).is_ok();
+        let stdin_open = epoll.add(std::io::stdin().as_fd(), EV_IN, TOK_STDIN).is_ok();
         let mut listeners = Vec::new();
         for (i, l) in cfg.listen.iter().enumerate() {
             let fd = match l.proto {
@@ -150,9 +148,9 @@ impl Engine {
                 ListenProto::UdpEcho => net::udp_bind(&l.addr)
                     .map_err(|e| Failure::os("bind udp_echo", format!("{} (listen[{i}])", l.addr), e))?,
             };
-            epoll.add(fd, EV_IN, TOK_LISTEN + i as u64).map_err(|e| Failure::os("epoll add", "listener", e))?;
+            epoll.add(fd.as_fd(), EV_IN, TOK_LISTEN + i as u64).map_err(|e| Failure::os("epoll add", "listener", e))?;
             // as bound: with port 0, the port the kernel picked
-            let addr = net::local_addr(fd).unwrap_or(l.addr).to_string();
+            let addr = net::local_addr(fd.as_fd()).unwrap_or(l.addr).to_string();
             listeners.push(Listener { fd, cc: l.cc.clone(), seq: 0, addr, proto: l.proto });
         }
         let flows = cfg
@@ -251,11 +249,11 @@ impl Engine {
 
     fn on_stdin(&mut self) -> Result<(), Failure> {
         let mut b = [0u8; 512];
-        match fd::read(0, &mut b) {
+        match fd::read(std::io::stdin().as_fd(), &mut b) {
             Ok(Outcome::Done(n)) => self.stdin_buf.extend_from_slice(&b[..n]),
             Ok(Outcome::WouldBlock) => return Ok(()),
             Ok(Outcome::Eof) | Err(_) => {
-                self.epoll.del(0);
+                self.epoll.del(std::io::stdin().as_fd());
                 self.stdin_open = false;
                 if self.t0.is_none() {
                     return Err(Failure::runtime("wait for GO", "stdin", "closed before `GO <t0_ns>`"));
@@ -366,15 +364,14 @@ impl Engine {
         for pi in 0..self.probes.len() {
             self.udp_close(pi);
         }
-        for l in &self.listeners {
-            net::close(l.fd);
-        }
+        let udp_echo_on = self.listeners.iter().any(|l| l.proto == ListenProto::UdpEcho);
+        self.listeners.clear(); // closes them
         let udp_probes = if self.probes.is_empty() {
             serde_json::Value::Null
         } else {
             serde_json::Value::Array(self.probes.iter().map(|p| p.report()).collect())
         };
-        let udp_echo = if self.listeners.iter().any(|l| l.proto == ListenProto::UdpEcho) {
+        let udp_echo = if udp_echo_on {
             serde_json::json!({"echoed": self.echo_served, "errors": self.echo_errors})
         } else {
             serde_json::Value::Null

@@ -13,13 +13,14 @@ use crate::timers::Timer;
 use crate::udp;
 use ccarena_sys::clock::now_ns;
 use ccarena_sys::epoll::EV_IN;
-use std::os::fd::RawFd;
+use std::os::fd::{AsFd, OwnedFd};
 
 /// One `udp_probe` flow at run time.
 pub(super) struct UdpProbe {
     fi: usize,
     flow: u32,
-    fd: RawFd,
+    /// The socket; None once closed.
+    fd: Option<OwnedFd>,
     /// The datagram (header rewritten per send, zeros after it): allocated once.
     buf: Vec<u8>,
     stop_at: Option<u64>,
@@ -88,12 +89,9 @@ impl Engine {
     pub(super) fn udp_open(&mut self, fi: usize, interval_ns: u64, size: u32) {
         let f = self.flows[fi].cfg.clone();
         self.flows[fi].launched_all = true;
-        let opened = (|| -> Result<RawFd, String> {
+        let opened = (|| -> Result<OwnedFd, String> {
             let fd = net::udp_socket(&f.dst).map_err(|e| format!("udp socket: {e}"))?;
-            if let Err(e) = net::connect(fd, &f.dst) {
-                net::close(fd);
-                return Err(format!("connect udp {}: {e}", f.dst));
-            }
+            net::connect(fd.as_fd(), &f.dst).map_err(|e| format!("connect udp {}: {e}", f.dst))?;
             Ok(fd)
         })();
         let fd = match opened {
@@ -101,15 +99,14 @@ impl Engine {
             Err(e) => return self.error(format!("flow {} (udp_probe): {e}", f.flow)),
         };
         let pi = self.probes.len();
-        if let Err(e) = self.epoll.add(fd, EV_IN, TOK_UDP + pi as u64) {
-            net::close(fd);
+        if let Err(e) = self.epoll.add(fd.as_fd(), EV_IN, TOK_UDP + pi as u64) {
             return self.error(format!("flow {} (udp_probe): epoll add: {e}", f.flow));
         }
         let t0 = self.t0.unwrap_or(0);
         self.probes.push(UdpProbe {
             fi,
             flow: f.flow,
-            fd,
+            fd: Some(fd),
             buf: vec![0u8; size as usize],
             stop_at: f.stop_ns.map(|s| t0 + s),
             sched: udp::Schedule::new(t0 + f.start_ns, interval_ns),
@@ -147,9 +144,9 @@ impl Engine {
             // point is always the last one at or before its t_ns.
             let t = now;
             udp::encode(&mut p.buf, p.flow, seq, t);
-            match net::send(p.fd, &p.buf) {
-                Ok(Outcome::Done(_)) => {}
-                Ok(_) | Err(_) => p.send_errors += 1, // it counts as sent and, without echo, lost
+            match p.fd.as_ref().map(|fd| net::send(fd.as_fd(), &p.buf)) {
+                Some(Ok(Outcome::Done(_))) => {}
+                _ => p.send_errors += 1, // it counts as sent and, without echo, lost
             }
             if let Some(r) = p.win.sent(t) {
                 emit_udp(&mut self.out, &mut self.errors, p, r);
@@ -161,11 +158,9 @@ impl Engine {
 
     pub(super) fn on_udp_probe(&mut self, pi: usize) {
         let Some(p) = self.probes.get_mut(pi) else { return };
-        if p.closed {
-            return;
-        }
+        let Some(fd) = p.fd.as_ref().filter(|_| !p.closed) else { return };
         loop {
-            match net::recv(p.fd, &mut self.rbuf) {
+            match net::recv(fd.as_fd(), &mut self.rbuf) {
                 Ok(Outcome::Done(n)) => {
                     let now = now_ns();
                     match udp::decode(&self.rbuf[..n]) {
@@ -208,14 +203,15 @@ impl Engine {
         while let Some(r) = p.win.pop_any() {
             emit_udp(&mut self.out, &mut self.errors, p, r);
         }
-        self.epoll.del(p.fd);
-        net::close(p.fd);
+        if let Some(fd) = p.fd.take() {
+            self.epoll.del(fd.as_fd());
+        }
         let fi = p.fi;
         self.flows[fi].open = self.flows[fi].open.saturating_sub(1);
     }
 
     pub(super) fn on_udp_echo(&mut self, li: usize) {
-        let fd = self.listeners[li].fd;
+        let fd = self.listeners[li].fd.as_fd();
         // bounded per wakeup (level-triggered: the rest comes with the next epoll_wait)
         for _ in 0..1024 {
             match net::recv_from(fd, &mut self.rbuf, &mut self.echo_from) {

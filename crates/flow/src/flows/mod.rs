@@ -136,7 +136,8 @@ impl FlowConn {
 
 #[cfg(test)]
 mod tests {
-    //! The kinds' state machines without sockets: a `Conn` with fd -1 is never pumped.
+    //! The kinds' state machines without sockets: a `Conn` over /dev/null (`no_socket`)
+    //! is never pumped.
     use super::*;
     use crate::conn::{ConnLog, Side};
     use crate::records::{RecordFile, RR_FIELDS};
@@ -162,6 +163,11 @@ mod tests {
         }
     }
 
+    /// An fd for a `Conn` that is never pumped.
+    fn no_socket() -> std::os::fd::OwnedFd {
+        std::fs::File::open("/dev/null").unwrap().into()
+    }
+
     fn with_ctx(f: impl FnOnce(&mut Ctx)) -> u64 {
         let dir = std::env::temp_dir().join(format!("ccaflow-unit-{}-{:?}", std::process::id(), std::thread::current().id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -178,7 +184,7 @@ mod tests {
     #[test]
     fn server_turns_a_bulk_hello_into_a_sink_and_counts_the_rest_as_payload() {
         with_ctx(|ctx| {
-            let mut c = FlowConn::new(Conn::new(-1, 1, log(Role::Server)), KindState::Detect(accept::Detect { buf: vec![], seq: 0 }));
+            let mut c = FlowConn::new(Conn::new(no_socket(), 1, log(Role::Server)), KindState::Detect(accept::Detect { buf: vec![], seq: 0 }));
             let mut b = wire::Hello { flow: 9, conn: 2, kind: wire::HelloKind::Bulk }.encode();
             b.extend_from_slice(&[0u8; 100]);
             c.on_data(&b[..10], ctx);
@@ -194,7 +200,7 @@ mod tests {
     #[test]
     fn rr_server_answers_each_complete_request() {
         with_ctx(|ctx| {
-            let mut c = FlowConn::new(Conn::new(-1, 1, log(Role::Server)), KindState::RrServer(rr::RrServer::new(100, 1000)));
+            let mut c = FlowConn::new(Conn::new(no_socket(), 1, log(Role::Server)), KindState::RrServer(rr::RrServer::new(100, 1000)));
             c.on_data(&[0u8; 150], ctx);
             assert_eq!(c.conn.budget, 1000);
             c.on_data(&[0u8; 250], ctx);
@@ -214,7 +220,7 @@ mod tests {
                 got: 0,
                 stopped: false,
             };
-            let mut c = FlowConn::new(Conn::new(-1, 1, log(Role::Client)), KindState::RrClient(r));
+            let mut c = FlowConn::new(Conn::new(no_socket(), 1, log(Role::Client)), KindState::RrClient(r));
             c.on_connected(ctx);
             assert_eq!(c.conn.budget, 10);
             assert_eq!(c.conn.pre.len(), wire::HELLO_RR_LEN);
@@ -234,7 +240,7 @@ mod tests {
     fn download_client_completes_on_the_last_body_byte_and_rejects_short_bodies() {
         with_ctx(|ctx| {
             let g = download::HttpGet { size: 10, host: "h".into(), head: vec![], body_len: None };
-            let mut c = FlowConn::new(Conn::new(-1, 1, log(Role::Client)), KindState::HttpGet(g));
+            let mut c = FlowConn::new(Conn::new(no_socket(), 1, log(Role::Client)), KindState::HttpGet(g));
             c.on_connected(ctx);
             assert!(c.conn.pre.starts_with(b"GET /bytes/10?flow=5&conn=1 HTTP/1.1\r\n"));
             let mut resp = wire::format_http_ok(10);
@@ -246,7 +252,7 @@ mod tests {
             assert!(c.conn.closing && c.conn.log.error.is_none());
 
             let g = download::HttpGet { size: 10, host: "h".into(), head: vec![], body_len: None };
-            let mut c = FlowConn::new(Conn::new(-1, 2, log(Role::Client)), KindState::HttpGet(g));
+            let mut c = FlowConn::new(Conn::new(no_socket(), 2, log(Role::Client)), KindState::HttpGet(g));
             c.on_data(&wire::format_http_ok(10), ctx);
             c.on_eof(ctx);
             assert!(c.conn.log.error.as_deref().unwrap().contains("0 of 10"));
@@ -256,12 +262,12 @@ mod tests {
     #[test]
     fn http_server_answers_curl_and_404s_other_paths() {
         with_ctx(|ctx| {
-            let mut c = FlowConn::new(Conn::new(-1, 1, log(Role::Server)), KindState::Detect(accept::Detect { buf: vec![], seq: 7 }));
+            let mut c = FlowConn::new(Conn::new(no_socket(), 1, log(Role::Server)), KindState::Detect(accept::Detect { buf: vec![], seq: 7 }));
             c.on_data(b"GET /bytes/500 HTTP/1.1\r\nHost: x\r\n\r\n", ctx);
             assert!(matches!(c.state, KindState::HttpServe));
             assert_eq!((c.conn.budget, c.conn.log.flow, c.conn.log.conn), (500, wire::FLOW_UNKNOWN, 7));
             assert!(c.conn.pre.starts_with(b"HTTP/1.1 200 OK"));
-            let mut c = FlowConn::new(Conn::new(-1, 1, log(Role::Server)), KindState::Detect(accept::Detect { buf: vec![], seq: 0 }));
+            let mut c = FlowConn::new(Conn::new(no_socket(), 1, log(Role::Server)), KindState::Detect(accept::Detect { buf: vec![], seq: 0 }));
             c.on_data(b"GET /x HTTP/1.1\r\n\r\n", ctx);
             assert!(c.conn.pre.starts_with(b"HTTP/1.1 404"));
             assert_eq!(c.conn.budget, 0);
@@ -278,7 +284,7 @@ mod tests {
                 next_ns: 0,
                 stopped: false,
             };
-            let mut c = FlowConn::new(Conn::new(-1, 1, log(Role::Client)), KindState::Paced(p));
+            let mut c = FlowConn::new(Conn::new(no_socket(), 1, log(Role::Client)), KindState::Paced(p));
             c.on_connected(ctx);
             assert_eq!(c.conn.budget, 100);
             assert_eq!(ctx.timers.next_deadline(), Some(2_000));

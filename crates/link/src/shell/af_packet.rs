@@ -5,67 +5,35 @@
 //!
 //! Contract: `PacketSocket::open` returns a socket that receives every frame of its
 //! interface and sends frames unchanged; `describe` only looks the interface up (index,
-//! MTU) for AF_XDP ports. Each error names the call and the interface.
+//! MTU) for AF_XDP ports. Each error names the call and the interface. The calls are
+//! ccarena-sys's `sock`.
 
-use std::ffi::CString;
-use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-use super::error::{os_result, ShellError};
+use ccarena_sys::sock::{self, OptValue};
 
-pub const SOL_PACKET: libc::c_int = 263;
-pub const ETH_P_ALL: u16 = 0x0003;
-const PACKET_ADD_MEMBERSHIP: libc::c_int = 1;
-const PACKET_MR_PROMISC: libc::c_ushort = 1;
-const PACKET_STATISTICS: libc::c_int = 6;
-const PACKET_VNET_HDR: libc::c_int = 15;
-const PACKET_QDISC_BYPASS: libc::c_int = 20;
-const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+use super::error::ShellError;
 
 /// Size of `struct virtio_net_hdr` that precedes every frame with PACKET_VNET_HDR.
 pub const VNET_HDR_LEN: usize = 10;
 
-
-/// The SO_TIMESTAMPNS receive time (CLOCK_REALTIME ns) carried by a received message.
-pub fn rx_timestamp(h: &libc::msghdr) -> Option<u64> {
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(h);
-        while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
-                let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
-                return Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
-            }
-            c = libc::CMSG_NXTHDR(h, c);
-        }
-    }
-    None
-}
-
-pub(super) fn setopt<T>(
-    fd: RawFd,
+/// setsockopt, its failure named `what` on `ifname`.
+pub(super) fn setopt<T: OptValue + ?Sized>(
+    fd: BorrowedFd<'_>,
     level: libc::c_int,
     opt: libc::c_int,
     val: &T,
     what: &str,
     ifname: &str,
 ) -> Result<(), ShellError> {
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            opt,
-            val as *const T as *const libc::c_void,
-            std::mem::size_of::<T>() as libc::socklen_t,
-        )
-    };
-    os_result(rc, what, ifname).map(|_| ())
+    sock::setsockopt(fd, level, opt, val).map_err(|e| ShellError::new(what, ifname, e))
 }
 
 /// One AF_PACKET socket bound to one interface, used for both directions of I/O.
 pub struct PacketSocket {
-    pub fd: RawFd,
+    pub fd: OwnedFd,
     pub ifname: String,
-    pub ifindex: i32,
+    pub ifindex: u32,
     pub mtu: usize,
 }
 
@@ -73,180 +41,53 @@ impl PacketSocket {
     pub fn open(ifname: &str) -> Result<PacketSocket, ShellError> {
         // Protocol 0 first: the socket receives nothing until it is bound to the interface.
         let s = PacketSocket::describe(ifname)?;
-        let (fd, ifindex) = (s.fd, s.ifindex);
+        let fd = s.fd.as_fd();
         let one: libc::c_int = 1;
-        setopt(
-            fd,
-            SOL_PACKET,
-            PACKET_VNET_HDR,
-            &one,
-            "setsockopt PACKET_VNET_HDR",
-            ifname,
-        )?;
-        setopt(
-            fd,
-            SOL_PACKET,
-            PACKET_IGNORE_OUTGOING,
-            &one,
-            "setsockopt PACKET_IGNORE_OUTGOING",
-            ifname,
-        )?;
-        setopt(
-            fd,
-            SOL_PACKET,
-            PACKET_QDISC_BYPASS,
-            &one,
-            "setsockopt PACKET_QDISC_BYPASS",
-            ifname,
-        )?;
-        setopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_TIMESTAMPNS,
-            &one,
-            "setsockopt SO_TIMESTAMPNS",
-            ifname,
-        )?;
-        let buf: libc::c_int = 64 << 20;
-        if setopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUFFORCE,
-            &buf,
-            "setsockopt SO_RCVBUFFORCE",
-            ifname,
-        )
-        .is_err()
-        {
-            setopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_RCVBUF,
-                &buf,
-                "setsockopt SO_RCVBUF",
-                ifname,
-            )?;
+        for (level, opt, what) in [
+            (libc::SOL_PACKET, libc::PACKET_VNET_HDR, "setsockopt PACKET_VNET_HDR"),
+            (libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, "setsockopt PACKET_IGNORE_OUTGOING"),
+            (libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, "setsockopt PACKET_QDISC_BYPASS"),
+            (libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, "setsockopt SO_TIMESTAMPNS"),
+        ] {
+            setopt(fd, level, opt, &one, what, ifname)?;
         }
-        let sbuf: libc::c_int = 16 << 20;
-        if setopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_SNDBUFFORCE,
-            &sbuf,
-            "setsockopt SO_SNDBUFFORCE",
-            ifname,
-        )
-        .is_err()
-        {
-            setopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_SNDBUF,
-                &sbuf,
-                "setsockopt SO_SNDBUF",
-                ifname,
-            )?;
+        // the *FORCE variants pass the limits of net.core.[rw]mem_max (CAP_NET_ADMIN)
+        for (force, plain, size, what) in [
+            (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF, 64 << 20, "setsockopt SO_RCVBUF"),
+            (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF, 16 << 20, "setsockopt SO_SNDBUF"),
+        ] {
+            let size: libc::c_int = size;
+            if sock::setsockopt(fd, libc::SOL_SOCKET, force, &size).is_err() {
+                setopt(fd, libc::SOL_SOCKET, plain, &size, what, ifname)?;
+            }
         }
-        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = ETH_P_ALL.to_be();
-        sll.sll_ifindex = ifindex;
-        os_result(
-            unsafe {
-                libc::bind(
-                    fd,
-                    &sll as *const libc::sockaddr_ll as *const libc::sockaddr,
-                    std::mem::size_of::<libc::sockaddr_ll>() as u32,
-                )
-            },
-            "bind AF_PACKET socket",
-            ifname,
-        )?;
+        sock::bind_packet(fd, s.ifindex, libc::ETH_P_ALL as u16).map_err(|e| ShellError::new("bind AF_PACKET socket", ifname, e))?;
         let mreq = libc::packet_mreq {
-            mr_ifindex: ifindex,
-            mr_type: PACKET_MR_PROMISC,
+            mr_ifindex: s.ifindex as i32,
+            mr_type: libc::PACKET_MR_PROMISC as libc::c_ushort,
             mr_alen: 0,
             mr_address: [0; 8],
         };
-        setopt(
-            fd,
-            SOL_PACKET,
-            PACKET_ADD_MEMBERSHIP,
-            &mreq,
-            "setsockopt PACKET_ADD_MEMBERSHIP promisc",
-            ifname,
-        )?;
+        setopt(fd, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq, "setsockopt PACKET_ADD_MEMBERSHIP promisc", ifname)?;
         Ok(s)
     }
 
     /// A socket that only describes the interface (index, MTU): protocol 0 and unbound,
     /// so it receives nothing. Used when AF_XDP carries the frames.
     pub fn describe(ifname: &str) -> Result<PacketSocket, ShellError> {
-        let cname = CString::new(ifname).map_err(|_| ShellError {
-            attempt: "look up interface".into(),
-            object: ifname.into(),
-            cause: io::Error::from(io::ErrorKind::InvalidInput),
-        })?;
-        let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) } as i32;
-        if ifindex == 0 {
-            return Err(ShellError {
-                attempt: "look up interface".into(),
-                object: ifname.into(),
-                cause: io::Error::last_os_error(),
-            });
-        }
-        let fd = os_result(
-            unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) },
-            "open AF_PACKET socket",
-            ifname,
-        )?;
-        let mut s = PacketSocket {
-            fd,
-            ifname: ifname.into(),
-            ifindex,
-            mtu: 1500,
-        };
-        s.mtu = s.query_mtu().unwrap_or(1500);
-        Ok(s)
-    }
-
-    fn query_mtu(&self) -> Option<usize> {
-        let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
-        for (i, b) in self.ifname.bytes().take(15).enumerate() {
-            ifr.ifr_name[i] = b as libc::c_char;
-        }
-        let rc = unsafe { libc::ioctl(self.fd, libc::SIOCGIFMTU, &mut ifr) };
-        if rc == 0 {
-            Some(unsafe { ifr.ifr_ifru.ifru_mtu } as usize)
-        } else {
-            None
-        }
+        let ifindex = sock::if_index(ifname).map_err(|e| ShellError::new("look up interface", ifname, e))?;
+        let fd = sock::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0)
+            .map_err(|e| ShellError::new("open AF_PACKET socket", ifname, e))?;
+        let mtu = sock::if_mtu(fd.as_fd(), ifname).unwrap_or(1500);
+        Ok(PacketSocket { fd, ifname: ifname.into(), ifindex, mtu })
     }
 
     /// Packets dropped by the kernel for this socket since the last call
     /// (PACKET_STATISTICS, which resets the counters): (received, dropped).
     pub fn take_stats(&self) -> (u64, u64) {
-        let mut st = [0u32; 2];
-        let mut len = 8 as libc::socklen_t;
-        let rc = unsafe {
-            libc::getsockopt(
-                self.fd,
-                SOL_PACKET,
-                PACKET_STATISTICS,
-                st.as_mut_ptr() as *mut libc::c_void,
-                &mut len,
-            )
-        };
-        if rc < 0 {
-            (0, 0)
-        } else {
-            (st[0] as u64, st[1] as u64)
+        match sock::getsockopt::<libc::tpacket_stats>(self.fd.as_fd(), libc::SOL_PACKET, libc::PACKET_STATISTICS) {
+            Ok((st, _)) => (st.tp_packets as u64, st.tp_drops as u64),
+            Err(_) => (0, 0),
         }
-    }
-}
-
-impl Drop for PacketSocket {
-    fn drop(&mut self) {
-        unsafe { libc::close(self.fd) };
     }
 }

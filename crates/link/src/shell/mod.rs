@@ -11,19 +11,20 @@
 //! Here: `Shell` opens the ports and files before READY, runs the workers until a
 //! signal, and reports. `worker` moves frames between the ports and the core, `timing`
 //! is the workers' loop (sleep, busy-poll, real-time budget), `accounting` the shell's
-//! self-accounting; `af_packet`, `rx_ring` and `xsk` are the kernel interfaces.
+//! self-accounting; `af_packet` and `xsk` are the kernel interfaces (over ccarena-sys,
+//! which also holds the TPACKET receive ring).
 
 pub mod accounting;
 pub mod af_packet;
 pub mod error;
 pub mod hist;
-pub mod rx_ring;
 pub mod timing;
 pub mod worker;
 pub mod xsk;
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
+use std::os::fd::AsFd;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -35,9 +36,10 @@ use accounting::ShellStats;
 use af_packet::{PacketSocket, VNET_HDR_LEN};
 use ccarena_sys::clock::{now_ns, set_timer_slack_ns};
 use ccarena_sys::signal::SignalFd;
+use ccarena_sys::mmsg::SendBatch;
 use ccarena_sys::{cpu, sched};
 use error::ShellError;
-use rx_ring::RxRing;
+use ccarena_sys::packet_ring::RxRing;
 use timing::fair_phase_ns;
 use worker::{rx_batch, Worker};
 use xsk::XskPort;
@@ -121,7 +123,9 @@ impl Shell {
             // tpacket2_hdr (32) + alignment (16) + vnet header + frame, 16-byte aligned.
             ring_frame_bytes = (64 + VNET_HDR_LEN + 18 + west.mtu.max(east.mtu) + 15) & !15;
             for (i, s) in [&west, &east].into_iter().enumerate() {
-                rings[i] = Some(RxRing::new(s, ring_frame_bytes, RING_FRAMES)?);
+                rings[i] = Some(
+                    RxRing::new(s.fd.as_fd(), ring_frame_bytes, RING_FRAMES).map_err(|e| ShellError::new(e.step, &s.ifname, e.cause))?,
+                );
             }
         }
         Ok(Shell {
@@ -147,9 +151,8 @@ impl Shell {
             link: Link::new(&self.cfg.link, self.start_ns),
             slot: self.slot,
             pool: Vec::new(),
-            rx: [rx_batch(self.slot), rx_batch(self.slot)],
-            tx_iovs: Vec::with_capacity(1024),
-            tx_msgs: Vec::with_capacity(1024),
+            rx: [rx_batch(), rx_batch()],
+            tx_batch: SendBatch::new(),
             out: Vec::with_capacity(1024),
             by_dir: [Vec::with_capacity(1024), Vec::with_capacity(1024)],
             spin_ns: self.cfg.spin_ns,
@@ -188,6 +191,11 @@ impl Shell {
         } else {
             vec![vec![W2E, E2W]]
         };
+        // each thread reads the one signalfd through its own duplicate
+        let mut sigfds = (0..groups.len())
+            .map(|_| sig.as_fd().try_clone_to_owned())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| ShellError::new("dup", "signalfd", e))?;
         let mut handles = Vec::new();
         for (i, g) in groups.into_iter().enumerate() {
             let mut w = self.worker(g.clone(), &stop);
@@ -195,7 +203,7 @@ impl Shell {
                 w.rings[d] = self.rings[d].take();
                 w.xsk[d] = self.xsk[d].take();
             }
-            let sigfd = sig.fd();
+            let sigfd = sigfds.pop().expect("one per thread");
             let prio = self.cfg.rt_priority;
             let cpu = (!self.cfg.cpus.is_empty()).then(|| self.cfg.cpus[i % self.cfg.cpus.len()]);
             handles.push(std::thread::spawn(move || {
@@ -207,7 +215,7 @@ impl Shell {
                     // "fair" phases run at nice -20; where that is refused, sleep instead
                     w.rt_fair = w.rt_fair && sched::set_nice(FAIR_NICE);
                 }
-                let r = w.run(sigfd);
+                let r = w.run(sigfd.as_fd());
                 (w, r)
             }));
         }

@@ -5,6 +5,7 @@
 //! `rt_busy_ns` spends a phase as an ordinary task (or naps) so the kernel's RT
 //! throttling never stops it for the rest of a second.
 
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::Ordering;
 
 use super::error::ShellError;
@@ -27,7 +28,7 @@ impl Worker {
     /// busy-poll the ports until the deadline. `spin` adapts to the measured timer
     /// wake-up lateness like a TCP retransmission timer adapts to RTT (RFC 6298 §2:
     /// smoothed mean + 4 × mean deviation), clamped to [`MIN_SPIN_NS`, `spin_ns`].
-    pub fn run(&mut self, sigfd: i32) -> Result<(), ShellError> {
+    pub fn run(&mut self, sigfd: BorrowedFd<'_>) -> Result<(), ShellError> {
         let timer = TimerFd::new().map_err(|e| ShellError::new("timerfd_create", "CLOCK_MONOTONIC", e))?;
         // Lazy receive (rx_poll_ns > 0): arrivals carry kernel timestamps, so they need
         // not wake the thread; it reads the rings at least every rx_poll_ns (less than
@@ -36,14 +37,20 @@ impl Worker {
         // While nothing is queued or in flight the sockets are watched even in lazy mode,
         // so an idle link sleeps until traffic comes instead of polling every rx_poll_ns.
         let lazy = self.rx_poll_ns > 0;
-        let sock_fds: Vec<i32> = self
+        // Duplicates of the ports' fds (the same sockets) for epoll: the loop lends the
+        // ports themselves to `rx` and `tx`.
+        let sock_fds: Vec<OwnedFd> = self
             .dirs
             .iter()
-            .map(|&d| self.xsk[d].as_ref().map_or(self.socks[d].fd, |x| x.fd))
-            .collect();
+            .map(|&d| match &self.xsk[d] {
+                Some(x) => x.as_fd().try_clone_to_owned(),
+                None => self.socks[d].fd.try_clone(),
+            })
+            .collect::<Result<_, _>>()
+            .map_err(|e| ShellError::new("dup", "port socket", e))?;
         let mut watching = true;
-        let mut fds = sock_fds.clone();
-        fds.push(timer.fd());
+        let mut fds: Vec<BorrowedFd<'_>> = sock_fds.iter().map(|f| f.as_fd()).collect();
+        fds.push(timer.as_fd());
         fds.push(sigfd);
         let mut ep = Epoll::new(fds.len()).map_err(|e| ShellError::new("epoll_create1", "-", e))?;
         for (i, &fd) in fds.iter().enumerate() {
@@ -138,8 +145,8 @@ impl Worker {
             let want_watch = !lazy || dl.is_none();
             if want_watch != watching {
                 // the sockets stay registered; only what they are watched for changes
-                for (i, &fd) in sock_fds.iter().enumerate() {
-                    let _ = ep.modify(fd, if want_watch { EV_IN } else { 0 }, i as u64);
+                for (i, fd) in sock_fds.iter().enumerate() {
+                    let _ = ep.modify(fd.as_fd(), if want_watch { EV_IN } else { 0 }, i as u64);
                 }
                 watching = want_watch;
             }

@@ -7,17 +7,19 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
+use std::os::fd::AsFd;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use super::accounting::ShellStats;
-use super::af_packet::{rx_timestamp, PacketSocket, VNET_HDR_LEN};
-use super::rx_ring::RxRing;
+use super::af_packet::{PacketSocket, VNET_HDR_LEN};
 use super::xsk::XskPort;
 use crate::link::{Link, Released};
 use crate::packet::Packet;
 use crate::stats::EventRecord;
 use ccarena_sys::clock::{nap, now_ns};
+use ccarena_sys::mmsg::{RecvBatch, SendBatch};
+use ccarena_sys::packet_ring::RxRing;
 
 const BATCH: usize = 64;
 const POOL_MAX: usize = 8192;
@@ -28,11 +30,7 @@ const TX_WAIT_MAX_NS: u64 = 5_000_000;
 
 /// Receive-side batch: buffers stay allocated across calls; consumed ones are replaced.
 pub(super) struct RxBatch {
-    pub(super) bufs: Vec<Vec<u8>>,
-    pub(super) iovs: Vec<libc::iovec>,
-    pub(super) msgs: Vec<libc::mmsghdr>,
-    /// Control buffers for the SO_TIMESTAMPNS receive timestamps (u64 for alignment).
-    pub(super) ctrl: Vec<[u64; 8]>,
+    pub(super) mm: RecvBatch,
     /// Last arrival time handed to the core (arrivals are kept nondecreasing).
     pub(super) last_ns: u64,
 }
@@ -47,8 +45,7 @@ pub struct Worker {
     pub(super) slot: usize,
     pub(super) pool: Vec<Vec<u8>>,
     pub(super) rx: [RxBatch; 2],
-    pub(super) tx_iovs: Vec<libc::iovec>,
-    pub(super) tx_msgs: Vec<libc::mmsghdr>,
+    pub(super) tx_batch: SendBatch,
     pub(super) out: Vec<Released>,
     pub(super) by_dir: [Vec<Released>; 2],
     pub(super) spin_ns: u64,
@@ -78,37 +75,14 @@ pub struct Worker {
     pub st: ShellStats,
 }
 
-// SAFETY: the raw pointers inside iovec/mmsghdr are rebuilt before every system call
-// and only point into buffers owned by the same Worker.
-unsafe impl Send for Worker {}
-
-pub(super) fn rx_batch(slot: usize) -> RxBatch {
-    RxBatch {
-        bufs: (0..BATCH).map(|_| vec![0u8; slot]).collect(),
-        iovs: vec![
-            libc::iovec {
-                iov_base: std::ptr::null_mut(),
-                iov_len: 0
-            };
-            BATCH
-        ],
-        msgs: vec![unsafe { std::mem::zeroed() }; BATCH],
-        ctrl: vec![[0u64; 8]; BATCH],
-        last_ns: 0,
-    }
+pub(super) fn rx_batch() -> RxBatch {
+    RxBatch { mm: RecvBatch::new(BATCH), last_ns: 0 }
 }
 
 impl Worker {
+    /// A buffer with room for `slot` bytes (pooled when one is free).
     pub(super) fn new_buf(&mut self) -> Vec<u8> {
-        match self.pool.pop() {
-            Some(mut b) => {
-                // SAFETY: every pooled buffer was created as `vec![0; slot]`; its bytes
-                // stay initialised when it is truncated, so restoring the length is sound.
-                unsafe { b.set_len(self.slot) };
-                b
-            }
-            None => vec![0u8; self.slot],
-        }
+        self.pool.pop().unwrap_or_else(|| Vec::with_capacity(self.slot))
     }
 
     pub(super) fn recycle(&mut self, b: Vec<u8>) {
@@ -124,7 +98,7 @@ impl Worker {
             let mut b = None;
             let mut t = 0;
             {
-                let Some(f) = self.rings[s].as_ref().unwrap().peek() else {
+                let Some(f) = self.rings[s].as_ref().unwrap().peek(VNET_HDR_LEN) else {
                     break;
                 };
                 if f.truncated || f.data.len() < VNET_HDR_LEN + 14 {
@@ -172,40 +146,16 @@ impl Worker {
         if self.rings[s].is_some() {
             return self.rx_ring(s, now, offset);
         }
-        let fd = self.socks[s].fd;
         for i in 0..BATCH {
-            if self.rx[s].bufs[i].len() != self.slot {
+            if self.rx[s].mm.buf_mut(i).capacity() < self.slot {
                 let b = self.new_buf();
-                self.rx[s].bufs[i] = b;
+                *self.rx[s].mm.buf_mut(i) = b;
             }
         }
-        let rb = &mut self.rx[s];
-        for i in 0..BATCH {
-            rb.iovs[i] = libc::iovec {
-                iov_base: rb.bufs[i].as_mut_ptr() as *mut libc::c_void,
-                iov_len: rb.bufs[i].len(),
-            };
-            let h = &mut rb.msgs[i].msg_hdr;
-            *h = unsafe { std::mem::zeroed() };
-            h.msg_iov = &mut rb.iovs[i];
-            h.msg_iovlen = 1;
-            h.msg_control = rb.ctrl[i].as_mut_ptr() as *mut libc::c_void;
-            h.msg_controllen = std::mem::size_of::<[u64; 8]>();
-            rb.msgs[i].msg_len = 0;
-        }
-        let n = unsafe {
-            libc::recvmmsg(
-                fd,
-                rb.msgs.as_mut_ptr(),
-                BATCH as u32,
-                libc::MSG_DONTWAIT,
-                std::ptr::null_mut(),
-            )
+        let n = match self.rx[s].mm.recv(self.socks[s].fd.as_fd(), self.slot, libc::MSG_DONTWAIT) {
+            Ok(n) if n > 0 => n,
+            _ => return 0,
         };
-        if n <= 0 {
-            return 0;
-        }
-        let n = n as usize;
         // Every frame of this batch arrived before recvmmsg returned: clamp to a clock
         // read after it (the loop's `now` may predate arrivals and make them leave early).
         let now = now.max(now_ns());
@@ -214,21 +164,17 @@ impl Worker {
         // W2E (0) arrives on the west socket (0); E2W (1) on the east socket (1).
         let dir = s;
         for i in 0..n {
-            let len = self.rx[s].msgs[i].msg_len as usize;
-            let trunc = self.rx[s].msgs[i].msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
-            if trunc || len < VNET_HDR_LEN + 14 {
+            let rb = &mut self.rx[s];
+            if rb.mm.truncated(i) || rb.mm.datagram(i).len() < VNET_HDR_LEN + 14 {
                 self.st.rx_truncated += 1;
                 continue;
             }
-            let t = match rx_timestamp(&self.rx[s].msgs[i].msg_hdr) {
-                Some(real) if self.use_rx_ts => {
-                    real.wrapping_sub(offset).min(now).max(self.rx[s].last_ns)
-                }
-                _ => now.max(self.rx[s].last_ns),
+            let t = match rb.mm.timestamp_ns(i) {
+                Some(real) if self.use_rx_ts => real.wrapping_sub(offset).min(now).max(rb.last_ns),
+                _ => now.max(rb.last_ns),
             };
-            self.rx[s].last_ns = t;
-            let mut b = std::mem::take(&mut self.rx[s].bufs[i]);
-            b.truncate(len);
+            rb.last_ns = t;
+            let b = rb.mm.take(i);
             self.st.rx_packets += 1;
             self.link.enqueue(t, dir, Packet::new(b, VNET_HDR_LEN));
         }
@@ -290,9 +236,6 @@ impl Worker {
             self.by_dir[dir] = pkts;
             return;
         }
-        let fd = self.socks[1 - dir].fd;
-        self.tx_iovs.clear();
-        self.tx_msgs.clear();
         for r in pkts.iter_mut() {
             if r.pkt.corrupted && r.pkt.head >= VNET_HDR_LEN {
                 // no checksum offload (flags, gso_type = 0): the kernel sends the frame as
@@ -300,25 +243,17 @@ impl Worker {
                 r.pkt.buf[0] = 0;
                 r.pkt.buf[1] = 0;
             }
-            self.tx_iovs.push(libc::iovec {
-                iov_base: r.pkt.buf.as_mut_ptr() as *mut libc::c_void,
-                iov_len: r.pkt.buf.len(),
-            });
         }
-        for i in 0..pkts.len() {
-            let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
-            m.msg_hdr.msg_iov = &mut self.tx_iovs[i];
-            m.msg_hdr.msg_iovlen = 1;
-            self.tx_msgs.push(m);
-        }
+        let fd = self.socks[1 - dir].fd.as_fd();
         let mut t = now_ns();
         let mut off = 0;
         let mut waited = 0;
         while off < pkts.len() {
             let k = (pkts.len() - off).min(1024);
-            let r = unsafe { libc::sendmmsg(fd, self.tx_msgs.as_mut_ptr().add(off), k as u32, 0) };
-            if r < 0 {
-                match std::io::Error::last_os_error().raw_os_error() {
+            let frames = pkts[off..off + k].iter().map(|r| r.pkt.buf.as_slice());
+            let r = self.tx_batch.send(fd, frames, 0);
+            if let Err(e) = &r {
+                match e.raw_os_error() {
                     Some(libc::EINTR) => continue,
                     // The receiving side's backlog is full (with RPS the peer's packets
                     // queue for another CPU, netdev_max_backlog deep): wait for it to
@@ -335,12 +270,12 @@ impl Worker {
                 }
                 self.st.tx_errors += 1;
                 off += 1;
-            } else {
-                for p in &pkts[off..off + r as usize] {
+            } else if let Ok(r) = r {
+                for p in &pkts[off..off + r] {
                     self.st.count_release(p.due_ns, t, self.late_tol);
                 }
                 self.st.forwarded += r as u64;
-                off += r as usize;
+                off += r;
             }
         }
         for r in pkts.drain(..) {

@@ -8,11 +8,14 @@
 //! one `sendto` per 32 descriptors. Kernel interfaces used, all documented in
 //! Documentation/networking/af_xdp.rst and xsk-tx-metadata.rst:
 //! - one UMEM per port: receive frames circulate fill ring -> rx ring -> (copied out) ->
-//!   fill ring; transmit frames circulate tx ring -> completion ring -> free list;
-//! - an XDP program (assembled in `program`, 17 instructions) that writes `bpf_ktime_get_ns()`
-//!   (CLOCK_MONOTONIC) into 8 bytes of metadata in front of the frame and redirects it to
-//!   the port's socket through an XSKMAP; it is attached with a bpf_link, so it goes away
-//!   with the process however the process ends (no BPF object is left behind);
+//!   fill ring; transmit frames circulate tx ring -> completion ring -> free list. The
+//!   socket, its UMEM and rings are ccarena-sys's `xdp::Xsk` (which also does the
+//!   receive side); the transmit ring logic is here;
+//! - an XDP program (bpf/link/xsk_redirect.bpf.c, loaded in `program`) that writes
+//!   `bpf_ktime_get_ns()` (CLOCK_MONOTONIC) into 8 bytes of metadata in front of the
+//!   frame and redirects it to the port's socket through an XSKMAP; it is attached with a
+//!   bpf_link, so it goes away with the process however the process ends (no BPF object
+//!   is left behind);
 //! - the TX metadata checksum request (XDP_TXMD_FLAGS_CHECKSUM, kernel >= 6.8): the
 //!   kernel marks the skb CHECKSUM_PARTIAL, as the virtio-net header does on the AF_PACKET
 //!   path. An XDP frame does not say whether its L4 checksum was complete or partial;
@@ -24,24 +27,22 @@
 //! the frames to the kernel at once; `send` keeps order, retries frames the receiving
 //! side refused (as the AF_PACKET path does on ENOBUFS) and counts the ones it gave up on.
 
-mod abi;
 mod program;
 
+use std::collections::VecDeque;
 use std::io;
-use std::os::fd::RawFd;
-use std::ptr;
-use std::sync::atomic::AtomicU32;
+use std::os::fd::{AsFd, BorrowedFd};
 
 use super::error::ShellError;
-use abi::*;
-pub use abi::XdpStats;
 use ccarena_sys::clock::{nap, now_ns};
+use ccarena_sys::sock;
+use ccarena_sys::xdp::{Xsk, XskConfig, XskStep};
 use program::XdpAttachment;
 pub use program::PROG_NAME;
 
-/// Bytes of TX metadata in front of a transmitted frame: flags and the checksum request
-/// of struct xsk_tx_metadata (later fields, e.g. launch_time, are not used).
-const TXMD_LEN: usize = 16;
+/// Bytes of TX metadata in front of a transmitted frame: struct xsk_tx_metadata (its
+/// flags and checksum request; later fields, e.g. launch_time, are not used).
+const TXMD_LEN: u32 = std::mem::size_of::<libc::xsk_tx_metadata>() as u32;
 /// Where a transmitted frame starts inside its chunk (room for the TX metadata).
 const TX_OFF: u64 = 64;
 /// Descriptors per ring; receive frames per port (~65 ms of 1500-byte frames at 2 Gbit/s).
@@ -77,10 +78,6 @@ fn l4_checksum(f: &[u8]) -> Option<(u16, u16)> {
     }
 }
 
-fn err(attempt: &str, object: &str) -> ShellError {
-    ShellError::last_os(attempt, object)
-}
-
 /// Marks a TX ring entry left by an earlier `send` call (its bytes are not at hand).
 const FOREIGN: usize = usize::MAX;
 
@@ -98,21 +95,28 @@ fn kernel_consumer(old: u32, published: u32, ebusy: bool) -> u32 {
     }
 }
 
+/// What failed when `Xsk::open` failed at `step`.
+fn open_attempt(step: XskStep) -> &'static str {
+    match step {
+        XskStep::Config => "AF_XDP: ring and chunk sizes",
+        XskStep::Socket => "open AF_XDP socket",
+        XskStep::MapUmem => "map AF_XDP UMEM",
+        XskStep::RegisterUmem => "setsockopt XDP_UMEM_REG (TX metadata needs kernel >= 6.8)",
+        XskStep::RingSize => "setsockopt AF_XDP ring size",
+        XskStep::MmapOffsets => "getsockopt XDP_MMAP_OFFSETS",
+        XskStep::MapRing => "map AF_XDP ring",
+        XskStep::Bind => "bind AF_XDP socket (copy mode, queue 0)",
+    }
+}
+
 /// An AF_XDP socket on queue 0 of one interface, with its UMEM and XDP program.
 pub struct XskPort {
-    pub fd: RawFd,
+    // dropped first: the XDP program stops redirecting before the socket goes
+    _xdp: XdpAttachment,
+    xsk: Xsk,
     pub ifname: String,
-    umem: *mut u8,
-    umem_len: usize,
-    chunk: u64,
-    rx: Ring,
-    tx: Ring,
-    fill: Ring,
-    comp: Ring,
     /// Transmit frames not in the kernel's hands (chunk addresses).
     tx_free: Vec<u64>,
-    /// The XDP program feeding the socket (None only while dropping).
-    xdp: Option<XdpAttachment>,
     /// Sends the receiving side refused and that were sent again / given up.
     pub tx_waits: u64,
     pub tx_lost: u64,
@@ -120,158 +124,52 @@ pub struct XskPort {
     pub tx_refused: u64,
     /// Frames on the TX ring, in ring order, from the kernel's read position on: (index
     /// into `send`'s argument or FOREIGN for one left by an earlier call, due time).
-    pending: std::collections::VecDeque<(usize, u64)>,
+    pending: VecDeque<(usize, u64)>,
     /// Our copy of the kernel's own TX read position, which it publishes late (see
     /// `kernel_consumer`).
     kc: u32,
 }
 
-// SAFETY: the raw pointers point into mappings owned by the port; one thread uses it.
-unsafe impl Send for XskPort {}
-
 impl XskPort {
     /// Open the socket, map its rings and UMEM, attach the XDP program. `frame_max` is the
     /// longest frame (Ethernet header included) the port must carry.
     pub fn open(ifname: &str, frame_max: usize) -> Result<XskPort, ShellError> {
-        let cname = std::ffi::CString::new(ifname).map_err(|_| ShellError {
-            attempt: "look up interface".into(),
-            object: ifname.into(),
-            cause: io::Error::from(io::ErrorKind::InvalidInput),
-        })?;
-        let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) };
-        if ifindex == 0 {
-            return Err(err("look up interface", ifname));
-        }
+        let ifindex = sock::if_index(ifname).map_err(|e| ShellError::new("look up interface", ifname, e))?;
         // Copy mode puts a received frame XDP_PACKET_HEADROOM (256) into its chunk.
-        let chunk: u64 = if frame_max + 256 <= 2048 { 2048 } else { 4096 };
+        let chunk: u32 = if frame_max + 256 <= 2048 { 2048 } else { 4096 };
         if frame_max + 256 > 4096 {
-            return Err(ShellError {
-                attempt: "AF_XDP: frames of this MTU do not fit a 4 KiB chunk".into(),
-                object: ifname.into(),
-                cause: io::Error::from(io::ErrorKind::InvalidInput),
-            });
+            let e = io::Error::from(io::ErrorKind::InvalidInput);
+            return Err(ShellError::new("AF_XDP: frames of this MTU do not fit a 4 KiB chunk", ifname, e));
         }
-        let nframes = (RX_FRAMES + TX_FRAMES) as usize;
-        let umem_len = nframes * chunk as usize;
-        let fd = unsafe { libc::socket(AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
-        if fd < 0 {
-            return Err(err("open AF_XDP socket", ifname));
-        }
-        // From here on a failure closes what was opened (see Drop).
-        let umem = unsafe {
-            libc::mmap(
-                ptr::null_mut(),
-                umem_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
-                -1,
-                0,
-            )
+        let cfg = XskConfig {
+            ifindex,
+            queue_id: 0,
+            chunk_size: chunk,
+            rx_frames: RX_FRAMES,
+            tx_frames: TX_FRAMES,
+            tx_metadata_len: TXMD_LEN,
+            bind_flags: libc::XDP_COPY,
         };
-        if umem == libc::MAP_FAILED {
-            unsafe { libc::close(fd) };
-            return Err(err("map AF_XDP UMEM", ifname));
-        }
-        let partial = Partial { fd, umem: umem as *mut u8, umem_len };
-        let so = |opt: i32, v: *const libc::c_void, l: usize, what: &str| -> Result<(), ShellError> {
-            if unsafe { libc::setsockopt(fd, SOL_XDP, opt, v, l as u32) } < 0 {
-                return Err(err(what, ifname));
-            }
-            Ok(())
-        };
-        let reg = UmemReg {
-            addr: umem as u64,
-            len: umem_len as u64,
-            chunk_size: chunk as u32,
-            headroom: 0,
-            flags: XDP_UMEM_TX_METADATA_LEN,
-            tx_metadata_len: TXMD_LEN as u32,
-        };
-        so(XDP_UMEM_REG, &reg as *const _ as _, std::mem::size_of::<UmemReg>(), "setsockopt XDP_UMEM_REG (TX metadata needs kernel >= 6.8)")?;
-        for (o, n) in [
-            (XDP_UMEM_FILL_RING, RX_FRAMES),
-            (XDP_UMEM_COMPLETION_RING, TX_FRAMES),
-            (XDP_RX_RING, RX_FRAMES),
-            (XDP_TX_RING, TX_FRAMES),
-        ] {
-            so(o, &n as *const u32 as _, 4, "setsockopt AF_XDP ring size")?;
-        }
+        let xsk = Xsk::open(&cfg).map_err(|e| ShellError::new(open_attempt(e.step), ifname, e.cause))?;
         // Every frame in flight is an skb charged to this socket until the receiving side
         // frees it (with RPS, up to a backlog of them): room for 16 MiB, as on AF_PACKET.
         let sbuf: libc::c_int = 16 << 20;
         for opt in [libc::SO_SNDBUFFORCE, libc::SO_SNDBUF] {
-            if unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, opt, &sbuf as *const _ as _, 4) } == 0 {
+            if sock::setsockopt(xsk.as_fd(), libc::SOL_SOCKET, opt, &sbuf).is_ok() {
                 break;
             }
         }
-        let mut off = MmapOffsets::default();
-        let mut l = std::mem::size_of::<MmapOffsets>() as u32;
-        if unsafe { libc::getsockopt(fd, SOL_XDP, XDP_MMAP_OFFSETS, &mut off as *mut _ as _, &mut l) } < 0 {
-            return Err(err("getsockopt XDP_MMAP_OFFSETS", ifname));
-        }
-        let map = |o: &RingOff, pgoff: i64, n: u32, esz: usize| -> Result<Ring, ShellError> {
-            let len = o.desc as usize + n as usize * esz;
-            let p = unsafe {
-                libc::mmap(
-                    ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_SHARED | libc::MAP_POPULATE,
-                    fd,
-                    pgoff,
-                )
-            };
-            if p == libc::MAP_FAILED {
-                return Err(err("map AF_XDP ring", ifname));
-            }
-            let b = p as *mut u8;
-            Ok(Ring {
-                map: p,
-                map_len: len,
-                prod: unsafe { b.add(o.producer as usize) } as *const AtomicU32,
-                cons: unsafe { b.add(o.consumer as usize) } as *const AtomicU32,
-                desc: unsafe { b.add(o.desc as usize) },
-                mask: n - 1,
-            })
-        };
-        let rx = map(&off.rx, PGOFF_RX, RX_FRAMES, 16)?;
-        let tx = map(&off.tx, PGOFF_TX, TX_FRAMES, 16)?;
-        let fill = map(&off.fr, PGOFF_FILL, RX_FRAMES, 8)?;
-        let comp = map(&off.cr, PGOFF_COMP, TX_FRAMES, 8)?;
-        // Every receive frame starts in the fill ring.
-        for i in 0..RX_FRAMES {
-            unsafe { *fill.addr_at(i) = i as u64 * chunk };
-        }
-        fill.set_prod(RX_FRAMES);
-        let tx_free = (RX_FRAMES..RX_FRAMES + TX_FRAMES).rev().map(|i| i as u64 * chunk).collect();
-        let sa = SockaddrXdp {
-            family: AF_XDP as u16,
-            flags: XDP_COPY,
-            ifindex,
-            queue_id: 0,
-            shared_umem_fd: 0,
-        };
-        if unsafe { libc::bind(fd, &sa as *const _ as _, std::mem::size_of::<SockaddrXdp>() as u32) } < 0 {
-            return Err(err("bind AF_XDP socket (copy mode, queue 0)", ifname));
-        }
-        let xdp = program::attach(ifindex, fd, ifname)?;
-        std::mem::forget(partial);
+        let tx_free = xsk.tx_frames().rev().collect();
+        let xdp = program::attach(ifindex, xsk.as_fd(), ifname)?;
         Ok(XskPort {
-            fd,
+            _xdp: xdp,
+            xsk,
             ifname: ifname.into(),
-            umem: umem as *mut u8,
-            umem_len,
-            chunk,
-            rx,
-            tx,
-            fill,
-            comp,
             tx_free,
-            xdp: Some(xdp),
             tx_waits: 0,
             tx_lost: 0,
             tx_refused: 0,
-            pending: std::collections::VecDeque::with_capacity(TX_FRAMES as usize),
+            pending: VecDeque::with_capacity(TX_FRAMES as usize),
             kc: 0,
         })
     }
@@ -280,65 +178,30 @@ impl XskPort {
     /// had no room for its stamp), then give the frames back to the kernel. `f` runs only
     /// after the ring's producer was read: a clock read in `f` is later than every
     /// arrival it is handed.
-    pub fn recv(&mut self, max: usize, mut f: impl FnMut(&[u8], u64)) -> usize {
-        let cons = self.rx.cons();
-        let n = self.rx.prod().wrapping_sub(cons).min(max as u32);
-        if n == 0 {
-            return 0;
-        }
-        let fprod = self.fill.prod();
-        for i in 0..n {
-            let d = unsafe { *self.rx.desc_at(cons.wrapping_add(i)) };
-            let base = d.addr & !(self.chunk - 1);
-            let stamp = if d.addr >= base + 8 {
-                let p = unsafe { self.umem.add(d.addr as usize - 8) as *mut u64 };
-                let t = unsafe { p.read_unaligned() };
-                // clear it: a later frame in this chunk without a stamp must not reuse it
-                unsafe { p.write_unaligned(0) };
-                t
-            } else {
-                0
-            };
-            let data = unsafe { std::slice::from_raw_parts(self.umem.add(d.addr as usize), d.len as usize) };
-            f(data, stamp);
-            unsafe { *self.fill.addr_at(fprod.wrapping_add(i)) = base };
-        }
-        self.rx.set_cons(cons.wrapping_add(n));
-        self.fill.set_prod(fprod.wrapping_add(n));
-        n as usize
+    pub fn recv(&mut self, max: usize, f: impl FnMut(&[u8], u64)) -> usize {
+        self.xsk.recv(max, f)
     }
 
     fn reclaim(&mut self) {
-        let (p, c) = (self.comp.prod(), self.comp.cons());
-        for i in c..p {
-            let a = unsafe { *self.comp.addr_at(i) };
-            self.tx_free.push(a & !(self.chunk - 1));
-        }
-        self.comp.set_cons(p);
+        let free = &mut self.tx_free;
+        self.xsk.reclaim(|a| free.push(a));
     }
 
-    /// Put `frame` on the TX ring at index `at` in a fresh transmit frame, with the
-    /// checksum request if `csum` (not for a frame the core corrupted: its receiver must
-    /// verify the checksum).
+    /// Whether `frame` fits a transmit frame after the room for its TX metadata (every
+    /// frame received on the other port does: it came in a chunk of the same size, after
+    /// 256 bytes of headroom).
+    fn fits(&self, frame: &[u8]) -> bool {
+        TX_OFF + frame.len() as u64 <= self.xsk.chunk()
+    }
+
+    /// Put `frame` (which `fits`) on the TX ring at index `at` in a fresh transmit frame,
+    /// with the checksum request if `csum` (not for a frame the core corrupted: its
+    /// receiver must verify the checksum).
     fn write_desc(&mut self, at: u32, frame: &[u8], csum: bool) {
         let base = self.tx_free.pop().expect("a free transmit frame");
-        let addr = base + TX_OFF;
-        unsafe {
-            ptr::copy_nonoverlapping(frame.as_ptr(), self.umem.add(addr as usize), frame.len());
-        }
-        let mut options = 0;
-        if let Some((start, off)) = l4_checksum(frame).filter(|_| csum) {
-            let md = unsafe { self.umem.add(addr as usize - TXMD_LEN) };
-            unsafe {
-                (md as *mut u64).write_unaligned(XDP_TXMD_FLAGS_CHECKSUM);
-                (md.add(8) as *mut u16).write_unaligned(start);
-                (md.add(10) as *mut u16).write_unaligned(off);
-            }
-            options = XDP_TX_METADATA;
-        }
-        unsafe {
-            *self.tx.desc_at(at) = XdpDesc { addr, len: frame.len() as u32, options };
-        }
+        let request = l4_checksum(frame).filter(|_| csum);
+        let d = self.xsk.write_frame(base + TX_OFF, frame, request).expect("a frame fits its transmit chunk");
+        self.xsk.tx_ring().set(at, d);
     }
 
     /// Send `frames` (bytes, due time, ask for checksum offload) in order. `sent(due, t)` is called as each frame
@@ -352,19 +215,29 @@ impl XskPort {
         let (mut next, mut waited) = (0, 0);
         loop {
             self.reclaim();
-            let room = (TX_FRAMES - self.tx.prod().wrapping_sub(self.tx.cons())) as usize;
+            let ring = self.xsk.tx_ring();
+            let room = (TX_FRAMES - ring.prod().wrapping_sub(ring.cons())) as usize;
             let k = (frames.len() - next).min(KICK_BATCH).min(room).min(self.tx_free.len());
-            let start = self.tx.prod();
+            let start = ring.prod();
+            let mut put = 0u32;
             for j in 0..k {
                 let (f, due, csum) = frames[next + j];
-                self.write_desc(start.wrapping_add(j as u32), f, csum);
+                if !self.fits(f) {
+                    self.tx_lost += 1;
+                    continue;
+                }
+                self.write_desc(start.wrapping_add(put), f, csum);
                 pending.push_back((next + j, due));
+                put += 1;
             }
-            self.tx.set_prod(start.wrapping_add(k as u32));
+            self.xsk.tx_ring().set_prod(start.wrapping_add(put));
             next += k;
             if pending.is_empty() {
                 if next == frames.len() {
                     break;
+                }
+                if k > 0 {
+                    continue; // all of them too long for a transmit frame
                 }
                 // No frame could be written: every transmit frame is still held by the
                 // receiving side (its completion comes when that side takes the skb).
@@ -384,7 +257,7 @@ impl XskPort {
             if rc == -libc::EBUSY {
                 self.tx_refused += 1;
             }
-            self.kc = kernel_consumer(old, self.tx.cons(), rc == -libc::EBUSY);
+            self.kc = kernel_consumer(old, self.xsk.tx_ring().cons(), rc == -libc::EBUSY);
             let taken = self.kc.wrapping_sub(old) as usize;
             for j in 0..taken {
                 let (i, due) = pending.pop_front().unwrap_or((FOREIGN, 0));
@@ -436,64 +309,52 @@ impl XskPort {
     /// Put `frame` back at the head of the TX ring, where the kernel reads next (false:
     /// no transmit frame or ring slot free).
     fn requeue_at_head(&mut self, frame: &[u8], csum: bool) -> bool {
+        if !self.fits(frame) {
+            return false;
+        }
         self.reclaim();
-        let (c, p) = (self.kc, self.tx.prod());
-        if self.tx_free.is_empty() || p.wrapping_sub(self.tx.cons()) >= TX_FRAMES {
+        let c = self.kc;
+        let ring = self.xsk.tx_ring();
+        let p = ring.prod();
+        if self.tx_free.is_empty() || p.wrapping_sub(ring.cons()) >= TX_FRAMES {
             return false;
         }
         let mut i = p;
         while i != c {
-            unsafe { *self.tx.desc_at(i) = *self.tx.desc_at(i.wrapping_sub(1)) };
+            let d = ring.get(i.wrapping_sub(1));
+            ring.set(i, d);
             i = i.wrapping_sub(1);
         }
         self.write_desc(c, frame, csum);
-        self.tx.set_prod(p.wrapping_add(1));
+        self.xsk.tx_ring().set_prod(p.wrapping_add(1));
         true
     }
 
     /// Ask the kernel to send what is on the TX ring (copy mode sends up to 32 per call).
     /// Returns 0 or -errno.
     fn kick(&self) -> i32 {
-        let r = unsafe { libc::sendto(self.fd, ptr::null(), 0, libc::MSG_DONTWAIT, ptr::null(), 0) };
-        if r < 0 {
-            -io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
-        } else {
-            0
+        match self.xsk.kick() {
+            Ok(()) => 0,
+            Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
         }
     }
 
-    pub fn stats(&self) -> XdpStats {
-        let mut s = XdpStats::default();
-        let mut l = std::mem::size_of::<XdpStats>() as u32;
-        unsafe { libc::getsockopt(self.fd, SOL_XDP, XDP_STATISTICS, &mut s as *mut _ as _, &mut l) };
-        s
+    /// The socket's kernel counters (zero if the kernel will not say).
+    pub fn stats(&self) -> libc::xdp_statistics {
+        self.xsk.stats().unwrap_or(libc::xdp_statistics {
+            rx_dropped: 0,
+            rx_invalid_descs: 0,
+            tx_invalid_descs: 0,
+            rx_ring_full: 0,
+            rx_fill_ring_empty_descs: 0,
+            tx_ring_empty_descs: 0,
+        })
     }
 }
 
-/// What `open` has created so far, released if it fails half-way.
-struct Partial {
-    fd: RawFd,
-    umem: *mut u8,
-    umem_len: usize,
-}
-
-impl Drop for Partial {
-    fn drop(&mut self) {
-        unsafe {
-            libc::close(self.fd);
-            libc::munmap(self.umem as *mut libc::c_void, self.umem_len);
-        }
-    }
-}
-
-impl Drop for XskPort {
-    fn drop(&mut self) {
-        // the XDP program first: it stops redirecting before the socket goes
-        drop(self.xdp.take());
-        unsafe {
-            libc::close(self.fd);
-            libc::munmap(self.umem as *mut libc::c_void, self.umem_len);
-        }
+impl AsFd for XskPort {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.xsk.as_fd()
     }
 }
 
