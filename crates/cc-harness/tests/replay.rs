@@ -31,6 +31,11 @@ mod bic {
     replays!("bic": bulk, nosack, rto, reorder, idle, stretch);
 }
 
+mod highspeed {
+    use super::*;
+    replays!("highspeed": bulk, nosack, rto, reorder, idle, stretch, deepq);
+}
+
 /// The replay can tell algorithms apart: the papers' variants, which differ from Linux's
 /// rules, diverge on the same traces (so an identical replay is a finding, not a harness
 /// that compares nothing).

@@ -29,6 +29,7 @@ LINUX: dict[str, bool] = {
     "reno": False,
     "scalable": True,
     "bic": True,
+    "highspeed": True,
 }
 
 
