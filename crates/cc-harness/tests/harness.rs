@@ -17,7 +17,9 @@ fn every_algorithm_is_built_with_the_contract_ops() {
             assert!(c.has_op(op), "{a}: no {op:?}");
         }
         assert!(!c.has_op(Op::CongAvoid), "{a}: cong_control algorithms have no cong_avoid");
-        // a few rounds of slow start and one loss must leave a sane window
+        // a few rounds of slow start from the handshake's 10 segments (Linux's Hybla starts
+        // from rho, 1 below 50 ms) and one loss must leave a sane window
+        c.set_cwnd(10);
         c.set_ssthresh(30);
         for _ in 0..5 {
             c.round(20_000);
@@ -60,6 +62,12 @@ fn no_algorithm_grows_while_the_application_limits_the_flow() {
     // application keeps 10 segments in flight against a window of 40 (in slow start the
     // kernel also lets cwnd reach twice the largest flight, so that is 10 as well)
     for a in ALGOS {
+        // Linux's tcp_vegas grows on its own path without the cwnd-limited check (slow start
+        // within a round, +1 at a judgement): its default variant does the same (tests/
+        // vegas.rs, linux_vegas_grows_while_the_application_limits_the_flow)
+        if *a == "vegas" {
+            continue;
+        }
         for (name, ssthresh) in [("slow start", 1000), ("congestion avoidance", 40)] {
             set_now_us(1_000_000);
             let c = Conn::new(a);

@@ -36,6 +36,11 @@ mod highspeed {
     replays!("highspeed": bulk, nosack, rto, reorder, idle, stretch, deepq);
 }
 
+mod vegas {
+    use super::*;
+    replays!("vegas": bulk, nosack, rto, reorder, idle, stretch);
+}
+
 /// The replay can tell algorithms apart: the papers' variants, which differ from Linux's
 /// rules, diverge on the same traces (so an identical replay is a finding, not a harness
 /// that compares nothing).

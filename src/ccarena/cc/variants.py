@@ -30,6 +30,7 @@ LINUX: dict[str, bool] = {
     "scalable": True,
     "bic": True,
     "highspeed": True,
+    "vegas": True,
 }
 
 
