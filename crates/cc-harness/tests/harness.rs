@@ -185,3 +185,26 @@ fn no_loss_sets_ssthresh_below_two_segments_or_above_the_window() {
         }
     }
 }
+
+#[test]
+fn no_algorithm_undoes_a_reduction_below_the_window_it_has_now() {
+    // tcp_undo_cwnd_reduction sets cwnd to the undo_cwnd op's value: after a reduction
+    // found spurious, the window goes back to the one before it (tcp_reno_undo_cwnd:
+    // max(cwnd, prior_cwnd)), never below what it has regrown to meanwhile
+    for a in ALGOS {
+        for regrown in [40u32, 150] {
+            let c = Conn::new(a);
+            c.start_in_ca(100);
+            c.round(20_000);
+            let prior = c.cwnd();
+            c.enter_recovery();
+            c.set_cwnd(regrown);
+            let w = c.op_undo_cwnd();
+            assert!(w >= regrown, "{a}: undo to {w} below the current window {regrown}");
+            assert!(w <= prior.max(regrown) + 1, "{a}: undo to {w}, before the reduction {prior}");
+            if regrown < prior {
+                assert!(w >= prior * 7 / 10, "{a}: undo to {w}, before the reduction {prior}");
+            }
+        }
+    }
+}

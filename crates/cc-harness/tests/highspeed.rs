@@ -63,6 +63,11 @@ fn linux_grows_a_of_w_per_ack_whatever_the_ack_acknowledges() {
         assert_eq!(linux_row(200), 2);
         assert_eq!(acks_to_grow(&c, segs), 67, "ACKs of {segs}");
     }
+    // above the last row's window (89 053) the last row: a = 72, ceil(90 000 / 72) ACKs
+    let c = Conn::new("highspeed");
+    c.set(Field::CwndClamp, 1 << 24);
+    c.start_in_ca(90_000);
+    assert_eq!(acks_to_grow(&c, 1), 1250);
     // at 38 (the first row, a = 1) and 39 (the second, a = 2): Reno's, then twice as fast
     let c = Conn::new("highspeed");
     c.start_in_ca(38);
