@@ -31,6 +31,7 @@ LINUX: dict[str, bool] = {
     "bic": True,
     "highspeed": True,
     "vegas": True,
+    "hybla": True,
 }
 
 
