@@ -32,6 +32,7 @@ LINUX: dict[str, bool] = {
     "highspeed": True,
     "vegas": True,
     "hybla": True,
+    "veno": True,
 }
 
 
