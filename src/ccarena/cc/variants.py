@@ -33,6 +33,7 @@ LINUX: dict[str, bool] = {
     "vegas": True,
     "hybla": True,
     "veno": True,
+    "yeah": True,
 }
 
 
