@@ -51,6 +51,11 @@ mod veno {
     replays!("veno": bulk, nosack, rto, reorder, idle, stretch);
 }
 
+mod htcp {
+    use super::*;
+    replays!("htcp": bulk, nosack, rto, reorder, idle, stretch);
+}
+
 mod yeah {
     use super::*;
     replays!("yeah": bulk, nosack, rto, reorder, idle, stretch, deepq);
@@ -61,7 +66,7 @@ mod yeah {
 /// that compares nothing).
 #[test]
 fn the_paper_variants_diverge_from_linux_on_the_same_traces() {
-    for (algo, variant) in [("bic", "bic:paper"), ("scalable", "scalable:paper"), ("highspeed", "highspeed:paper"), ("vegas", "vegas:paper"), ("hybla", "hybla:paper"), ("veno", "veno:paper"), ("yeah", "yeah:paper")] {
+    for (algo, variant) in [("bic", "bic:paper"), ("scalable", "scalable:paper"), ("highspeed", "highspeed:paper"), ("vegas", "vegas:paper"), ("hybla", "hybla:paper"), ("veno", "veno:paper"), ("yeah", "yeah:paper"), ("htcp", "htcp:paper")] {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("traces").join(algo).join("bulk.csv.gz");
         let trace = Trace::load(&path).unwrap_or_else(|e| panic!("{e}"));
         let rep = replay(&trace, variant, Options::default());

@@ -34,6 +34,7 @@ LINUX: dict[str, bool] = {
     "hybla": True,
     "veno": True,
     "yeah": True,
+    "htcp": True,
 }
 
 
