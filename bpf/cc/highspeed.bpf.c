@@ -14,7 +14,7 @@
  *   - on a loss ssthresh = max(cwnd - cwnd * b >> 8, 2) with the row last set in
  *     congestion avoidance: a loss out of the initial slow start halves (row 0), and one
  *     after an RTO's slow start uses the row of the window before it;
- *   - init caps snd_cwnd_clamp at 2^32 / 128, so that cwnd * b never overflows.
+ *   - (init's cap of snd_cwnd_clamp at 2^32 / 128 is left out: see the init op.)
  * Undo: the window before the reduction.
  *
  * CCA_PAPER (cca_highspeed_p): the RFC's response function itself, §5 (below).
@@ -121,24 +121,25 @@ static __always_inline u32 hs_row_at_or_above(u32 cwnd)
 	for (i = 0; i < 7; i++) {
 		u32 mid = (lo + hi) / 2;
 
-		if (lo < hi) {
-			if (hs_rules[mid % HS_RULES].w >= cwnd)
+		if (lo < hi && mid < HS_RULES) {
+			if (hs_rules[mid].w >= cwnd)
 				hi = mid;
 			else
 				lo = mid + 1;
 		}
 	}
-	return hi % HS_RULES;
+	return hi < HS_RULES ? hi : HS_RULES - 1;
 }
 
 SEC("struct_ops")
 void BPF_PROG(cca_highspeed_init, struct sock *sk)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
 	struct highspeed *ca = inet_csk_ca(sk);
 
+	/* Linux's init also caps snd_cwnd_clamp at 2^32 / 128 so that cwnd * b cannot
+	 * overflow; a struct_ops program may not write the clamp, and needs no cap: a window
+	 * of 2^25 segments is beyond any real one (the guard's bound is 2^24, cca_common.h) */
 	ca->row = 0;
-	tp->snd_cwnd_clamp = cca_min(tp->snd_cwnd_clamp, 0xffffffffu / 128);
 }
 
 /* growth rule, run by cca_highspeed_cong_control (cca_common.h) */
@@ -169,7 +170,11 @@ static __always_inline u32 highspeed_ssthresh_for(struct sock *sk, u32 cwnd)
 {
 	struct highspeed *ca = inet_csk_ca(sk);
 
-	return cca_max(cwnd - ((cwnd * hs_rules[ca->row % HS_RULES].b) >> 8), 2);
+	u32 row = ca->row;
+
+	if (row >= HS_RULES)   /* never: the row is set by hs_row_at_or_above */
+		row = HS_RULES - 1;
+	return cca_max(cwnd - ((cwnd * hs_rules[row].b) >> 8), 2);
 }
 
 #else /* CCA_PAPER */

@@ -8,8 +8,8 @@
  *   - rho = srtt / RTT0 (RTT0 = 25 ms), in 1/8 (rho8, from the kernel's srtt, which is
  *     kept << 3), at least 1; recomputed at init and whenever an ACK finds srtt below
  *     the smallest srtt seen (not from RTT samples);
- *   - init: cwnd = the integer part of rho (1 for a handshake RTT below 50 ms),
- *     snd_cwnd_clamp = 65535;
+ *   - init: cwnd = the integer part of rho (1 for a handshake RTT below 50 ms), and
+ *     cwnd kept within 65535 (Linux sets snd_cwnd_clamp so; see hybla_clamp);
  *   - per ACK (whatever it acknowledges), when cwnd-limited and in Open:
  *       slow start:  + 2^rho - 1 in 1/128 segment: 2^int(rho) * 2^(frac/8) (a table of
  *                    floor(128 * 2^(k/8))) - 128, capped at ssthresh
@@ -39,8 +39,18 @@ struct hybla {
 };
 CCA_PRIV_CHECK(struct hybla);
 
-/* floor(128 * 2^(k/8)), k = 0..7: 2 to the fractional eighths of rho, in 1/128 */
-static const u32 hybla_pow2_eighths[8] = { 128, 139, 152, 165, 181, 197, 215, 234 };
+/*
+ * floor(128 * 2^(k/8)) for k = 0..7 (2 to the fractional eighths of rho, in 1/128: 128,
+ * 139, 152, 165, 181, 197, 215, 234), one byte each, k-th byte = k-th value (a constant
+ * rather than a table: clang folds a small table into code and leaves an empty .rodata
+ * that libbpf refuses)
+ */
+#define HYBLA_POW2_EIGHTHS 0xEAD7C5B5A5988B80ull
+
+static __always_inline u32 hybla_pow2_eighths(u32 k)
+{
+	return (u32)(HYBLA_POW2_EIGHTHS >> (8 * (k & 7))) & 0xff;
+}
 
 /* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
 static __always_inline u32 hybla_ssthresh_for(struct sock *sk, u32 cwnd)
@@ -55,6 +65,19 @@ static __always_inline void hybla_rho(struct sock *sk, struct hybla *ca)
 	ca->rho2_128 = (ca->rho8 * ca->rho8) << 1;
 }
 
+/*
+ * Linux's init sets snd_cwnd_clamp = 65535; a struct_ops program may not write the clamp,
+ * so Hybla's own growth (here, and Reno's outside Open) keeps the window within 65535
+ * itself. (The kernel's other uses of the clamp, e.g. the restart after idle, see the
+ * socket's own clamp.)
+ */
+#define HYBLA_CLAMP 65535u
+
+static __always_inline u32 hybla_clamp(const struct tcp_sock *tp)
+{
+	return cca_min(tp->snd_cwnd_clamp, HYBLA_CLAMP);
+}
+
 SEC("struct_ops")
 void BPF_PROG(cca_hybla_init, struct sock *sk)
 {
@@ -63,7 +86,6 @@ void BPF_PROG(cca_hybla_init, struct sock *sk)
 
 	ca->cents = 0;
 	ca->on = 1;
-	tp->snd_cwnd_clamp = 65535;
 	hybla_rho(sk, ca);
 	ca->min_srtt = tp->srtt_us;
 	tp->snd_cwnd = ca->rho;
@@ -92,12 +114,12 @@ static __always_inline void hybla_cong_avoid(struct sock *sk, u32 ack, u32 acked
 	if (!cca_is_cwnd_limited(sk))
 		return;
 	if (!ca->on) {
-		if (cca_in_slow_start(tp)) {
+		/* Reno's growth (tcp_reno_cong_avoid) */
+		if (cca_in_slow_start(tp))
 			acked = cca_slow_start(tp, acked);
-			if (!acked)
-				return;
-		}
-		cca_cong_avoid_ai(tp, tp->snd_cwnd, acked);
+		if (acked)
+			cca_cong_avoid_ai(tp, tp->snd_cwnd, acked);
+		tp->snd_cwnd = cca_min(tp->snd_cwnd, hybla_clamp(tp));
 		return;
 	}
 	if (!ca->rho)
@@ -106,7 +128,7 @@ static __always_inline void hybla_cong_avoid(struct sock *sk, u32 ack, u32 acked
 	if (ss) {
 		u32 eighths = ca->rho8 - (ca->rho << 3);
 
-		inc = (1u << cca_min(ca->rho, 16)) * hybla_pow2_eighths[eighths & 7] - 128;
+		inc = (1u << cca_min(ca->rho, 16)) * hybla_pow2_eighths(eighths) - 128;
 	} else {
 		inc = ca->rho2_128 / tp->snd_cwnd;
 		if (inc < 128)
@@ -125,7 +147,7 @@ static __always_inline void hybla_cong_avoid(struct sock *sk, u32 ack, u32 acked
 	}
 	if (ss)
 		tp->snd_cwnd = cca_min(tp->snd_cwnd, tp->snd_ssthresh);
-	tp->snd_cwnd = cca_min(tp->snd_cwnd, tp->snd_cwnd_clamp);
+	tp->snd_cwnd = cca_min(tp->snd_cwnd, hybla_clamp(tp));
 }
 
 #else /* CCA_PAPER */

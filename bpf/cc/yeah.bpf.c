@@ -22,7 +22,8 @@
  *   - loss: after fewer than 16 slow-mode rounds in a row, cwnd - max(min(Q, max(cwnd/2,
  *     2)), cwnd / 8), else Reno's halving; at least 2; reno_count halved (at least 2) and
  *     the fast-round count cleared;
- *   - init caps snd_cwnd_clamp at 2^32 / 128; undo: the window before the reduction.
+ *   - undo: the window before the reduction (init's cap of snd_cwnd_clamp at 2^32 / 128
+ *     is left out: see the init op).
  *
  * CCA_PAPER (cca_yeah_p): the paper (below).
  */
@@ -59,7 +60,8 @@ void BPF_PROG(cca_yeah_init, struct sock *sk)
 	ca->reno_rounds = 0;
 	ca->last_q = 0;
 	ca->reno_count = 2;
-	tp->snd_cwnd_clamp = cca_min(tp->snd_cwnd_clamp, 0xffffffffu / 128);
+	/* Linux's init also caps snd_cwnd_clamp at 2^32 / 128; a struct_ops program may not
+	 * write the clamp, and a window of 2^25 segments is beyond any real one */
 }
 
 SEC("struct_ops")

@@ -119,11 +119,10 @@ fn linux_slow_start_stops_at_ssthresh_and_spends_nothing_beyond() {
 }
 
 #[test]
-fn linux_init_caps_the_clamp_and_growth_stops_there() {
-    let c = Conn::bare("highspeed");
-    c.set(Field::CwndClamp, u32::MAX as u64);
-    c.init();
-    assert_eq!(c.get(Field::CwndClamp), (u32::MAX / 128) as u64);
+fn linux_growth_stops_at_the_clamp() {
+    // (Linux's init also caps the clamp at 2^32 / 128; a struct_ops program may not
+    // write it: bpf/cc/highspeed.bpf.c)
+    let c = Conn::new("highspeed");
     c.set(Field::CwndClamp, 300);
     c.start_in_ca(300);
     c.ack_segments(2000, 10, 20_000);
