@@ -56,6 +56,11 @@ mod htcp {
     replays!("htcp": bulk, nosack, rto, reorder, idle, stretch);
 }
 
+mod illinois {
+    use super::*;
+    replays!("illinois": bulk, nosack, rto, reorder, idle, stretch);
+}
+
 mod yeah {
     use super::*;
     replays!("yeah": bulk, nosack, rto, reorder, idle, stretch, deepq);
@@ -66,7 +71,7 @@ mod yeah {
 /// that compares nothing).
 #[test]
 fn the_paper_variants_diverge_from_linux_on_the_same_traces() {
-    for (algo, variant) in [("bic", "bic:paper"), ("scalable", "scalable:paper"), ("highspeed", "highspeed:paper"), ("vegas", "vegas:paper"), ("hybla", "hybla:paper"), ("veno", "veno:paper"), ("yeah", "yeah:paper"), ("htcp", "htcp:paper")] {
+    for (algo, variant) in [("bic", "bic:paper"), ("scalable", "scalable:paper"), ("highspeed", "highspeed:paper"), ("vegas", "vegas:paper"), ("hybla", "hybla:paper"), ("veno", "veno:paper"), ("yeah", "yeah:paper"), ("htcp", "htcp:paper"), ("illinois", "illinois:paper")] {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("traces").join(algo).join("bulk.csv.gz");
         let trace = Trace::load(&path).unwrap_or_else(|e| panic!("{e}"));
         let rep = replay(&trace, variant, Options::default());

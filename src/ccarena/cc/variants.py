@@ -35,6 +35,7 @@ LINUX: dict[str, bool] = {
     "veno": True,
     "yeah": True,
     "htcp": True,
+    "illinois": True,
 }
 
 
