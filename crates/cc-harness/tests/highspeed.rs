@@ -76,6 +76,26 @@ fn linux_grows_a_of_w_per_ack_whatever_the_ack_acknowledges() {
 }
 
 #[test]
+fn linux_uses_the_first_row_at_or_above_the_window_at_every_boundary() {
+    // at w[k-1] + 1 and at w[k] the row is k: an ACK adds exactly a = k + 1 to the
+    // counter (one short of cwnd: no growth; exactly cwnd: one segment)
+    let r = rules();
+    for k in 0..r.len() {
+        let lo = if k == 0 { 2 } else { r[k - 1].0 + 1 };
+        for w in [lo, r[k].0] {
+            for (short, grows) in [(k as u32 + 1, true), (k as u32 + 2, false)] {
+                let c = Conn::new("highspeed");
+                c.set(Field::CwndClamp, 1 << 24);
+                c.start_in_ca(w);
+                c.set(Field::CwndCnt, (w - short) as u64);
+                c.ack(Ack::new(1, 20_000));
+                assert_eq!(c.cwnd() > w, grows, "row {k} at {w}: counter {} short", short);
+            }
+        }
+    }
+}
+
+#[test]
 fn linux_cuts_by_the_row_last_set_in_congestion_avoidance() {
     // straight out of slow start the row is still 0: halving, at any window
     let c = Conn::new("highspeed");
