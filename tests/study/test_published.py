@@ -5,6 +5,8 @@ import json
 
 import pytest
 
+from ccarena.cli import exits
+from ccarena.measure import validity
 from conftest import ccarena_cli
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -24,7 +26,16 @@ def test_quick_study_runs_by_name_and_its_checks_pass(tmp_path, no_leaks, name):
     res = next(tmp_path.glob(f"{name}-*"))
     checks = json.loads((res / "checks.json").read_text())
     failed = [c for c in checks if not c["ok"]]
-    assert r.returncode == 0 and not failed, (r.stdout[-3000:], r.stderr[-2000:], failed)
+    spoiled = _noise_spoiled(res)
+    if r.returncode != 0 or failed:
+        # A run the machine's noise alone invalidated (CPU steal, a late link: `show` says
+        # which) leaves its cell unmeasured and a check over it undecided: the study says
+        # so with its exit status, and the mechanism cannot be judged here. Anything else
+        # that fails is a failure.
+        undecided = all("no valid" in str(c.get("why", "")) for c in failed)
+        assert spoiled and undecided and r.returncode in (exits.CHECKS, exits.PARTIAL,
+                                                          exits.FAILED), \
+            (r.returncode, r.stdout[-3000:], r.stderr[-2000:], failed)
     assert (res / "report.html").stat().st_size > 10_000
     html = (res / "report.html").read_text()
     assert html.count("<img") + html.count("<svg") >= 2      # figures are in the report
@@ -34,3 +45,13 @@ def test_quick_study_runs_by_name_and_its_checks_pass(tmp_path, no_leaks, name):
     assert plan["scale"] == "quick"
     # every planned run is there (a check of a missing run fails too, but say it plainly)
     assert {p.name for p in (res / "runs").iterdir()} == {x["label"] for x in plan["runs"]}
+    if r.returncode != 0 or failed:
+        pytest.skip(f"{name}: {len(spoiled)} run(s) invalid for the machine's noise alone "
+                    f"({sorted({x for m in spoiled for x in m['invalid_reasons']})[:3]}); "
+                    f"checks not judged: {[c['what'] for c in failed]}")
+
+
+def _noise_spoiled(res) -> list[dict]:
+    """The study's runs that are invalid for the machine's noise alone."""
+    metas = [json.loads(p.read_text()) for p in (res / "runs").glob("*/meta.json")]
+    return [m for m in metas if validity.noise_only(m)]

@@ -11,7 +11,7 @@ import pytest
 from ccarena.errors import PreflightError, SpecError
 from ccarena.paths import find_binary
 from ccarena.run import dryrun
-from ccarena.run.execute import _bottleneck_meta
+from ccarena.run.one_run import _bottleneck_meta
 from ccarena.study import impair
 from ccarena.study.impair import FourStateLoss, GilbertLoss
 from ccarena.study.load import loads_study

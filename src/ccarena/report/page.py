@@ -202,7 +202,7 @@ def _tcp_left_to_host(res: Results) -> str | None:
 def _limits_table(res: Results) -> dict:
     """What limited each flow, with its evidence (report/limits.py)."""
     from ccarena.report.limits import flow_limits, report_table
-    lim = report_table(flow_limits(res.flows), cell_labels(res))
+    lim = report_table(flow_limits(res.flows), gallery.cell_labels(res))
     return table_data(lim, left=tuple(lim.columns))
 
 
