@@ -86,6 +86,32 @@ fn linux_vegas_leaves_slow_start_when_diff_exceeds_one() {
 }
 
 #[test]
+fn linux_vegas_stays_in_slow_start_at_a_diff_of_one() {
+    // gamma = 1: diff 1 keeps slow start (the judging ACK grows by one), diff 2 leaves it
+    let probe = Conn::new("vegas");
+    let edge = probe.get(Field::SndNxt);
+    probe.transmit();
+    let (edge, _, _) = linux_round(&probe, edge, 20_000);
+    let (_, _, w) = linux_round(&probe, edge, 20_000);
+    for (diff, leaves) in [(1u32, false), (2, true)] {
+        // the smallest RTT sample (+1 us) with w (RTT - 20 001) / 20 001 = diff
+        let rtt = (diff * 20_001).div_ceil(w) + 20_001 - 1;
+        assert_eq!(w * (rtt + 1 - 20_001) / 20_001, diff);
+        let c = Conn::new("vegas");
+        let edge = c.get(Field::SndNxt);
+        c.transmit();
+        let (edge, _, _) = linux_round(&c, edge, 20_000);
+        let (_, _, w2) = linux_round(&c, edge, rtt as i32);
+        assert_eq!(w2, w);
+        if leaves {
+            assert_eq!(c.ssthresh(), c.cwnd(), "diff {diff}: slow start left");
+        } else {
+            assert_eq!((c.cwnd(), c.ssthresh()), (w + 1, INFINITE_SSTHRESH), "diff {diff}");
+        }
+    }
+}
+
+#[test]
 fn linux_vegas_needs_three_samples_in_a_round() {
     // a round without RTT samples: Reno's step (the counter), not Vegas's +1
     let (c, edge) = linux_in_ca(100);
