@@ -95,8 +95,7 @@ def _leak_checked(fn):
 # has several reductions at a window large enough that rounding does not matter (> 16, the
 # legacy window of Scalable and the Low_Window 38 of HighSpeed are exceeded).
 LOSS_PATH = 'rate = "20mbit"\nrtt = "20ms"\nbuffer = "50p"'
-LOSS_ALGS = ["reno", "scalable", "highspeed", "cubic", "bic", "htcp", "veno", "illinois",
-             "yeah", "westwood"]
+LOSS_ALGS = ["reno", "scalable", "highspeed", "cubic", "bic", "veno", "illinois", "westwood"]
 
 
 @pytest.fixture(scope="module")
@@ -115,9 +114,28 @@ BIG_PATH = 'rate = "20mbit"\nrtt = "20ms"\nbuffer = "300p"'
 @pytest.fixture(scope="module")
 def big_runs(tmp_path_factory):
     text = study_text(BIG_PATH, bulk("cubic"), name="sig-big", duration="8s",
-                      sweep='"flow.bulk.cc" = ["cubic", "vegas", "yeah"]')
+                      sweep='"flow.bulk.cc" = ["cubic", "vegas"]')
     res = _leak_checked(lambda: run(text, tmp_path_factory.mktemp("big"), force_cc="bpf"))
     return runs_by_cc(res)
+
+
+# The papers' variants (cc_variant = "paper") of the algorithms whose signature below is
+# their paper's rule where Linux's module differs at these time scales (H-TCP's alpha
+# scaled by minRTT/100 ms, YeAH's decongestion judged per round): the default variants
+# are held to Linux's modules call by call instead (crates/cc-harness/tests/replay.rs).
+# On path L (50 packets) and on the deep buffer (300 packets): {(cc, buffer): meta}.
+@pytest.fixture(scope="module")
+def paper_runs(tmp_path_factory):
+    text = study_text(LOSS_PATH, bulk("htcp", extra='cc_variant = "paper"'), name="sig-paper",
+                      duration="10s", sweep='"flow.bulk.cc" = ["htcp", "yeah"]\n'
+                      '"bottleneck.buffer" = ["50p", "300p"]')
+    res = _leak_checked(lambda: run(text, tmp_path_factory.mktemp("paper"), force_cc="bpf"))
+    out = {}
+    for d in res.run_dirs():
+        meta = res.run_meta(d)
+        meta["_dir"] = d
+        out[(meta["flows"][0]["cc"], meta["bottleneck"]["buffer_packets"])] = meta
+    return out
 
 
 def _ratios(meta, t_from=0.0, n_min=3):
@@ -193,8 +211,10 @@ def test_highspeed_decrease_follows_b_of_w(loss_runs, no_leaks):
     ok[first] = ok[first] or abs(red.loc[first, "ratio"] - 0.5) <= 0.03
     assert ok.all(), \
         f"ratios {red['ratio'].round(3).tolist()} vs 1-b(w) {expect.round(3).tolist()} {note(m)}"
-    assert ((red["ratio"] - (1 - red["w"].map(rfc3649_b))).abs() <= 0.04).all(), note(m)
-    big = red[red["w"] > 60]
+    # past the first cut (out of slow start: 0.5), every cut is the RFC's formula's too
+    ca = red.drop(first)
+    assert ((ca["ratio"] - (1 - ca["w"].map(rfc3649_b))).abs() <= 0.04).all(), note(m)
+    big = ca[ca["w"] > 60]
     assert len(big) and big["ratio"].between(0.5, 0.9).all() and (big["ratio"] > 0.51).all(), \
         f"{big.to_dict('records')} {note(m)}"
 
@@ -310,12 +330,14 @@ def test_bic_decreases_by_beta_and_searches_near_wmax(loss_runs, no_leaks):
 
 
 # -- H-TCP ----------------------------------------------------------------------------------
-def test_htcp_backoff_and_increase_that_grows_after_delta_l(loss_runs, no_leaks):
+def test_htcp_backoff_and_increase_that_grows_after_delta_l(paper_runs, no_leaks):
     """Leith & Shorten 2004: beta = RTT_min/RTT_max bounded to [0.5, 0.8] (here the queue
     more than doubles the RTT, so 0.5); alpha = 1 for the first Delta_L = 1 s after a
     congestion event, then 1 + 10(D - Delta_L) + ((D - Delta_L)/2)^2, scaled by
-    2(1 - beta) (= 1 at beta 0.5)."""
-    m = loss_runs["htcp"]
+    2(1 - beta) (= 1 at beta 0.5). The paper's variant: Linux's scales alpha by
+    minRTT/100 ms, a fifth on this 20 ms path, so its growth after Delta_L shows only past
+    the losses' spacing here."""
+    m = paper_runs[("htcp:paper", 50)]
     red = _ratios(m)
     assert red["ratio"].between(0.45, 0.85).all(), f"{red.to_dict('records')} {note(m)}"
     tr = sender_trace(m)
@@ -372,11 +394,14 @@ def test_veno_halves_on_congestive_loss_and_grows_every_other_rtt(loss_runs, no_
 def test_veno_keeps_four_fifths_on_random_loss(tmp_path, no_leaks):
     """Fu & Liew 2003: a loss with N < beta = 3 is taken as random: cwnd * 4/5. Path: 0.5 %
     random loss and a 200-packet buffer: the loss keeps the window (Mathis: ~17 segments)
-    below the BDP (33), so no standing queue and N ~ 0-2 at most losses."""
+    below the BDP (33), so no standing queue and N ~ 0-2 at most losses. The paper's
+    variant: Linux's judges N on the round's smallest RTT sample, which srtt (what this
+    test can see) does not give."""
     text = study_text('rate = "20mbit"\nrtt = "20ms"\nbuffer = "200p"\nloss = "0.5%"',
-                      bulk("veno"), name="sig-veno", duration="8s")
+                      bulk("veno", extra='cc_variant = "paper"'), name="sig-veno",
+                      duration="8s")
     res = run(text, tmp_path, force_cc="bpf")
-    m = runs_by_cc(res)["veno"]
+    m = runs_by_cc(res)["veno:paper"]
     check_valid(m)
     tr = sender_trace(m)
     red = reductions(tr)
@@ -488,7 +513,7 @@ def test_westwood_ssthresh_is_bandwidth_times_min_rtt(loss_runs, no_leaks):
 
 
 # -- YeAH -----------------------------------------------------------------------------------
-def test_yeah_precautionary_decongestion_holds_its_queue_below_qmax(big_runs, loss_runs,
+def test_yeah_precautionary_decongestion_holds_its_queue_below_qmax(big_runs, paper_runs,
                                                                     no_leaks):
     """Baiocchi et al. 2007: the flow estimates its own queue Q and, above Q_max = 80
     packets, drains it (precautionary decongestion) instead of waiting for a loss; a loss
@@ -496,7 +521,7 @@ def test_yeah_precautionary_decongestion_holds_its_queue_below_qmax(big_runs, lo
     keeps more than half the buffer full, YeAH keeps the queue around Q_max with no loss.
     The queue is the link's own count (exact); late releases by the link would make
     YeAH see a longer RTT, i.e. more queue, and drain more, never less."""
-    m, c = big_runs["yeah"], big_runs["cubic"]
+    m, c = paper_runs[("yeah:paper", 300)], big_runs["cubic"]
     check_valid(m)
     check_valid(c)
     q, qc = run_metrics(m), run_metrics(c)
@@ -504,7 +529,7 @@ def test_yeah_precautionary_decongestion_holds_its_queue_below_qmax(big_runs, lo
     assert q["queue_mean_pkts"] <= 80 * 1.1 and q["queue_p95_pkts"] <= 80 * 1.5, \
         f"yeah queue mean {q['queue_mean_pkts']:.0f} p95 {q['queue_p95_pkts']:.0f} {note(m)}"
     assert q["link_drops"] == 0 and flow_metrics(m).loc[0, "retrans_segs"] == 0, note(m)
-    red = _ratios(loss_runs["yeah"])
+    red = _ratios(paper_runs[("yeah:paper", 50)])
     assert red["ratio"].between(0.45, 0.9).all(), \
         f"{red.to_dict('records')} {note(loss_runs['yeah'])}"
 
