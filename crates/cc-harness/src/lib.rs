@@ -27,13 +27,14 @@ pub enum Field {
     Cwnd, Ssthresh, SrttUs, PacketsOut, SackedOut, LostOut, RetransOut, IsCwndLimited,
     MaxPacketsOut, CaState, Mss, Delivered, DeliveredCe, SndUna, SndNxt, HighSeq, PriorCwnd,
     PrrOut, CwndClamp, CwndCnt, UndoMarker, Reordering, EcnFlags, PriorSsthresh, RcvNxt,
-    PacingRate, AckPending, CwndStamp, NetnsInum, MaxPacingRate,
+    PacingRate, AckPending, CwndStamp, NetnsInum, MaxPacingRate, Lost, AppLimited,
+    PacingStatus, SackOk,
 }
 
 /// struct tcp_congestion_ops members (enum cch_op).
 #[repr(i32)]
 #[derive(Clone, Copy, Debug)]
-pub enum Op { Init, Ssthresh, CongAvoid, SetState, CwndEvent, InAckEvent, PktsAcked, CongControl, UndoCwnd, Release }
+pub enum Op { Init, Ssthresh, CongAvoid, SetState, CwndEvent, InAckEvent, PktsAcked, CongControl, UndoCwnd, Release, MinTsoSegs }
 
 /// enum tcp_ca_state
 pub const OPEN: u8 = 0;
@@ -87,7 +88,7 @@ extern "C" {
     fn cch_op_cwnd_event(s: *mut c_void, ev: c_int);
     fn cch_op_in_ack_event(s: *mut c_void, flags: u32);
     fn cch_op_pkts_acked(s: *mut c_void, pkts: u32, rtt_us: i32, in_flight: u32);
-    fn cch_op_cong_control(s: *mut c_void, ack: u32, flag: c_int, acked_sacked: u32, losses: i32, rtt_us: i32, delivered: u32);
+    fn cch_set_prandom_seed(seed: u64);
     fn cch_op_cong_avoid(s: *mut c_void, ack: u32, acked: u32);
     fn cch_op_undo_cwnd(s: *mut c_void) -> u32;
     fn cch_guard_counts(s: *mut c_void, out: *mut u64) -> c_int;
@@ -102,6 +103,18 @@ pub fn set_now_us(t: u64) {
 }
 pub fn advance_us(dt: u64) {
     set_now_us(now_us() + dt)
+}
+/// The fake clock in nanoseconds.
+pub fn now_ns() -> u64 {
+    unsafe { cch_now_ns() }
+}
+pub fn set_now_ns(t: u64) {
+    unsafe { cch_set_now_ns(t) }
+}
+/// Restart this thread's bpf_get_prandom_u32 sequence from `seed` (each new connection
+/// restarts it from a fixed seed, so a test is deterministic without this).
+pub fn set_prandom_seed(seed: u64) {
+    unsafe { cch_set_prandom_seed(seed) }
 }
 /// Calls of bpf_tcp_send_ack on this thread.
 pub fn send_ack_calls() -> u64 {
@@ -172,6 +185,9 @@ pub struct Conn {
     /// snd_nxt before the refill of the last ACK of the previous round (see round_with)
     round_target: std::cell::Cell<Option<u64>>,
     pre_refill_nxt: std::cell::Cell<u64>,
+    /// the rate sampler: the snapshot of each outstanding segment (oldest first)
+    txq: std::cell::RefCell<std::collections::VecDeque<rate::TxInfo>>,
+    rate: std::cell::RefCell<rate::RateState>,
     _not_send: PhantomData<*mut ()>,
 }
 
@@ -195,7 +211,20 @@ impl Conn {
         let name = CString::new(algo).unwrap();
         let s = unsafe { cch_new(name.as_ptr()) };
         assert!(!s.is_null(), "no algorithm {algo:?} in bpf/cc (have {ALGOS:?})");
-        Conn { s, algo: algo.to_string(), app_unlimited: std::cell::Cell::new(true), round_target: std::cell::Cell::new(None), pre_refill_nxt: std::cell::Cell::new(0), _not_send: PhantomData }
+        Conn {
+            s,
+            algo: algo.to_string(),
+            app_unlimited: std::cell::Cell::new(true),
+            round_target: std::cell::Cell::new(None),
+            pre_refill_nxt: std::cell::Cell::new(0),
+            txq: Default::default(),
+            rate: Default::default(),
+            _not_send: PhantomData,
+        }
+    }
+
+    pub(crate) fn raw(&self) -> *mut c_void {
+        self.s
     }
 
     /// Whether the sender fills the window after each ACK (default: yes).
@@ -272,10 +301,9 @@ impl Conn {
     pub fn pkts_acked(&self, pkts: u32, rtt_us: i32, in_flight: u32) {
         unsafe { cch_op_pkts_acked(self.s, pkts, rtt_us, in_flight) }
     }
+    /// The cong_control op with an ACK that carries no delivery rate sample.
     pub fn cong_control(&self, flag: i32, acked_sacked: u32, losses: i32, rtt_us: i32) {
-        let ack = self.get(Field::SndUna) as u32;
-        let d = self.get(Field::Delivered) as u32;
-        unsafe { cch_op_cong_control(self.s, ack, flag, acked_sacked, losses, rtt_us, d) }
+        self.cong_control_rs(flag, &rate::RateSample::no_sample(acked_sacked, losses, rtt_us))
     }
     pub fn cong_avoid(&self, acked: u32) {
         let ack = self.get(Field::SndUna) as u32;
@@ -308,6 +336,13 @@ impl Conn {
         let mss = self.mss() as u64;
         if cwnd > out {
             let sent = cwnd - out;
+            let (now, delivered, ce) = (now_ns(), self.get(Field::Delivered) as u32, self.get(Field::DeliveredCe) as u32);
+            let app_limited = self.get(Field::AppLimited) != 0;
+            let nxt = self.get(Field::SndNxt);
+            for k in 0..sent {
+                let tx = self.rate.borrow_mut().on_send(now, (out + k) as u32, delivered, ce, app_limited, false, nxt + (k + 1) * mss);
+                self.txq.borrow_mut().push_back(tx);
+            }
             self.set(Field::PacketsOut, cwnd);
             self.set(Field::SndNxt, (self.get(Field::SndNxt) + sent * mss) & 0xffff_ffff);
             if matches!(self.state(), CWR | RECOVERY) {
@@ -320,10 +355,22 @@ impl Conn {
 
     /// One ACK in tcp_ack()'s order: snd_una and delivered advance (tcp_clean_rtx_queue,
     /// with the RTT estimator and then pkts_acked), in_ack_event, then cong_control with
-    /// a rate sample of `segs` delivered segments; then the sender fills the window.
+    /// the rate sample of the acknowledged segments (rate.rs: from the snapshots the
+    /// segments took when [`Conn::transmit`] sent them; none for segments a test put in
+    /// flight by setting fields); then the sender fills the window.
     pub fn ack(&self, a: Ack) {
         let mss = self.mss() as u64;
         let in_flight = self.get(Field::PacketsOut) as u32;
+        let mut b = rate::RsBuilder::default();
+        {
+            let mut q = self.txq.borrow_mut();
+            while q.len() > in_flight as usize {
+                q.pop_front();
+            }
+            for _ in 0..a.segs.min(q.len() as u32) {
+                b.delivered(&q.pop_front().unwrap());
+            }
+        }
         if a.segs > 0 {
             self.set(Field::SndUna, (self.get(Field::SndUna) + a.segs as u64 * mss) & 0xffff_ffff);
             self.set(Field::PacketsOut, self.get(Field::PacketsOut).saturating_sub(a.segs as u64));
@@ -331,6 +378,9 @@ impl Conn {
             self.set(Field::DeliveredCe, self.get(Field::DeliveredCe) + a.ce_segs as u64);
             self.rtt_sample(a.rtt_us);
             self.pkts_acked(a.segs, a.rtt_us, in_flight);
+        }
+        if a.rtt_us > 0 {
+            self.rate.borrow_mut().rtt_sample(a.rtt_us as u64);
         }
         let mut ev = CA_ACK_WIN_UPDATE;
         let mut flag = 0;
@@ -343,7 +393,11 @@ impl Conn {
             flag |= FLAG_DATA_ACKED | FLAG_SND_UNA_ADVANCED;
         }
         if self.has_op(Op::CongControl) {
-            self.cong_control(flag, a.segs, 0, a.rtt_us);
+            let mut rs = self.rate.borrow_mut().generate(
+                &b, now_ns(), self.get(Field::Delivered) as u32, self.get(Field::DeliveredCe) as u32,
+                a.segs, 0, if a.rtt_us > 0 { a.rtt_us as i64 } else { -1 });
+            rs.prior_in_flight = in_flight;
+            self.cong_control_rs(flag, &rs);
         } else if a.segs > 0 {
             self.cong_avoid(a.segs);
         }
@@ -470,6 +524,7 @@ impl Conn {
         self.cwnd_event(CA_EVENT_LOSS);
         self.set(Field::HighSeq, self.get(Field::SndNxt));
         self.set(Field::PacketsOut, 0);
+        self.txq.borrow_mut().clear();
         self.set_cwnd(1);
         self.set_ca_state(LOSS);
     }
@@ -533,3 +588,9 @@ impl Conn {
 
 /// cca_common.h's arithmetic and window helpers, called directly (common.rs).
 pub mod common;
+/// The kernel's delivery rate sampler and `struct rate_sample`.
+pub mod rate;
+/// BBR's model as the harness reads it (TCP_CC_INFO and more).
+pub mod bbr;
+/// A packet-level simulation of flows through one bottleneck.
+pub mod sim;
