@@ -31,20 +31,26 @@ static __always_inline void bbr_set_pacing_rate_bytes(struct sock *sk, u64 rate)
 	sk->sk_pacing_rate = rate;
 }
 
-/* InitPacingRate(), [v3] §5.6.2: StartupPacingGain × InitialCwnd / (srtt or 1 ms) */
-static __always_inline void bbr_init_pacing_rate(const struct bbr_conn *bbr, struct sock *sk)
+/* InitPacingRate(), [v3] §5.6.2: StartupPacingGain × InitialCwnd / (srtt or 1 ms).
+ * "The initial C.srtt after the first non-zero RTT sample": a connection initialised
+ * before any RTT sample (no handshake RTT) sets it again at the first. */
+static __always_inline void bbr_init_pacing_rate(struct bbr_conn *bbr, struct sock *sk)
 {
 	u32 srtt = cca_srtt_us(tcp_sk(sk));
 	u64 bw = ((u64)bbr->init_cwnd << BBR_BW_SHIFT) / (srtt ? srtt : 1000);
 
+	bbr->has_seen_rtt = srtt != 0;
 	bbr_set_pacing_rate_bytes(sk, bbr_rate_bytes(sk, bw, BBR_P_STARTUP_PACING, 0));
 }
 
 /* SetPacingRateWithGain(), [v3] §5.6.2: never lowered before the pipe is full */
-static __always_inline void bbr_set_pacing_rate_with_gain(const struct bbr_conn *bbr, struct sock *sk,
+static __always_inline void bbr_set_pacing_rate_with_gain(struct bbr_conn *bbr, struct sock *sk,
 							  u32 gain)
 {
 	u64 rate = bbr_rate_bytes(sk, bbr->bw, gain, BBR_PACING_MARGIN_PCT);
+
+	if (!bbr->has_seen_rtt && cca_srtt_us(tcp_sk(sk)))
+		bbr_init_pacing_rate(bbr, sk);
 
 	if (bbr->full_bw_reached || rate > sk->sk_pacing_rate)
 		bbr_set_pacing_rate_bytes(sk, rate);

@@ -144,6 +144,7 @@ struct bbr_conn {
 	u8 bw_probe_up_rounds;
 	u8 packet_conservation;      /* [v2] §4.6.4.4 */
 	u8 in_recovery;
+	u8 has_seen_rtt;             /* the pacing rate was set from an RTT sample */
 };
 
 #endif /* BBR_STATE_H */

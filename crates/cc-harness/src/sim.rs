@@ -107,12 +107,16 @@ impl Sim {
         }
     }
 
-    /// A flow of `algo` with base RTT `rtt_us` that starts sending at once (its init op
-    /// runs now). Returns its index.
+    /// A flow of `algo` with base RTT `rtt_us` that starts sending at once: its init op
+    /// runs now, with the handshake's RTT (the base RTT) as srtt, as tcp_init_transfer
+    /// leaves it. Returns its index.
     pub fn add_flow(&mut self, algo: &str, rtt_us: u64) -> usize {
         set_now_ns(self.now);
         let i = self.flows.len();
-        self.flows.push(Flow::new(Conn::new(algo), rtt_us * 1000));
+        let c = Conn::bare(algo);
+        c.set(crate::Field::SrttUs, rtt_us);
+        c.init();
+        self.flows.push(Flow::new(c, rtt_us * 1000));
         self.at(self.now, Ev::Wake { flow: i });
         i
     }
@@ -163,27 +167,50 @@ impl Sim {
         }
     }
 
+    /// Process the next event (its time becomes now); false when there is none.
+    pub fn step(&mut self) -> bool {
+        let Some(Reverse((t, _, ev))) = self.heap.pop() else { return false };
+        self.now = t;
+        set_now_ns(t);
+        self.handle(ev);
+        true
+    }
+
+    /// The time of the next event.
+    pub fn next_event_ns(&self) -> Option<u64> {
+        self.heap.peek().map(|Reverse((t, _, _))| *t)
+    }
+
     /// Process events until `t_ns`; `sample` is called every `every_ns` of simulated
-    /// time (at the first event at or after each multiple).
+    /// time (before the first event at or after each multiple).
     pub fn run_until(&mut self, t_ns: u64, every_ns: u64, mut sample: impl FnMut(&Sim)) {
         let mut next_sample = self.now;
-        while let Some(&Reverse((t, _, _))) = self.heap.peek() {
-            if t > t_ns {
-                break;
-            }
-            let Reverse((t, _, ev)) = self.heap.pop().unwrap();
-            self.now = t;
-            set_now_ns(t);
+        while self.next_event_ns().is_some_and(|t| t <= t_ns) {
+            let t = self.next_event_ns().unwrap();
             if every_ns > 0 && t >= next_sample {
                 sample(self);
                 while next_sample <= t {
                     next_sample += every_ns;
                 }
             }
-            self.handle(ev);
+            self.step();
         }
         self.now = t_ns.max(self.now);
         set_now_ns(self.now);
+    }
+
+    /// Process events, calling `check` after each, until `t_ns` or until `check`
+    /// returns false; returns whether it ran to `t_ns`.
+    pub fn run_checked(&mut self, t_ns: u64, mut check: impl FnMut(&Sim) -> bool) -> bool {
+        while self.next_event_ns().is_some_and(|t| t <= t_ns) {
+            self.step();
+            if !check(self) {
+                return false;
+            }
+        }
+        self.now = t_ns.max(self.now);
+        set_now_ns(self.now);
+        true
     }
 
     /// Run for `dur_us` more microseconds without sampling.

@@ -75,6 +75,7 @@ pub struct Flow {
 impl Flow {
     pub(super) fn new(conn: Conn, rtt_ns: u64) -> Flow {
         let delivered = conn.get(Field::Delivered) as u32;
+        let srtt = conn.srtt_us() as f64;
         conn.set_app_unlimited(false);
         conn.set(Field::PacketsOut, 0);
         Flow {
@@ -98,8 +99,8 @@ impl Flow {
             app_limited: 0,
             high_seq: 0,
             highest_sacked: 0,
-            srtt_us: 0.0,
-            rttvar_us: 0.0,
+            srtt_us: srtt,
+            rttvar_us: srtt / 2.0,
             rto_ns: 1_000_000_000,
             progress_ns: 0,
             cwnd_usage_seq: 0,
