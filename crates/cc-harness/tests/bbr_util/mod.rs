@@ -138,3 +138,116 @@ pub fn feed_rounds(c: &Conn, rounds: u32, per_round: u32, bw_pps: f64, rtt_us: u
         }
     }
 }
+
+/// A connection driven ACK by ACK on a synthetic path: every delivery sample is
+/// `bw_pps` (one RTT's data over one RTT), every RTT sample `rtt_us`; a round is `per_round`
+/// ACKs of one segment, evenly spaced over the RTT, the first of which acknowledges a
+/// packet sent after the previous round began (so it ends the model's round). C.inflight
+/// is `inflight` (the test sets it), the flow is cwnd-limited when it reaches cwnd.
+pub struct Drv {
+    pub c: Conn,
+    pub bw_pps: f64,
+    pub rtt_us: u64,
+    pub per_round: u32,
+    pub inflight: Option<u32>,
+    pub app_limited: bool,
+    /// RS.delivered_ce of every sample
+    pub ce: i32,
+    round_start_delivered: u32,
+}
+
+impl Drv {
+    pub fn new(algo: &str, bw_pps: f64, rtt_us: u64) -> Drv {
+        let c = fresh(algo, rtt_us);
+        let d = c.get(Field::Delivered) as u32;
+        Drv { c, bw_pps, rtt_us, per_round: 10, inflight: None, app_limited: false, ce: 0, round_start_delivered: d }
+    }
+
+    pub fn v(&self) -> View {
+        self.c.bbr()
+    }
+
+    /// The sample of this path for an ACK whose newest packet left at C.delivered = prior.
+    pub fn sample(&self, prior: u32, acked: u32, losses: i32) -> RateSample {
+        let delivered = (self.bw_pps * self.rtt_us as f64 / 1e6).round() as u32;
+        let mut rs = RateSample::of(prior, delivered.max(1), self.rtt_us, acked, self.rtt_us);
+        rs.losses = losses;
+        rs.is_app_limited = self.app_limited as u8;
+        rs.delivered_ce = self.ce;
+        rs
+    }
+
+    /// One ACK of `acked` segments, `losses` newly lost (C.lost grows by them), ending a
+    /// round if `new_round`; the clock moves one ACK gap first.
+    pub fn ack(&mut self, acked: u32, new_round: bool, losses: u32) {
+        advance_us(self.rtt_us / self.per_round as u64);
+        let c = &self.c;
+        let before = c.get(Field::Delivered) as u32;
+        let prior = if new_round { before } else { self.round_start_delivered.wrapping_sub(1) };
+        c.set(Field::Delivered, (before + acked) as u64);
+        c.set(Field::Lost, c.get(Field::Lost) + losses as u64);
+        let inflight = self.inflight.unwrap_or(c.cwnd());
+        c.set(Field::PacketsOut, inflight as u64);
+        c.set(Field::IsCwndLimited, (inflight >= c.cwnd()) as u64);
+        let rs = self.sample(prior, acked, losses as i32);
+        c.cong_control_rs(FLAG_DATA_ACKED, &rs);
+        if new_round {
+            self.round_start_delivered = before + acked;
+        }
+    }
+
+    /// One round of `per_round` ACKs of one segment.
+    pub fn round(&mut self) {
+        for k in 0..self.per_round {
+            self.ack(1, k == 0, 0);
+        }
+    }
+
+    pub fn rounds(&mut self, n: u32) {
+        for _ in 0..n {
+            self.round();
+        }
+    }
+
+    /// ACKs of one segment until the model is in `st`, each ending a round if `rounds`;
+    /// panics after `max`.
+    pub fn acks_until(&mut self, st: State, rounds: bool, max: u32) {
+        for _ in 0..max {
+            if self.v().state == st {
+                return;
+            }
+            self.ack(1, rounds, 0);
+        }
+        assert_eq!(self.v().state, st, "{}: not in {st:?} after {max} ACKs", self.c.algo);
+    }
+
+    /// Rounds until the model is in `st`; panics after `max` rounds.
+    pub fn rounds_until(&mut self, st: State, max: u32) -> u32 {
+        for n in 0..max {
+            if self.v().state == st {
+                return n;
+            }
+            self.round();
+        }
+        assert_eq!(self.v().state, st, "{}: not in {st:?} after {max} rounds", self.c.algo);
+        max
+    }
+
+    /// Through Startup and Drain into ProbeBW on this path (Startup ends on its plateau;
+    /// C.inflight falls to the BDP for Drain to end).
+    pub fn to_probe_bw(&mut self) {
+        for _ in 0..20 {
+            if self.v().state != State::Startup {
+                break;
+            }
+            self.round();
+        }
+        let bdp = (self.bw_pps * self.rtt_us as f64 / 1e6).ceil() as u32;
+        if self.v().state == State::Drain {
+            self.inflight = Some(bdp);
+            self.round();
+        }
+        assert!(self.v().state.in_probe_bw(), "{}: {:?} after Drain", self.c.algo, self.v().state);
+        self.inflight = None;
+    }
+}
