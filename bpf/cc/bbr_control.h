@@ -217,10 +217,11 @@ static __always_inline void bbr_on_cong_control(struct sock *sk, const struct ra
 }
 
 /*
- * Loss recovery ([v3] §5.6.4.4): entering fast recovery or an RTO saves cwnd and the
- * model (SaveStateUponLoss; on an RTO the kernel then sets cwnd = in-flight + 1);
- * leaving recovery restores the last good cwnd, which the model then bounds on the
- * same ACK. [v2] also starts packet conservation (cwnd = in-flight + 1).
+ * Loss recovery ([v3] §5.6.4.4): entering fast recovery saves cwnd and the model
+ * (OnEnterFastRecovery: SaveCwnd, SaveStateUponLoss), as an RTO does (OnEnterRTO, at
+ * CA_EVENT_LOSS, before the kernel sets cwnd = in-flight + 1: bbr_on_cwnd_event);
+ * leaving recovery restores the last good cwnd, which the model then bounds on the same
+ * ACK. [v2] also starts packet conservation (cwnd = in-flight + 1).
  */
 static __always_inline void bbr_on_set_state(struct sock *sk, u8 new_state)
 {
@@ -235,7 +236,8 @@ static __always_inline void bbr_on_set_state(struct sock *sk, u8 new_state)
 	if (!bbr)
 		return;
 	if (new_state >= TCP_CA_Recovery && old < TCP_CA_Recovery) {
-		bbr_save_state_upon_loss(bbr, tp);
+		if (new_state == TCP_CA_Recovery)
+			bbr_save_state_upon_loss(bbr, tp);
 		bbr->in_recovery = 1;
 		bbr->recovery_round = bbr->round_count;
 		if (BBR_V == 2 && new_state == TCP_CA_Recovery) {
@@ -283,17 +285,21 @@ static __always_inline u32 bbr_on_undo_cwnd(struct sock *sk)
 }
 
 /* HandleRestartFromIdle(), [v3] §5.4.1: the first transmission after the flow had
- * nothing in flight and nothing to send (the kernel's CA_EVENT_TX_START) */
+ * nothing in flight and nothing to send (the kernel's CA_EVENT_TX_START); and the RTO's
+ * saving of cwnd and the model (CA_EVENT_LOSS, see bbr_on_set_state) */
 static __always_inline void bbr_on_cwnd_event(struct sock *sk, enum tcp_ca_event ev)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	struct bbr_conn *bbr;
+	struct bbr_conn *bbr = bbr_of(sk, false);
 	u64 now;
 
-	if (ev != CA_EVENT_TX_START || !tp->app_limited)
-		return;
-	bbr = bbr_of(sk, false);
 	if (!bbr)
+		return;
+	if (ev == CA_EVENT_LOSS) {
+		bbr_save_state_upon_loss(bbr, tp);
+		return;
+	}
+	if (ev != CA_EVENT_TX_START || !tp->app_limited)
 		return;
 	now = cca_now_us();
 	bbr->idle_restart = 1;

@@ -5,7 +5,7 @@
 mod bbr_util;
 
 use bbr_util::*;
-use ccarena_cc_harness::bbr::{State, ACKS_PROBE_STOPPING, INF, INF64};
+use ccarena_cc_harness::bbr::{State, INF, INF64};
 use ccarena_cc_harness::rate::RateSample;
 use ccarena_cc_harness::*;
 

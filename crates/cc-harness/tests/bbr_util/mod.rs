@@ -196,6 +196,13 @@ impl Drv {
         }
     }
 
+    /// `n` ACKs of one segment within the round.
+    pub fn acks(&mut self, n: u32) {
+        for _ in 0..n {
+            self.ack(1, false, 0);
+        }
+    }
+
     /// One round of `per_round` ACKs of one segment.
     pub fn round(&mut self) {
         for k in 0..self.per_round {
