@@ -150,6 +150,10 @@ static __always_inline void cca_update_pacing_rate(struct sock *sk)
  *   Recovery, it is what the kernel's own step there gives (tcp_rack_reo_timeout runs
  *   tcp_cwnd_reduction(sk, 1, ...) for a module: always pipe + 1), and the step's one
  *   delivered segment is counted when PRR's episode starts (cca_prr).
+ * - entering CWR or Recovery from another state: a new PRR episode (the kernel's
+ *   tcp_init_cwnd_reduction starts prr_delivered at 0), also when it begins on the ACK
+ *   that undid the last one, with the same snd_nxt, prior window and nothing sent since
+ *   (which cca_prr alone could not tell from the episode going on).
  * If the kernel skips set_state (the fault above), cwnd just stays as PRR left it.
  */
 static __always_inline void cca_state_change(struct sock *sk, u8 new_state)
@@ -170,8 +174,14 @@ static __always_inline void cca_state_change(struct sock *sk, u8 new_state)
 		if (st) {
 			st->entered = 1;
 			st->entry_mstamp = tp->tcp_mstamp;
+			st->in_reduction = 0;
 		}
 		tp->snd_cwnd = cca_packets_in_flight(tp) + 1;
+	} else if (new_state == TCP_CA_CWR && old != TCP_CA_Recovery && old != TCP_CA_CWR) {
+		struct cca_prr *st = bpf_sk_storage_get(&cca_prr_state, sk, 0, 0);
+
+		if (st)
+			st->in_reduction = 0;
 	}
 }
 

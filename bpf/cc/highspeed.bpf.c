@@ -1,6 +1,186 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * cca_highspeed — HighSpeed TCP, written from
+ * cca_highspeed — HighSpeed TCP (S. Floyd, "HighSpeed TCP for Large Congestion Windows",
+ * RFC 3649, 2003).
+ *
+ * Default: Linux's module (Linux 6.12, net/ipv4/tcp_highspeed.c). Its rules are the
+ * RFC's Appendix B table read per ACK:
+ *   - the table's rows are the windows at which a(w) reaches 1, 2, ..., 72 segments per
+ *     RTT, each with its decrease b(w) in 1/256 (RFC 3649 App. B, b(w) * 256);
+ *   - in congestion avoidance (only there) the row is updated to the first one whose
+ *     window is at or above cwnd; each ACK (whatever it acknowledges) adds a(w) = row + 1
+ *     to the counter snd_cwnd_cnt, and a full window's worth of it adds one segment;
+ *   - in slow start, slow start up to ssthresh (segments beyond it are not spent);
+ *   - on a loss ssthresh = max(cwnd - cwnd * b >> 8, 2) with the row last set in
+ *     congestion avoidance: a loss out of the initial slow start halves (row 0), and one
+ *     after an RTO's slow start uses the row of the window before it;
+ *   - (init's cap of snd_cwnd_clamp at 2^32 / 128 is left out: see the init op.)
+ * Undo: the window before the reduction.
+ *
+ * CCA_PAPER (cca_highspeed_p): the RFC's response function itself, §5 (below).
+ */
+#include "cca_common.h"
+
+#ifndef CCA_PAPER
+
+/* RFC 3649 Appendix B: the window w at which a(w) = row + 1, and b(w) in 1/256 */
+struct hs_rule {
+	u32 w;
+	u32 b;
+};
+
+#define HS_RULES 72
+
+static const struct hs_rule hs_rules[HS_RULES] = {
+	{    38, 128 },  /* a =  1 */
+	{   118, 112 },  /* a =  2 */
+	{   221, 104 },  /* a =  3 */
+	{   347,  98 },  /* a =  4 */
+	{   495,  93 },  /* a =  5 */
+	{   663,  89 },  /* a =  6 */
+	{   851,  86 },  /* a =  7 */
+	{  1058,  83 },  /* a =  8 */
+	{  1284,  81 },  /* a =  9 */
+	{  1529,  78 },  /* a = 10 */
+	{  1793,  76 },  /* a = 11 */
+	{  2076,  74 },  /* a = 12 */
+	{  2378,  72 },  /* a = 13 */
+	{  2699,  71 },  /* a = 14 */
+	{  3039,  69 },  /* a = 15 */
+	{  3399,  68 },  /* a = 16 */
+	{  3778,  66 },  /* a = 17 */
+	{  4177,  65 },  /* a = 18 */
+	{  4596,  64 },  /* a = 19 */
+	{  5036,  62 },  /* a = 20 */
+	{  5497,  61 },  /* a = 21 */
+	{  5979,  60 },  /* a = 22 */
+	{  6483,  59 },  /* a = 23 */
+	{  7009,  58 },  /* a = 24 */
+	{  7558,  57 },  /* a = 25 */
+	{  8130,  56 },  /* a = 26 */
+	{  8726,  55 },  /* a = 27 */
+	{  9346,  54 },  /* a = 28 */
+	{  9991,  53 },  /* a = 29 */
+	{ 10661,  52 },  /* a = 30 */
+	{ 11358,  52 },  /* a = 31 */
+	{ 12082,  51 },  /* a = 32 */
+	{ 12834,  50 },  /* a = 33 */
+	{ 13614,  49 },  /* a = 34 */
+	{ 14424,  48 },  /* a = 35 */
+	{ 15265,  48 },  /* a = 36 */
+	{ 16137,  47 },  /* a = 37 */
+	{ 17042,  46 },  /* a = 38 */
+	{ 17981,  45 },  /* a = 39 */
+	{ 18955,  45 },  /* a = 40 */
+	{ 19965,  44 },  /* a = 41 */
+	{ 21013,  43 },  /* a = 42 */
+	{ 22101,  43 },  /* a = 43 */
+	{ 23230,  42 },  /* a = 44 */
+	{ 24402,  41 },  /* a = 45 */
+	{ 25618,  41 },  /* a = 46 */
+	{ 26881,  40 },  /* a = 47 */
+	{ 28193,  39 },  /* a = 48 */
+	{ 29557,  39 },  /* a = 49 */
+	{ 30975,  38 },  /* a = 50 */
+	{ 32450,  38 },  /* a = 51 */
+	{ 33986,  37 },  /* a = 52 */
+	{ 35586,  36 },  /* a = 53 */
+	{ 37253,  36 },  /* a = 54 */
+	{ 38992,  35 },  /* a = 55 */
+	{ 40808,  35 },  /* a = 56 */
+	{ 42707,  34 },  /* a = 57 */
+	{ 44694,  33 },  /* a = 58 */
+	{ 46776,  33 },  /* a = 59 */
+	{ 48961,  32 },  /* a = 60 */
+	{ 51258,  32 },  /* a = 61 */
+	{ 53677,  31 },  /* a = 62 */
+	{ 56230,  30 },  /* a = 63 */
+	{ 58932,  30 },  /* a = 64 */
+	{ 61799,  29 },  /* a = 65 */
+	{ 64851,  28 },  /* a = 66 */
+	{ 68113,  28 },  /* a = 67 */
+	{ 71617,  27 },  /* a = 68 */
+	{ 75401,  26 },  /* a = 69 */
+	{ 79517,  26 },  /* a = 70 */
+	{ 84035,  25 },  /* a = 71 */
+	{ 89053,  24 },  /* a = 72 */
+};
+
+struct highspeed {
+	u32 row;   /* a(w) = row + 1; set in congestion avoidance only */
+};
+CCA_PRIV_CHECK(struct highspeed);
+
+/* the first row whose window is at or above cwnd (the last row above its window) */
+static __always_inline u32 hs_row_at_or_above(u32 cwnd)
+{
+	u32 lo = 0, hi = HS_RULES - 1, i;
+
+	/* hs_rules[hi].w >= cwnd or hi is the last row; 7 halvings cover 72 rows */
+#pragma unroll
+	for (i = 0; i < 7; i++) {
+		u32 mid = (lo + hi) / 2;
+
+		if (lo < hi && mid < HS_RULES) {
+			if (hs_rules[mid].w >= cwnd)
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+	}
+	return hi < HS_RULES ? hi : HS_RULES - 1;
+}
+
+SEC("struct_ops")
+void BPF_PROG(cca_highspeed_init, struct sock *sk)
+{
+	struct highspeed *ca = inet_csk_ca(sk);
+
+	/* Linux's init also caps snd_cwnd_clamp at 2^32 / 128 so that cwnd * b cannot
+	 * overflow; a struct_ops program may not write the clamp, and needs no cap: a window
+	 * of 2^25 segments is beyond any real one (the guard's bound is 2^24, cca_common.h) */
+	ca->row = 0;
+}
+
+/* growth rule, run by cca_highspeed_cong_control (cca_common.h) */
+static __always_inline void highspeed_cong_avoid(struct sock *sk, u32 ack, u32 acked)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct highspeed *ca = inet_csk_ca(sk);
+
+	if (!cca_is_cwnd_limited(sk))
+		return;
+	if (cca_in_slow_start(tp)) {
+		cca_slow_start(tp, acked);
+		return;
+	}
+	ca->row = hs_row_at_or_above(tp->snd_cwnd);
+	if (tp->snd_cwnd >= tp->snd_cwnd_clamp)
+		return;
+	/* a(w) / cwnd per ACK */
+	tp->snd_cwnd_cnt += ca->row + 1;
+	if (tp->snd_cwnd_cnt >= tp->snd_cwnd) {
+		tp->snd_cwnd_cnt -= tp->snd_cwnd;
+		tp->snd_cwnd++;
+	}
+}
+
+/* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
+static __always_inline u32 highspeed_ssthresh_for(struct sock *sk, u32 cwnd)
+{
+	struct highspeed *ca = inet_csk_ca(sk);
+
+	u32 row = ca->row;
+
+	if (row >= HS_RULES)   /* never: the row is set by hs_row_at_or_above */
+		row = HS_RULES - 1;
+	return cca_max(cwnd - ((cwnd * hs_rules[row].b) >> 8), 2);
+}
+
+#else /* CCA_PAPER */
+
+/*
+ * The paper variant, written from
  *   S. Floyd, "HighSpeed TCP for Large Congestion Windows", RFC 3649, 2003
  *   (§5 the response function, the increase a(w) and decrease b(w)).
  *
@@ -19,7 +199,6 @@
  * is standard TCP); a window uses the row of the largest tabulated w not above it.
  * crates/cc-harness/tests/highspeed.rs checks every row against the formulas.
  */
-#include "cca_common.h"
 
 #define HS_LOW_WINDOW 38u
 #define HS_ROWS       64
@@ -156,6 +335,8 @@ static __always_inline u32 highspeed_ssthresh_for(struct sock *sk, u32 cwnd)
 	return cca_max(cwnd - (u32)((u64)cwnd * b >> 8), 2);
 }
 
+#endif /* CCA_PAPER */
+
 CCA_SSTHRESH_OP(cca_highspeed, highspeed_ssthresh_for)
 
 CCA_UNDO_PRIOR_OP(cca_highspeed)
@@ -170,5 +351,5 @@ CCA_OPS(cca_highspeed) = {
 	.ssthresh   = (void *)cca_highspeed_ssthresh,
 	.cong_control = (void *)cca_highspeed_cong_control,
 	.undo_cwnd  = (void *)cca_highspeed_undo_cwnd,
-	.name       = "cca_highspeed",
+	.name       = CCA_NAME("cca_highspeed"),
 };

@@ -1,6 +1,209 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * cca_illinois — TCP-Illinois, written from
+ * cca_illinois — TCP-Illinois (S. Liu, T. Başar, R. Srikant, "TCP-Illinois: A Loss and
+ * Delay-Based Congestion Control Algorithm for High-Speed Networks", VALUETOOLS 2006).
+ *
+ * Default: Linux's module (Linux 6.12, net/ipv4/tcp_illinois.c). Its rules:
+ *   - RTT samples (capped at 2^32 / alpha_max us) feed base RTT (the smallest), max RTT
+ *     (the largest; neither is ever forgotten) and the round's sum and count; every ACK
+ *     also records how many segments it acknowledged (SACKed ones included);
+ *   - on the first ACK beyond the round's end (snd_nxt when it began), in any state:
+ *     below W_thresh = 15 segments alpha = 1 and beta = 1/2; else, with samples in the
+ *     round, d_a = their mean - base, d_m = max - base:
+ *       alpha = 10 (alpha_max) while d_a <= d_m / 100 (after a rise, only from the 5th
+ *       such round on: until then the last alpha), else d_m' 10 / (d_m' + d_a' (10 -
+ *       0.3) / 0.3) with d_m' and d_a' less d_m / 100 (in 1/128: alpha_min = 38/128);
+ *       beta = 1/8 up to d_m / 10, 1/2 from 8 d_m / 10, linear between (in 1/64);
+ *     and a new round;
+ *   - growth, when cwnd-limited: slow start up to ssthresh (nothing beyond it); then the
+ *     counter advances by the segments the last ACK acknowledged (one for an ACK whose
+ *     op saw none since) and once counter x alpha reaches cwnd, cwnd grows by its whole
+ *     segments and the counter starts again from 0 (the remainder dropped);
+ *   - loss: ssthresh = max(cwnd - cwnd beta, 2); an RTO (Loss) resets alpha, beta, the
+ *     count of low-delay rounds and the round; undo: the window before the reduction.
+ *
+ * CCA_PAPER (cca_illinois_p): the paper (below).
+ */
+#include "cca_common.h"
+
+#ifndef CCA_PAPER
+
+#define ILL_ALPHA_SHIFT 7
+#define ILL_ALPHA_ONE   (1u << ILL_ALPHA_SHIFT)
+#define ILL_ALPHA_MIN   (3 * ILL_ALPHA_ONE / 10)
+#define ILL_ALPHA_MAX   (10 * ILL_ALPHA_ONE)
+#define ILL_RTT_CAP     (0xffffffffu / ILL_ALPHA_MAX)
+#define ILL_BETA_SHIFT  6
+#define ILL_BETA_MIN    ((1u << ILL_BETA_SHIFT) / 8)
+#define ILL_BETA_MAX    ((1u << ILL_BETA_SHIFT) / 2)
+#define ILL_WIN_THRESH  15u
+#define ILL_THETA       5u
+
+struct illinois {
+	u64 sum_rtt;     /* us, this round */
+	u16 cnt_rtt;
+	u32 base_rtt;    /* us */
+	u32 max_rtt;
+	u32 end_seq;     /* snd_nxt when the round began */
+	u32 alpha;       /* 1/128 */
+	u32 beta;        /* 1/64 */
+	u16 acked;       /* segments of the last ACK */
+	u8  rtt_above;   /* the delay rose above d_m / 100 */
+	u8  rtt_low;     /* low-delay rounds since */
+};
+CCA_PRIV_CHECK(struct illinois);
+
+static __always_inline void ill_new_round(struct illinois *ca, const struct tcp_sock *tp)
+{
+	ca->end_seq = tp->snd_nxt;
+	ca->cnt_rtt = 0;
+	ca->sum_rtt = 0;
+}
+
+SEC("struct_ops")
+void BPF_PROG(cca_illinois_init, struct sock *sk)
+{
+	struct illinois *ca = inet_csk_ca(sk);
+
+	ca->alpha = ILL_ALPHA_MAX;
+	ca->beta = ILL_BETA_MAX;
+	ca->base_rtt = 0x7fffffff;
+	ca->max_rtt = 0;
+	ca->acked = 0;
+	ca->rtt_low = 0;
+	ca->rtt_above = 0;
+	ill_new_round(ca, tcp_sk(sk));
+}
+
+SEC("struct_ops")
+void BPF_PROG(cca_illinois_pkts_acked, struct sock *sk, const struct ack_sample *sample)
+{
+	struct illinois *ca = inet_csk_ca(sk);
+	s32 rtt = sample->rtt_us;
+
+	ca->acked = (u16)sample->pkts_acked;
+	if (rtt < 0)
+		return;
+	if ((u32)rtt > ILL_RTT_CAP)
+		rtt = ILL_RTT_CAP;
+	if (ca->base_rtt > (u32)rtt)
+		ca->base_rtt = rtt;
+	if (ca->max_rtt < (u32)rtt)
+		ca->max_rtt = rtt;
+	ca->cnt_rtt++;
+	ca->sum_rtt += (u32)rtt;
+}
+
+static __always_inline u32 ill_alpha(struct illinois *ca, u32 da, u32 dm)
+{
+	u32 d1 = dm / 100;
+
+	if (da <= d1) {
+		if (!ca->rtt_above)
+			return ILL_ALPHA_MAX;
+		if (++ca->rtt_low < ILL_THETA)
+			return ca->alpha;
+		ca->rtt_low = 0;
+		ca->rtt_above = 0;
+		return ILL_ALPHA_MAX;
+	}
+	ca->rtt_above = 1;
+	dm -= d1;
+	da -= d1;
+	return dm * ILL_ALPHA_MAX / (dm + da * (ILL_ALPHA_MAX - ILL_ALPHA_MIN) / ILL_ALPHA_MIN);
+}
+
+static __always_inline u32 ill_beta(u32 da, u32 dm)
+{
+	u32 d2 = dm / 10, d3;
+
+	if (da <= d2)
+		return ILL_BETA_MIN;
+	d3 = 8 * dm / 10;
+	if (da >= d3 || d3 <= d2)
+		return ILL_BETA_MAX;
+	return (ILL_BETA_MIN * d3 - ILL_BETA_MAX * d2 + (ILL_BETA_MAX - ILL_BETA_MIN) * da) /
+	       (d3 - d2);
+}
+
+/* growth rule, run by cca_illinois_cong_control (cca_common.h) */
+static __always_inline void illinois_cong_avoid(struct sock *sk, u32 ack, u32 acked)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct illinois *ca = inet_csk_ca(sk);
+	u32 delta;
+
+	if (cca_seq_after(ack, ca->end_seq)) {
+		if (tp->snd_cwnd < ILL_WIN_THRESH) {
+			ca->alpha = ILL_ALPHA_ONE;
+			ca->beta = ILL_BETA_MAX;
+		} else if (ca->cnt_rtt > 0) {
+			u32 dm = ca->max_rtt - ca->base_rtt;
+			u32 da = (u32)(ca->sum_rtt / ca->cnt_rtt) - ca->base_rtt;
+
+			ca->alpha = ill_alpha(ca, da, dm);
+			ca->beta = ill_beta(da, dm);
+		}
+		ill_new_round(ca, tp);
+	}
+	if (!cca_is_cwnd_limited(sk))
+		return;
+	if (cca_in_slow_start(tp)) {
+		cca_slow_start(tp, acked);
+		return;
+	}
+	tp->snd_cwnd_cnt += ca->acked;
+	ca->acked = 1;
+	delta = (tp->snd_cwnd_cnt * ca->alpha) >> ILL_ALPHA_SHIFT;
+	if (delta >= tp->snd_cwnd) {
+		tp->snd_cwnd = cca_min(tp->snd_cwnd + delta / tp->snd_cwnd, tp->snd_cwnd_clamp);
+		tp->snd_cwnd_cnt = 0;
+	}
+}
+
+/* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
+static __always_inline u32 illinois_ssthresh_for(struct sock *sk, u32 cwnd)
+{
+	struct illinois *ca = inet_csk_ca(sk);
+
+	return cca_max(cwnd - ((cwnd * ca->beta) >> ILL_BETA_SHIFT), 2);
+}
+
+CCA_SSTHRESH_OP(cca_illinois, illinois_ssthresh_for)
+
+SEC("struct_ops")
+void BPF_PROG(cca_illinois_set_state, struct sock *sk, u8 new_state)
+{
+	struct illinois *ca = inet_csk_ca(sk);
+
+	CCA_STATE_GUARD(sk, new_state, illinois_ssthresh_for);
+	if (new_state == TCP_CA_Loss) {
+		ca->alpha = ILL_ALPHA_ONE;
+		ca->beta = ILL_BETA_MAX;
+		ca->rtt_low = 0;
+		ca->rtt_above = 0;
+		ill_new_round(ca, tcp_sk(sk));
+	}
+}
+
+CCA_UNDO_PRIOR_OP(cca_illinois)
+
+CCA_CONG_CONTROL_OP(cca_illinois, illinois_ssthresh_for, illinois_cong_avoid)
+
+CCA_OPS(cca_illinois) = {
+	.set_state  = (void *)cca_illinois_set_state,
+	.init       = (void *)cca_illinois_init,
+	.ssthresh   = (void *)cca_illinois_ssthresh,
+	.cong_control = (void *)cca_illinois_cong_control,
+	.pkts_acked = (void *)cca_illinois_pkts_acked,
+	.undo_cwnd  = (void *)cca_illinois_undo_cwnd,
+	.name       = CCA_NAME("cca_illinois"),
+};
+
+#else /* CCA_PAPER */
+
+/*
+ * The paper variant, written from
  *   S. Liu, T. Başar, R. Srikant, "TCP-Illinois: A Loss and Delay-Based Congestion
  *   Control Algorithm for High-Speed Networks", VALUETOOLS 2006 / Performance
  *   Evaluation 65(6-7), 2008 (§3: alpha = f1(d_a), beta = f2(d_a)).
@@ -36,7 +239,6 @@
  * SACKed during the recovery included (its window starts 1-2 segments above ssthresh).
  * Its window threshold is 15 segments, this one the 10 of §3.
  */
-#include "cca_common.h"
 
 #define IL_ALPHA_MAX  (10u << 10)
 #define IL_ALPHA_MIN  307u           /* 0.3 * 1024 */
@@ -196,5 +398,7 @@ CCA_OPS(cca_illinois) = {
 	.pkts_acked = (void *)cca_illinois_pkts_acked,
 	.set_state  = (void *)cca_illinois_set_state,
 	.undo_cwnd  = (void *)cca_illinois_undo_cwnd,
-	.name       = "cca_illinois",
+	.name       = CCA_NAME("cca_illinois"),
 };
+
+#endif /* CCA_PAPER */

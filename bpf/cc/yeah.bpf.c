@@ -1,6 +1,181 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * cca_yeah — YeAH-TCP (Yet Another Highspeed TCP), written from
+ * cca_yeah — YeAH-TCP (A. Baiocchi, A. P. Castellani, F. Vacirca, "YeAH-TCP: Yet Another
+ * Highspeed TCP", PFLDnet 2007).
+ *
+ * Default: Linux's module (Linux 6.12, net/ipv4/tcp_yeah.c), on Linux's Vegas RTT
+ * bookkeeping (cca_vegas.h: samples + 1 us, BaseRTT forgotten at a restart after idle or
+ * the start of transmission, a round started at every entry into Open). Its rules:
+ *   - per ACK, when cwnd-limited: slow start; the segments left over (if any) grow the
+ *     window as Scalable TCP (one segment per min(cwnd, 100) acked) in fast mode, as
+ *     Reno in slow mode;
+ *   - on every ACK beyond the round's end (also in slow start, whatever the ACK grew),
+ *     with more than 2 samples in the round and RTT the round's smallest:
+ *       Q = cwnd (RTT - BaseRTT) / RTT (truncated)
+ *       slow mode when Q > 80 or RTT - BaseRTT > BaseRTT / 8; then, if Q > 80 and cwnd is
+ *       above reno_count, precautionary decongestion: cwnd -= min(Q, cwnd / 2), not below
+ *       reno_count, and ssthresh = cwnd; reno_count = max(cwnd / 2, 2) if it was at most
+ *       2, else one more; one more slow-mode round counted;
+ *       fast mode otherwise: the slow-mode count cleared, and every 51st fast round
+ *       reno_count back to 2;
+ *     Q is kept for the loss response;
+ *   - loss: after fewer than 16 slow-mode rounds in a row, cwnd - max(min(Q, max(cwnd/2,
+ *     2)), cwnd / 8), else Reno's halving; at least 2; reno_count halved (at least 2) and
+ *     the fast-round count cleared;
+ *   - undo: the window before the reduction (init's cap of snd_cwnd_clamp at 2^32 / 128
+ *     is left out: see the init op).
+ *
+ * CCA_PAPER (cca_yeah_p): the paper (below).
+ */
+#include "cca_common.h"
+
+#ifndef CCA_PAPER
+
+#include "cca_vegas.h"
+
+#define YEAH_ALPHA    80u     /* packets queued at the bottleneck */
+#define YEAH_EPSILON  1       /* at most cwnd >> 1 removed by a decongestion */
+#define YEAH_DELTA    3       /* at least cwnd >> 3 removed at a loss */
+#define YEAH_PHY      8u      /* slow mode beyond BaseRTT / 8 of queueing delay */
+#define YEAH_RHO      16u     /* slow-mode rounds that mean competition with Reno */
+#define YEAH_ZETA     50u     /* fast rounds that reset reno_count */
+#define YEAH_STCP_CNT 100u    /* Scalable TCP's 1 / a */
+
+struct yeah {
+	struct cca_vegas v;
+	u32 last_q;
+	u32 reno_rounds;   /* slow-mode rounds in a row (0: fast mode) */
+	u32 reno_count;
+	u32 fast_count;
+};
+CCA_PRIV_CHECK(struct yeah);
+
+SEC("struct_ops")
+void BPF_PROG(cca_yeah_init, struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct yeah *ca = inet_csk_ca(sk);
+
+	cca_vegas_reset(&ca->v, tp);
+	ca->reno_rounds = 0;
+	ca->last_q = 0;
+	ca->reno_count = 2;
+	/* Linux's init also caps snd_cwnd_clamp at 2^32 / 128; a struct_ops program may not
+	 * write the clamp, and a window of 2^25 segments is beyond any real one */
+}
+
+SEC("struct_ops")
+void BPF_PROG(cca_yeah_pkts_acked, struct sock *sk, const struct ack_sample *sample)
+{
+	struct yeah *ca = inet_csk_ca(sk);
+
+	cca_vegas_sample(&ca->v, sample->rtt_us);
+}
+
+SEC("struct_ops")
+void BPF_PROG(cca_yeah_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
+{
+	struct yeah *ca = inet_csk_ca(sk);
+
+	cca_vegas_event(&ca->v, tcp_sk(sk), ev);
+}
+
+/* the round that ended, judged */
+static __always_inline void yeah_round(struct tcp_sock *tp, struct yeah *ca)
+{
+	u32 rtt = ca->v.min_rtt, base = ca->v.base_rtt, q;
+
+	q = (u32)((u64)tp->snd_cwnd * (rtt - base) / rtt);
+	if (q > YEAH_ALPHA || rtt - base > base / YEAH_PHY) {
+		if (q > YEAH_ALPHA && tp->snd_cwnd > ca->reno_count) {
+			u32 red = cca_min(q, tp->snd_cwnd >> YEAH_EPSILON);
+
+			tp->snd_cwnd = cca_max(tp->snd_cwnd - red, ca->reno_count);
+			tp->snd_ssthresh = tp->snd_cwnd;
+		}
+		if (ca->reno_count <= 2)
+			ca->reno_count = cca_max(tp->snd_cwnd >> 1, 2);
+		else
+			ca->reno_count++;
+		ca->reno_rounds = cca_min(ca->reno_rounds + 1, 0xffffff);
+	} else {
+		if (++ca->fast_count > YEAH_ZETA) {
+			ca->reno_count = 2;
+			ca->fast_count = 0;
+		}
+		ca->reno_rounds = 0;
+	}
+	ca->last_q = q;
+}
+
+/* growth rule, run by cca_yeah_cong_control (cca_common.h) */
+static __always_inline void yeah_cong_avoid(struct sock *sk, u32 ack, u32 acked)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct yeah *ca = inet_csk_ca(sk);
+
+	if (!cca_is_cwnd_limited(sk))
+		return;
+	if (cca_in_slow_start(tp))
+		acked = cca_slow_start(tp, acked);
+	if (acked)
+		cca_cong_avoid_ai(tp, ca->reno_rounds ? tp->snd_cwnd
+					: cca_min(tp->snd_cwnd, YEAH_STCP_CNT), acked);
+	if (cca_seq_after(ack, ca->v.beg_snd_nxt)) {
+		if (ca->v.cnt_rtt > 2)
+			yeah_round(tp, ca);
+		ca->v.beg_snd_una = ca->v.beg_snd_nxt;
+		ca->v.beg_snd_nxt = tp->snd_nxt;
+		ca->v.beg_snd_cwnd = tp->snd_cwnd;
+		cca_vegas_next_round(&ca->v);
+	}
+}
+
+/* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
+static __always_inline u32 yeah_ssthresh_for(struct sock *sk, u32 cwnd)
+{
+	struct yeah *ca = inet_csk_ca(sk);
+	u32 half = cca_max(cwnd >> 1, 2), red;
+
+	if (ca->reno_rounds < YEAH_RHO)
+		red = cca_max(cca_min(ca->last_q, half), cwnd >> YEAH_DELTA);
+	else
+		red = half;
+	ca->fast_count = 0;
+	ca->reno_count = cca_max(ca->reno_count >> 1, 2);
+	return (s32)(cwnd - red) > 2 ? cwnd - red : 2;
+}
+
+CCA_SSTHRESH_OP(cca_yeah, yeah_ssthresh_for)
+
+SEC("struct_ops")
+void BPF_PROG(cca_yeah_set_state, struct sock *sk, u8 new_state)
+{
+	struct yeah *ca = inet_csk_ca(sk);
+
+	CCA_STATE_GUARD(sk, new_state, yeah_ssthresh_for);
+	cca_vegas_state(&ca->v, tcp_sk(sk), new_state);
+}
+
+CCA_UNDO_PRIOR_OP(cca_yeah)
+
+CCA_CONG_CONTROL_OP(cca_yeah, yeah_ssthresh_for, yeah_cong_avoid)
+
+CCA_OPS(cca_yeah) = {
+	.set_state  = (void *)cca_yeah_set_state,
+	.init       = (void *)cca_yeah_init,
+	.ssthresh   = (void *)cca_yeah_ssthresh,
+	.cong_control = (void *)cca_yeah_cong_control,
+	.pkts_acked = (void *)cca_yeah_pkts_acked,
+	.cwnd_event = (void *)cca_yeah_cwnd_event,
+	.undo_cwnd  = (void *)cca_yeah_undo_cwnd,
+	.name       = CCA_NAME("cca_yeah"),
+};
+
+#else /* CCA_PAPER */
+
+/*
+ * The paper variant, written from
  *   A. Baiocchi, A. P. Castellani, F. Vacirca, "YeAH-TCP: Yet Another Highspeed TCP",
  *   PFLDnet 2007 (§2: fast and slow modes, precautionary decongestion, Reno
  *   detection, loss reaction).
@@ -40,7 +215,6 @@
  * The round after a decongestion still carries packets sent before it, so a flow
  * decongests at most every other round.
  */
-#include "cca_common.h"
 
 #define YEAH_QMAX   80u
 #define YEAH_PHI    8u
@@ -195,5 +369,7 @@ CCA_OPS(cca_yeah) = {
 	.cong_control = (void *)cca_yeah_cong_control,
 	.pkts_acked = (void *)cca_yeah_pkts_acked,
 	.undo_cwnd  = (void *)cca_yeah_undo_cwnd,
-	.name       = "cca_yeah",
+	.name       = CCA_NAME("cca_yeah"),
 };
+
+#endif /* CCA_PAPER */

@@ -12,10 +12,20 @@ The Python API does what the CLI does:
     ccarena.save(fig, "td.pdf")
     res = ccarena.open_results("quickstart-20260101-120000.ccarena.tar.xz")
 
-Exported: load_study, loads_study, parse_study, run_study, open_results, write_report,
-archive, plot, plot_names, save, and the figure functions (timeseries, metric_vs_factor,
-box, box_per_flow, cdf, heatmap, fairness_vs_flows, throughput_delay, convergence).
-Heavy modules (pandas, matplotlib) load on first use.
+What the other commands do, as functions:
+
+    p = ccarena.plan(study)            # the dry run: p.cells(), p.runs, p.warnings
+    checks = ccarena.check(res)        # `ccarena check`: the evaluated checks, .passed
+    ccarena.ls("results")              # `ccarena ls`: one dict per stored study
+    ccarena.compare(res_a, res_b)      # `ccarena compare`: a DataFrame, SI units
+    ccarena.doctor()                   # `ccarena doctor`: what this machine offers
+    ccarena.cc_list()                  # `ccarena cc list`: every algorithm, its source
+
+Exported: load_study, loads_study, parse_study, plan, run_study, open_results, check,
+ls, compare, doctor, cc_list, write_report, archive, plot, plot_names, save, and the
+figure functions (timeseries, metric_vs_factor, box, box_per_flow, cdf, heatmap,
+fairness_vs_flows, throughput_delay, convergence). Heavy modules (pandas, matplotlib)
+load on first use.
 """
 from ccarena.errors import CcarenaError, CommandError, SpecError  # noqa: F401
 from ccarena.version import __version__  # noqa: F401
@@ -23,9 +33,10 @@ from ccarena.version import __version__  # noqa: F401
 FIGURES = ("timeseries", "metric_vs_factor", "box", "box_per_flow", "cdf", "heatmap",
            "fairness_vs_flows", "throughput_delay", "convergence", "save")
 
-__all__ = ["load_study", "loads_study", "parse_study", "run_study", "open_results",
-           "write_report", "archive", "plot", "plot_names", *FIGURES, "CcarenaError",
-           "SpecError", "CommandError", "__version__"]
+__all__ = ["load_study", "loads_study", "parse_study", "plan", "run_study", "open_results",
+           "check", "ls", "compare", "doctor", "cc_list", "write_report", "archive", "plot",
+           "plot_names", *FIGURES, "CcarenaError", "SpecError", "CommandError",
+           "__version__"]
 
 
 def load_study(path, **kw):
@@ -49,6 +60,41 @@ def parse_study(raw: dict, path: str = "<dict>"):
     """A study from a dict shaped like the TOML file (e.g. a stored study.json)."""
     from ccarena.study.load import parse_study as _parse
     return _parse(raw, path)
+
+
+def _study(study):
+    """A Study as given, or loaded from a file or a built-in study's name."""
+    return load_study(study) if isinstance(study, (str, bytes)) or hasattr(
+        study, "__fspath__") else study
+
+
+def plan(study, *, seed=None, shuffle=None, repetitions=None, reruns=None, force_cc=None,
+         jobs: int = 1, cluster=None, vm=None):
+    """What `ccarena validate` shows, building nothing: the study's plan (a Study, a
+    file or a built-in name) with `.cells()` (cell label -> its factor values), `.runs`
+    (PlannedRun: label, cell, rep, params, seed, in the order they would run), `.seed`,
+    and `.warnings` (settings that are legal but rarely meant, and rates beyond what
+    this machine carries: `.capacity`). As root, `.preflight` says each cell's link
+    backend and each algorithm's source (else None; not with vm, whose guest decides).
+    A check that could only fail after the runs (an unknown metric, an unreadable
+    bound) raises SpecError. seed, shuffle, repetitions, reruns, jobs, cluster, vm: as
+    run_study's; force_cc: "kernel" or "bpf"."""
+    import os
+
+    from ccarena.analysis import check_spec
+    from ccarena.run import capacity, dryrun
+    from ccarena.study.plan import make_plan
+    study = _study(study)
+    check_spec.check(study)
+    p = make_plan(study, seed=seed, shuffle=shuffle, repetitions=repetitions, reruns=reruns)
+    if os.geteuid() == 0 and not vm:
+        from ccarena.run.preflight import preflight
+        p.preflight = preflight(study, force_cc)
+    # what this machine carries, unless the runs go to a cluster's workers
+    p.capacity = None if cluster else \
+        dryrun.Capacity(capacity.load(), len(os.sched_getaffinity(0)), jobs)
+    p.warnings = dryrun.warnings(study, p, p.capacity, p.preflight)
+    return p
 
 
 def run_study(study, *, results_base="results", seed=None, shuffle=None, repetitions=None,
@@ -104,6 +150,57 @@ def open_results(path):
     .factors, .study, .plan, .status(), .checks, .passed."""
     from ccarena.store.results import open_results as _open
     return _open(path)
+
+
+def _opened(results):
+    from ccarena.store.results import ResultsDir
+    return results if isinstance(results, ResultsDir) else open_results(results)
+
+
+def check(results, study=None):
+    """Evaluate a study's checks ([[expect]]) on stored results without re-running, as
+    `ccarena check` does -> a list of dicts (what, cell, ok, measured, min, max, why,
+    runs), with `.passed` (True, False, or None without checks), `.stored` and `.note`.
+    study None: the results' own checks, also stored (checks.json; not into a read-only
+    archive); a Study, file or built-in name: its checks, only evaluated."""
+    from ccarena.analysis.checks import check as _check
+    return _check(_opened(results), None if study is None else _study(study))
+
+
+def ls(results_base="results") -> list:
+    """The stored studies under `results_base`, as `ccarena ls --json`: one dict each with
+    results (the directory's name), study, planned, valid, invalid, missing, cells (the
+    same per cell) and created; an unreadable directory has "error" instead."""
+    from ccarena.store.results import listing
+    return listing(results_base)
+
+
+def compare(a, b, *, metrics=None, by=None, alpha: float = 0.05):
+    """Compare two stored studies cell by cell, as `ccarena compare` (paths, archives or
+    ResultsDir objects) -> a pandas DataFrame, SI units: per common cell (matched on
+    `by`, default the swept factors both share) and metric (default the key run metrics)
+    mean_a/b, median_a/b, ci_low/high_a/b, n_a/b, diff (A − B) with diff_ci_low/high, p,
+    q (Benjamini-Hochberg over the table), significant (q < alpha), cohen_d; `.attrs`
+    holds by, alpha and host_differences (TCP settings the two studies' hosts had
+    differently)."""
+    from ccarena.analysis.comparison import compare_results
+    return compare_results(_opened(a), _opened(b), metrics=metrics, by=by, alpha=alpha)
+
+
+def doctor(study=None) -> dict:
+    """What this machine offers, probed (kernel, root, namespaces, veth, qdiscs, netem,
+    cgroup, tracefs, binaries, algorithms, AF_XDP), "essential_missing" (what it lacks
+    to run any study, one line each) and with a study (a Study, file or built-in name)
+    "study": each cell's link backend and each algorithm's source, as `ccarena doctor`."""
+    from ccarena.run.doctor import report
+    return report(None if study is None else _study(study))
+
+
+def cc_list() -> dict:
+    """Every congestion-control algorithm, as `ccarena cc list --json`: name -> source
+    ("kernel", "bpf" or "unavailable"), kernel_name, why, variant, follows, variants."""
+    from ccarena.cc.catalog import listing
+    return listing()
 
 
 def write_report(results, out=None, **kw):

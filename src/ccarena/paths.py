@@ -4,9 +4,12 @@
   (editable install: src/ccarena -> two levels up);
 - the build directory: $CCARENA_BUILD_DIR, else <root>/build (BPF objects, caches);
 - a binary: $CCARENA_BIN_DIR, then <root>/target/release (the Makefile builds there),
-  then $PATH."""
+  then $PATH;
+and what a file is: file_sha256 (archives name themselves by it, downloads are checked
+against it)."""
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from pathlib import Path
@@ -39,3 +42,9 @@ def require_binary(name: str, why: str) -> str:
 
 def build_dir() -> Path:
     return Path(os.environ.get("CCARENA_BUILD_DIR", repo_root() / "build"))
+
+
+def file_sha256(path: Path) -> str:
+    """The hex SHA-256 of a file's bytes."""
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()

@@ -20,6 +20,8 @@ out of the ratios (`ccsig.reductions`); the guard's repair applies the algorithm
 Where an assertion compares goodput or RTT levels it says why lateness cannot make it
 pass falsely."""
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -162,15 +164,36 @@ def rfc3649_b(w: float) -> float:
     return (hd - 0.5) * (math.log(w) - math.log(lw)) / (math.log(hw) - math.log(lw)) + 0.5
 
 
+def linux_highspeed_rows() -> list[tuple[int, int]]:
+    """The (w, b * 256) rows of RFC 3649 Appendix B that the default variant reads, as
+    Linux's tcp_highspeed does (bpf/cc/highspeed.bpf.c, hs_rules)."""
+    src = (Path(__file__).resolve().parents[2] / "bpf" / "cc" / "highspeed.bpf.c").read_text()
+    body = src[src.index("hs_rules[HS_RULES] = {"):]
+    body = body[: body.index("};")]
+    return [(int(a), int(b)) for a, b in re.findall(r"\{\s*(\d+),\s*(\d+)\s*\}", body)]
+
+
 def test_highspeed_decrease_follows_b_of_w(loss_runs, no_leaks):
     """RFC 3649: at a loss cwnd <- (1 - b(w)) w: 0.5 at small windows, less of a cut at
-    larger ones (b(86) = 0.46, b(170) = 0.42). The implementation tabulates b in 64 rows,
-    hence the tolerance of 0.03."""
+    larger ones (b(86) = 0.46, b(170) = 0.42). The default variant cuts as Linux's
+    tcp_highspeed: by b of the App. B row at or above the window of the last ACK in
+    congestion avoidance (0.5 out of slow start, where no row has been set yet). The
+    window may have grown by a segment since that ACK (and by PRR's rounding), hence the
+    tolerance of 0.03, which also holds the cut to the RFC's formula."""
     m = loss_runs["highspeed"]
     red = _ratios(m)
-    expect = 1 - red["w"].map(rfc3649_b)
-    assert (red["ratio"] - expect).abs().max() <= 0.03, \
+    rows = linux_highspeed_rows()
+
+    def linux_b(w):
+        return next((b for rw, b in rows if rw >= w), rows[-1][1]) / 256
+
+    expect = 1 - red["w"].map(linux_b)
+    first = red.index[0]
+    ok = (red["ratio"] - expect).abs() <= 0.03
+    ok[first] = ok[first] or abs(red.loc[first, "ratio"] - 0.5) <= 0.03
+    assert ok.all(), \
         f"ratios {red['ratio'].round(3).tolist()} vs 1-b(w) {expect.round(3).tolist()} {note(m)}"
+    assert ((red["ratio"] - (1 - red["w"].map(rfc3649_b))).abs() <= 0.04).all(), note(m)
     big = red[red["w"] > 60]
     assert len(big) and big["ratio"].between(0.5, 0.9).all() and (big["ratio"] > 0.51).all(), \
         f"{big.to_dict('records')} {note(m)}"
@@ -489,17 +512,18 @@ def test_yeah_precautionary_decongestion_holds_its_queue_below_qmax(big_runs, lo
 # -- Vegas ----------------------------------------------------------------------------------
 def test_vegas_keeps_alpha_to_beta_packets_queued_where_cubic_fills_the_buffer(big_runs,
                                                                                no_leaks):
-    """Brakmo & Peterson 1995: Diff = (Expected - Actual) BaseRTT, the flow's own packets
-    in the queue, is kept between alpha = 1 and beta = 3 segments, while a loss-based flow
-    on the same path (CUBIC, same study) fills the buffer. The queue is the link's own
-    count; a delayed ACK releases two segments at once, hence beta + 1.5 for the mean.
+    """Brakmo & Peterson 1995: the flow's own packets in the queue are kept between alpha
+    and beta, while a loss-based flow on the same path (CUBIC, same study) fills the
+    buffer. The default variant is Linux's tcp_vegas: diff = cwnd (RTT - BaseRTT) /
+    BaseRTT, at least the queue, between alpha = 2 and beta = 4. The queue is the link's
+    own count; a delayed ACK releases two segments at once, hence beta + 1.5 for the mean.
     Late releases make Vegas see more delay and queue less, so they cannot make this
     pass falsely. Vegas must still use the link (alpha >= 1 packet keeps it busy)."""
     v, c = big_runs["vegas"], big_runs["cubic"]
     check_valid(v)
     check_valid(c)
     qv, qc = run_metrics(v), run_metrics(c)
-    assert qv["queue_mean_pkts"] <= 3 + 1.5, f"vegas queue {qv['queue_mean_pkts']:.1f} {note(v)}"
+    assert qv["queue_mean_pkts"] <= 4 + 1.5, f"vegas queue {qv['queue_mean_pkts']:.1f} {note(v)}"
     assert qc["queue_mean_pkts"] > 150, f"cubic queue {qc['queue_mean_pkts']:.0f} {note(c)}"
     assert qv["link_drops"] == 0, note(v)
     gp = flow_metrics(v).loc[0, "goodput_bps"]

@@ -86,3 +86,77 @@ def test_run_study_evaluates_the_checks_and_writes_the_report(stored, tmp_path, 
     st["expect"][0]["max"] = 0.1
     res = ccarena.run_study(ccarena.parse_study(st))
     assert res.passed is False and res.report is None
+
+
+def test_what_the_other_commands_do_as_functions(stored, tmp_path):
+    """plan, check, ls, compare, doctor and cc_list: the CLI's answers as data."""
+    p = ccarena.plan("quickstart", seed=7, repetitions=2)
+    assert p.seed == 7 and len(p.runs) == 2 * len(p.cells()) == 6
+    assert [r.label for r in ccarena.plan("quickstart", seed=7, repetitions=2).runs] == \
+        [r.label for r in p.runs]                        # the seed fixes the order
+    assert isinstance(p.warnings, list)
+    slow = ccarena.loads_study('[study]\nname = "t"\nduration = "3s"\n[bottleneck]\n'
+                               'rate = "100kbit"\n[[flow]]\nname = "a"\nfrom = "s1"\n'
+                               'to = "r1"\n')
+    assert any("below 1 Mbit/s" in w for w in ccarena.plan(slow).warnings)
+
+    import shutil
+    d = tmp_path / "results" / stored.name
+    shutil.copytree(stored, d)
+    assert ccarena.check(d) == [] and ccarena.check(d).passed is None   # declares none
+    st = json.loads((d / "study.json").read_text())
+    study = ccarena.parse_study({**st, "expect": [{"name": "utilisation is a fraction",
+                                                    "metric": "utilisation", "level": "run",
+                                                    "min": 0.0, "max": 1.0}]})
+    checks = ccarena.check(d, study)
+    assert checks.passed is True and not checks.stored and len(checks) == 4
+    assert not (d / "checks.json").exists()          # another study's: never stored
+
+    rows = ccarena.ls(tmp_path / "results")
+    assert [(r["results"], r["planned"], r["valid"], r["invalid"]) for r in rows] == \
+        [(stored.name, 8, 7, 1)]
+    assert rows[0]["cells"]["buf20-reno"] == {"planned": 2, "valid": 1, "invalid": 1,
+                                              "missing": 0}
+
+    cmp = ccarena.compare(stored, d, metrics=["goodput_bps"])
+    assert cmp.attrs["by"] == ["bottleneck.buffer", "flow.bulk.cc"] and len(cmp) == 4
+    assert (cmp["diff"] == 0).all() and (cmp["mean_a"] > 1e6).all()   # SI units
+    with pytest.raises(ccarena.CcarenaError, match="did you mean 'goodput_bps'"):
+        ccarena.compare(stored, d, metrics=["goodput_mbps"])
+
+    algs = ccarena.cc_list()
+    assert {"cubic", "reno"} <= set(algs) and algs["cubic"]["source"] in (
+        "kernel", "bpf", "unavailable")
+    doc = ccarena.doctor()
+    assert {"kernel", "root", "netns", "binaries", "algorithms",
+            "essential_missing"} <= set(doc) and doc["study"] is None
+
+
+def test_a_bad_plot_name_is_ccarenas_own_error(stored):
+    with pytest.raises(ccarena.CcarenaError, match="did you mean 'box'"):
+        ccarena.plot(stored, "boxx")
+
+
+def test_the_cli_calls_the_api(stored, tmp_path, monkeypatch, capsys):
+    """The CLI is a thin layer over these functions: each command gets its data from
+    the public function of the same name."""
+    from ccarena.cli.main import main
+    called = []
+
+    def spy(name):
+        real = getattr(ccarena, name)
+
+        def f(*a, **kw):
+            called.append(name)
+            return real(*a, **kw)
+        monkeypatch.setattr(ccarena, name, f)
+    for name in ("plan", "check", "ls", "compare", "doctor", "cc_list"):
+        spy(name)
+    main(["validate", "quickstart"])
+    main(["check", str(stored)])
+    main(["ls", "--results", str(tmp_path)])
+    main(["compare", str(stored), str(stored), "--metric", "jain"])
+    main(["doctor", "--json"])
+    main(["cc", "list", "--json"])
+    capsys.readouterr()
+    assert called == ["plan", "check", "ls", "compare", "doctor", "cc_list"]

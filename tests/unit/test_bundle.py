@@ -110,3 +110,16 @@ def test_unused_extracted_copies_are_pruned(tmp_path):
     os.utime(old / ".complete", (t, t))
     assert archive.prune(tmp_path) == [old]
     assert fresh.exists() and not old.exists()
+
+
+def test_an_output_directory_gets_the_archive_inside_it(packed, tmp_path, capsys):
+    """`archive -o newdir/` (a name ending in a slash, made if need be) and `-o existing`
+    both write <name>.ccarena.tar.xz inside that directory, never a file named newdir."""
+    _, d, _ = packed
+    new = tmp_path / "newdir"
+    assert main(["archive", str(d), "-o", f"{new}/"]) == 0
+    assert new.is_dir() and [p.name for p in new.iterdir()] == [d.name + archive.SUFFIX]
+    assert capsys.readouterr().out.startswith(str(new / (d.name + archive.SUFFIX)))
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    assert archive.write_archive(d, existing) == existing / (d.name + archive.SUFFIX)

@@ -111,7 +111,7 @@ def test_bad_impairments_name_the_file_the_key_and_what_is_accepted(line, key, s
 
 
 def test_impairments_are_sweepable_like_other_link_keys():
-    s = study('delay = "10ms"\njitter = "2ms"', sweep='''
+    s = study('delay = "10ms"\njitter = "1ms"', sweep='''
 "bottleneck.delay_distribution" = ["normal", "pareto"]
 "bottleneck.loss_model" = [{ kind = "gilbert", p = "1%", r = "25%" }, { kind = "4state", p13 = "1%" }]
 "bottleneck.reorder" = ["0%", "10%"]

@@ -121,3 +121,9 @@ def test_plot_errors_are_ccarena_errors():
     assert issubclass(plotting.PlotError, CcarenaError)
     with pytest.raises(CcarenaError, match="did you mean 'heatmap'"):
         plotting.plot([], "heatmp")
+
+
+def test_list_as_json(capsys):
+    import json
+    assert main(["plot", "--list", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == plotting.names()

@@ -197,3 +197,114 @@ def test_query_shows_metric_columns_in_their_units(studies, capsys):
     assert capsys.readouterr().out.splitlines()[0].startswith("cell,avg(goodput_bps),")
     assert run(["query", str(a), "--csv", "--units", "human", sql]) == 0
     assert "avg(goodput_bps) [Mbit/s]" in capsys.readouterr().out.splitlines()[0]
+
+
+def test_export_formats_and_standard_output(studies, tmp_path, capsys):
+    """-f csv|json|parquet into a directory, and -o - for standard output (one table;
+    JSON may hold several as one object)."""
+    import io
+    import json
+    _, a, _ = studies
+    assert run(["export", str(a), "-f", "json", "-o", str(tmp_path / "j"),
+                "--tables", "runs,flows"]) == 0
+    rows = json.loads((tmp_path / "j" / "runs.json").read_text())
+    assert len(rows) == 12 and rows[0]["goodput_bps"] > 1e6
+    assert run(["export", str(a), "-f", "parquet", "-o", str(tmp_path / "p"),
+                "--tables", "flows"]) == 0
+    assert len(pd.read_parquet(tmp_path / "p" / "flows.parquet")) == len(pd.read_json(
+        tmp_path / "j" / "flows.json"))
+    capsys.readouterr()
+    assert run(["export", str(a), "-o", "-", "--tables", "runs"]) == 0
+    assert len(pd.read_csv(io.StringIO(capsys.readouterr().out))) == 12
+    assert run(["export", str(a), "-o", "-", "-f", "json", "--tables", "runs,cells"]) == 0
+    both = json.loads(capsys.readouterr().out)
+    assert set(both) == {"runs", "cells"} and len(both["runs"]) == 12
+    with pytest.raises(CcarenaError, match="holds one table; name it with --tables"):
+        run(["export", str(a), "-o", "-"])
+
+
+def test_export_to_stdout_writes_parquet_bytes(studies, capfdbinary):
+    import io
+    _, a, _ = studies
+    assert run(["export", str(a), "-o", "-", "-f", "parquet", "--tables", "runs"]) == 0
+    out = capfdbinary.readouterr().out
+    assert out[:4] == b"PAR1" and len(pd.read_parquet(io.BytesIO(out))) == 12
+
+
+def test_a_failing_export_leaves_no_empty_directory(studies, tmp_path, monkeypatch):
+    _, a, _ = studies
+    with pytest.raises(CcarenaError, match="unknown table"):
+        run(["export", str(a), "-o", str(tmp_path / "e1"), "--tables", "runz"])
+    assert not (tmp_path / "e1").exists()
+    # a table the views claim but DuckDB cannot copy: the directory made for it goes too
+    absent = sorted(set(cli_analysis.PER_RUN) - set(cli_analysis.views(
+        cli_analysis.connect(a))))[0]
+    monkeypatch.setattr(cli_analysis, "views", lambda con: [absent])
+    with pytest.raises(Exception, match=absent):
+        run(["export", str(a), "-o", str(tmp_path / "e2"), "--tables", absent])
+    assert not (tmp_path / "e2").exists()
+
+
+def test_tables_as_json_for_scripts(studies, tmp_path, capsys):
+    """query, compare and check print JSON with --json: SI units, missing values null."""
+    import json
+    _, a, b = studies
+    assert run(["query", str(a), "--json", "SELECT cell, avg(goodput_bps) AS g, NULL AS e "
+                "FROM runs GROUP BY cell ORDER BY cell"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 4 and all(1e6 < r["g"] <= 10e6 and r["e"] is None for r in rows)
+    assert run(["compare", str(a), str(b), "--json", "--metric", "goodput_bps"]) == 0
+    cmp = json.loads(capsys.readouterr().out)
+    assert cmp["by"] == ["bottleneck.buffer", "flow.bulk.cc"]
+    assert {r["bottleneck.buffer"] for r in cmp["rows"]} == {"20p"}
+    assert all(r["metric"] == "goodput_bps" and r["mean_a"] > 1e6 for r in cmp["rows"])
+    study = tmp_path / "s.toml"
+    study.write_text(_CHECKED)
+    assert run(["check", str(a), "--json", "--study", str(study)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["passed"] is True and out["stored"] is False and len(out["checks"]) == 4
+    assert out["incomplete_cells"] and out["outcome"] == "complete"
+
+
+_CHECKED = """
+[study]
+name = "synthetic"
+duration = "4s"
+[bottleneck]
+rate = "10mbit"
+buffer = "100p"
+[[flow]]
+name = "bulk"
+from = "s1"
+to = "r1"
+[sweep]
+"bottleneck.buffer" = ["20p", "100p"]
+"flow.bulk.cc" = ["cubic", "reno"]
+[[expect]]
+name = "utilisation is a fraction"
+metric = "utilisation"
+level = "run"
+min = 0.0
+max = 1.0
+"""
+
+
+def test_compare_raw_clips_intervals_at_physical_bounds():
+    """--units raw shows SI numbers, but an interval still stops where the metric does:
+    no loss below 0, no negative goodput."""
+    nan = float("nan")
+    row = {"bottleneck.buffer": "20p", "metric": "loss_ratio", "center": "mean",
+           "mean_a": 2e-5, "median_a": 2e-5, "ci_low_a": nan, "ci_high_a": nan,
+           "ci_half_a": 5e-5, "n_a": 3, "mean_b": 1e-5, "median_b": 1e-5,
+           "ci_low_b": -3e-5, "ci_high_b": 5e-5, "ci_half_b": 4e-5, "n_b": 3,
+           "diff": 1e-5, "diff_ci_low": -5e-5, "diff_ci_high": 7e-5, "p": 0.5, "q": 0.5,
+           "cohen_d": 0.2, "significant": False}
+    res = pd.DataFrame([row, {**row, "metric": "goodput_bps", "mean_a": 1e5,
+                              "median_a": 1e5, "ci_half_a": 3e5, "mean_b": 2e5,
+                              "median_b": 2e5, "ci_low_b": -1e5, "ci_high_b": 5e5}])
+    for mode in ("raw", "human"):
+        _, rows = cli_analysis.compare_rows(res, ["bottleneck.buffer"], mode)
+        for r in rows:
+            a, b = r[2], r[3]
+            assert "[0, " in a and "[0, " in b, (mode, a, b)
+            assert "-" not in a + b, (mode, a, b)

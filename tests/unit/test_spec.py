@@ -229,12 +229,12 @@ def test_a_scale_replaces_a_check_by_name_and_adds_others(tmp_path):
         [[scale.quick.expect]]
         name = "some goodput"
         metric = "goodput_bps"
-        min = "1mbit"
+        min = 1e6
         '''))
     assert [e["name"] for e in load_study(p).expect] == ["fair", "under the rate"]
     quick = load_study(p, scale="quick").expect
     assert [(e["name"], e.get("min")) for e in quick] == [
-        ("not grossly unfair", 0.5), ("under the rate", None), ("some goodput", "1mbit")]
+        ("not grossly unfair", 0.5), ("under the rate", None), ("some goodput", 1e6)]
     assert not any("replaces" in e for e in quick)
 
 
@@ -246,10 +246,10 @@ def test_a_scale_replaces_a_check_by_name_and_adds_others(tmp_path):
 ])
 def test_a_scale_check_naming_the_wrong_check_is_refused(tmp_path, entry, key, says):
     p = write(tmp_path, CHECKED + "\n[[scale.quick.expect]]\n" + entry + "\n")
-    load_study(p)      # the study as written does not use the scale
-    with pytest.raises(SpecError) as e:
-        load_study(p, scale="quick")
-    assert e.value.key == key and says in e.value.reason and str(p) in str(e.value)
+    for scale in ("quick", None):   # every scale is checked, not only the one used
+        with pytest.raises(SpecError) as e:
+            load_study(p, scale=scale)
+        assert e.value.key == key and says in e.value.reason and str(p) in str(e.value)
 
 
 def test_parallel_tcp_quick_weakens_only_the_fairness_check():

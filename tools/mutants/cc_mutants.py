@@ -60,18 +60,18 @@ PKG = "ccarena-cc-harness"
 TESTS = {
     "reno": [("reno", None), ("replay", "reno::")],
     "lp": [("lp", None)],
-    "yeah": [("yeah", None)],
+    "yeah": [("yeah", None), ("replay", "yeah::")],
     "htcp": [("htcp", None)],
-    "highspeed": [("highspeed", None)],
+    "highspeed": [("highspeed", None), ("replay", "highspeed::")],
     "westwood": [("westwood", None)],
     "dctcp": [("dctcp", None)],
     "illinois": [("illinois", None)],
     "cubic": [("cubic", None)],
     "scalable": [("scalable", None), ("replay", "scalable::")],
-    "vegas": [("vegas", None)],
-    "hybla": [("hybla", None)],
+    "vegas": [("vegas", None), ("replay", "vegas::")],
+    "hybla": [("hybla", None), ("replay", "hybla::")],
     "bic": [("bic", None), ("replay", "bic::")],
-    "veno": [("veno", None)],
+    "veno": [("veno", None), ("replay", "veno::")],
     # BBR: tests/bbr3.rs and tests/bbr_signals.rs check both versions, tests/bbr2.rs v2's
     # own rules, tests/bbr_sim.rs both through the packet simulation
     "bbr3": [("bbr3", None), ("bbr_signals", None), ("bbr_sim", None)],

@@ -209,7 +209,8 @@ impl<'t> Replayer<'t> {
                 let (old, new) = (c.state(), r.a[0] as u8);
                 c.set_ca_state(new);
                 self.report.calls += 1;
-                if new == RECOVERY && old < crate::CWR {
+                // (also from Loss: the RACK reordering timer enters Recovery from there)
+                if new == RECOVERY && old != crate::CWR && old != RECOVERY {
                     self.skip.push("cwnd");
                 }
                 if old == RECOVERY && new < crate::CWR {

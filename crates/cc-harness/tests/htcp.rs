@@ -1,8 +1,113 @@
-//! cca_htcp against Leith & Shorten, "H-TCP", PFLDnet 2004 and draft-leith-tcp-htcp-06
+//! cca_htcp (bpf/cc/htcp.bpf.c): the default variant against the rules of Linux 6.12's
+//! tcp_htcp (also replayed call by call against it: tests/replay.rs), the paper variant
+//! ("htcp:paper") against Leith & Shorten, "H-TCP", PFLDnet 2004 and draft-leith-tcp-htcp-06
 //! (bpf/cc/htcp.bpf.c): per RTT cwnd += 2(1 − β)·α(Δ), α(Δ) = 1 for Δ ≤ Δ_L = 1 s, else
 //! 1 + 10(Δ − Δ_L) + ((Δ − Δ_L)/2)², Δ the time since the end of the last congestion
 //! event; at an event cwnd ← β·cwnd, β = RTT_min/RTT_max within [0.5, 0.8].
 use ccarena_cc_harness::*;
+
+// ---- Linux's H-TCP (the harness's HZ is 1000: one jiffy per ms) ----------------------------
+
+/// ACKs of one segment (no time passing) until cwnd grows, starting with a full counter
+/// so that the first ACK grows the window and recomputes alpha now; returns the ACKs from
+/// there to the next segment of growth
+fn linux_acks_per_segment(c: &Conn, rtt: u32) -> u32 {
+    c.set(Field::CwndCnt, c.cwnd() as u64);
+    let w = c.cwnd();
+    c.transmit();
+    c.ack(Ack::new(1, rtt));
+    assert_eq!(c.cwnd(), w + 1);
+    for n in 1..=100_000 {
+        c.transmit();
+        c.ack(Ack::new(1, rtt));
+        if c.cwnd() > w + 1 {
+            return n;
+        }
+    }
+    panic!("no growth")
+}
+
+#[test]
+fn linux_htcp_alpha_grows_with_the_time_since_the_event_scaled_by_min_rtt() {
+    // 3 s after the last event: d = 2000 jiffies, factor 1 + (10 d + (d/2)^2 / HZ) / HZ = 22,
+    // times minRTT / 100 ms in eighths clamped to [1/2, 10]: scale = 8 HZ / (10 minRTT);
+    // alpha = 2 factor (128 - 64) / 128 segments per RTT; growth after ceil(1001 * 128 /
+    // alpha) + 1 ACKs at 1001 segments
+    for (rtt_ms, factor) in [(100u32, 22u32), (200, 44), (20, 22 * 8 / 40), (5, 22 * 8 / 80)] {
+        set_now_us(10_000_000);
+        let c = Conn::new("htcp");
+        c.start_in_ca(1000);
+        c.ack(Ack::new(1, rtt_ms * 1000));
+        set_now_us(13_000_000);
+        let alpha = 2 * factor * 64;
+        assert_eq!(linux_acks_per_segment(&c, rtt_ms * 1000), (1001 * 128u32).div_ceil(alpha) + 1, "minRTT {rtt_ms} ms");
+    }
+    // within the first second: factor 1, scaled down but never below 1
+    set_now_us(10_000_000);
+    let c = Conn::new("htcp");
+    c.start_in_ca(100);
+    assert_eq!(linux_acks_per_segment(&c, 20_000), 101 + 1, "alpha 1");
+}
+
+#[test]
+fn linux_htcp_beta_is_min_over_max_rtt_from_the_second_event_on() {
+    set_now_us(10_000_000);
+    let c = Conn::new("htcp");
+    c.start_in_ca(1000);
+    c.ack(Ack::new(1, 100_000));
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 500, "the first event: 0.5");
+    c.exit_reduction();
+    c.set_cwnd(1000);
+    // maxRTT rises only to samples at most 20 ms above it: 130 ms ignored, then 115, 130
+    for rtt in [130_000u32, 115_000, 130_000] {
+        c.transmit();
+        c.ack(Ack::new(1, rtt));
+    }
+    c.set_cwnd(1000);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 1000 * (12_800 / 130) >> 7, "beta = 100/130 in 1/128");
+    // maxRTT fades to 100 + 95 % of 30 = 128 at the event
+    c.exit_reduction();
+    c.set_cwnd(1000);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 1000 * 100 >> 7);
+    // at most 0.8
+    let c = Conn::new("htcp");
+    c.start_in_ca(1000);
+    c.ack(Ack::new(1, 100_000));
+    c.enter_recovery();
+    c.exit_reduction();
+    c.set_cwnd(1000);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 1000 * 102 >> 7, "maxRTT = minRTT: 0.8");
+}
+
+#[test]
+fn linux_htcp_halves_when_min_rtt_is_ten_ms_or_less() {
+    for (rtt, want) in [(10_000u32, 500u32), (11_000, 1000 * 102 >> 7)] {
+        let c = Conn::new("htcp");
+        c.start_in_ca(1000);
+        c.ack(Ack::new(1, rtt));
+        c.enter_recovery();
+        c.exit_reduction();
+        c.set_cwnd(1000);
+        c.enter_recovery();
+        assert_eq!(c.ssthresh(), want, "minRTT {rtt} us");
+    }
+}
+
+#[test]
+fn linux_htcp_slow_start_stops_at_ssthresh_and_spends_nothing_beyond() {
+    let c = Conn::new("htcp");
+    c.set_cwnd(9);
+    c.set_ssthresh(10);
+    c.transmit();
+    c.ack(Ack::new(3, 20_000));
+    assert_eq!((c.cwnd(), c.get(Field::CwndCnt)), (10, 0));
+}
+
+// ---- the paper's H-TCP (htcp:paper) ---------------------------------------------------------
 
 const RTT: u32 = 50_000;
 
@@ -19,7 +124,7 @@ fn alpha(delta_s: f64) -> f64 {
 /// congestion event lasting `recovery_us`; returns the connection at the end of the
 /// event (back in Open) and β·1024 as the ssthresh shows it.
 fn after_event(rtt_min: u32, rtt_max: u32, recovery_us: u64) -> (Conn, f64) {
-    let c = Conn::new("htcp");
+    let c = Conn::new("htcp:paper");
     c.start_in_ca(400);
     c.round(rtt_min);
     c.round(rtt_max);
@@ -129,7 +234,7 @@ fn alpha_restarts_when_an_event_begins() {
     // 10 s without a loss (alpha(10 s) = 111), then a time-out: the window climbs back
     // from 1 in the Loss state. Its increase beyond ssthresh must be alpha's minimum
     // (Delta counts from the event's start), not 111 segments per RTT.
-    let c = Conn::new("htcp");
+    let c = Conn::new("htcp:paper");
     c.start_in_ca(100);
     for _ in 0..(10_000_000 / RTT) {
         c.round(RTT);
@@ -203,7 +308,7 @@ fn beta_is_exact_at_its_bounds_and_between() {
     // draft §4.1: β = RTT_min/RTT_max within [0.5, 0.8], in 1/1024: ⌊1024 RTT_min/RTT_max⌋
     // within [512, 819]; a window of 1024 is cut to β·1024 exactly
     for (max, want) in [(3 * RTT, 512), (RTT, 819), (RTT * 4 / 3, 768), (RTT * 10 / 7, 716)] {
-        let c = Conn::new("htcp");
+        let c = Conn::new("htcp:paper");
         c.start_in_ca(400);
         c.round(RTT);
         c.round(max);
@@ -221,7 +326,7 @@ fn a_new_connection_counts_delta_from_its_start() {
     // before any congestion event Δ counts from the connection's start (the kernel's clock
     // is far from zero), and β starts at 0.5: in its first second one segment per RTT
     set_now_us(1_000_000_000);
-    let c = Conn::new("htcp");
+    let c = Conn::new("htcp:paper");
     c.start_in_ca(100);
     for _ in 0..5 {
         c.round(RTT);
@@ -233,7 +338,7 @@ fn a_new_connection_counts_delta_from_its_start() {
 /// its first event and every `gap2` us before its second; every RTT sample equal, so β
 /// from the RTTs is 0.8 (819/1024).
 fn second_event_cut(gap2: u64) -> (u32, u32) {
-    let c = Conn::new("htcp");
+    let c = Conn::new("htcp:paper");
     c.start_in_ca(600);
     c.ack_segments(2_000, 100, RTT);
     c.enter_recovery();
@@ -260,7 +365,7 @@ fn adaptive_backoff_starts_beyond_a_fifth_of_change() {
 fn throughput_is_measured_over_an_rtt_not_per_ack() {
     // ACK compression (ten ACKs at once every millisecond: still 10000 segments/s) does
     // not change the throughput B that adaptive backoff compares
-    let c = Conn::new("htcp");
+    let c = Conn::new("htcp:paper");
     c.start_in_ca(600);
     c.ack_segments(2_000, 100, RTT);
     c.enter_recovery();
@@ -281,7 +386,7 @@ fn throughput_is_sampled_in_the_open_state_only() {
     // second event comes before the first Open-state sample (30 ms) or after it (60 ms).
     // (2250 ACKs: the event comes 250 ACKs into a sample interval)
     for open_acks in [300, 600] {
-        let c = Conn::new("htcp");
+        let c = Conn::new("htcp:paper");
         c.start_in_ca(600);
         c.ack_segments(2_250, 100, RTT);
         c.enter_recovery();
@@ -316,7 +421,7 @@ fn an_undone_event_restores_beta_and_the_throughput_memory() {
     // β 0.8; a spurious event at 7812/s (−22 %: backoff, β 0.5) is undone: the increase is
     // again 2(1 − 0.8)α, and the next real event, at 7812/s, is compared with the
     // throughput before event 1 (−22 %: backoff)
-    let c = Conn::new("htcp");
+    let c = Conn::new("htcp:paper");
     c.start_in_ca(600);
     c.ack_segments(2_000, 100, RTT);
     c.enter_recovery();
@@ -343,7 +448,7 @@ fn the_first_throughput_sample_covers_the_connection_s_first_rtt() {
     // event after the first sample compares with that sample: 10000 segments/s either way
     for (first_acks, delivered) in [(100u32, 0u64), (700, 0), (700, 1_000_000)] {
         set_now_us(1_000_000_000);
-        let c = Conn::bare("htcp");
+        let c = Conn::bare("htcp:paper");
         c.set(Field::Delivered, delivered);
         c.init();
         c.start_in_ca(600);
@@ -370,7 +475,7 @@ fn the_increase_counts_from_nothing_on_a_new_connection_and_after_each_event() {
     let w = (300..).find(|w| w * 1024 % a == 1).unwrap();
     let want = (w * 1024).div_ceil(a) as u32;
     let t0 = now_us();
-    let c = Conn::new("htcp");
+    let c = Conn::new("htcp:paper");
     c.start_in_ca(w as u32);
     set_now_us(t0 + 1_005_000);
     assert_eq!(acks_until_growth(&c), want, "new connection, cwnd {w}");
@@ -390,7 +495,7 @@ fn the_first_throughput_sample_starts_at_init_even_soon_after_boot() {
     // more than 20 %. An event within the first RTT has no B, so the next is not
     // compared: β from the RTTs (all equal: 0.8)
     set_now_us(1_000_000);
-    let c = Conn::new("htcp");
+    let c = Conn::new("htcp:paper");
     c.start_in_ca(600);
     advance_us(100);
     c.ack(Ack::new(10, RTT));
@@ -407,7 +512,7 @@ fn an_event_before_any_open_state_rtt_sample_uses_half() {
     // RTT_max comes from the Open state only (bpf/cc/htcp.bpf.c); an event on a
     // connection whose every RTT sample came with duplicate ACKs (Disorder) knows
     // RTT_min but no RTT_max: β = 0.5, standard TCP's
-    let c = Conn::new("htcp");
+    let c = Conn::new("htcp:paper");
     c.start_in_ca(400);
     c.set_ca_state(DISORDER);
     c.round(RTT);
@@ -421,7 +526,7 @@ fn an_event_before_any_open_state_rtt_sample_uses_half() {
 /// ACK with the RTT sample `odd` and five more with 1.5 RTT; then an event at cwnd 1024.
 /// Its ssthresh.
 fn cut_after_sample(odd: u32) -> u32 {
-    let c = Conn::new("htcp");
+    let c = Conn::new("htcp:paper");
     c.start_in_ca(400);
     c.round(RTT);
     c.round(RTT * 3 / 2);
@@ -455,7 +560,7 @@ fn a_throughput_sample_of_exactly_one_rtt_is_complete() {
     // apart, srtt 50 ms) is a sample, 10000 segments/s, and the event right after it
     // knows it. The next event at 7812 segments/s (−22 %) is then compared with it:
     // adaptive backoff, β = 0.5 (the RTTs alone: 0.8)
-    let c = Conn::new("htcp");
+    let c = Conn::new("htcp:paper");
     c.start_in_ca(600);
     c.ack_segments(500, 100, RTT);
     assert_eq!(c.srtt_us(), RTT);
@@ -477,7 +582,7 @@ fn the_first_segment_after_an_idle_restart_takes_a_whole_count_at_the_new_window
     // loss, no ssthresh op) is followed by slow start back to 90. The credit counted at
     // 120 is not spent at 90, where it would be more than a whole segment at once: the
     // first segment comes after 90 acknowledged segments (cca_common.h, struct cca_frac)
-    let c = Conn::new("htcp");
+    let c = Conn::new("htcp:paper");
     let t0 = now_us();
     c.start_in_ca(80);
     c.set_cwnd(120);

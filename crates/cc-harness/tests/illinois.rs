@@ -6,6 +6,119 @@
 //! or a round without RTT samples leaves them), and the delay range outlives a time-out.
 use ccarena_cc_harness::*;
 
+// ---- Linux's Illinois -----------------------------------------------------------------------
+
+/// One of tcp_illinois's rounds: ACKs of one segment with the RTTs of `rtts` (cycled)
+/// until the first ACK beyond `edge`, where the last round's delays set alpha and beta.
+/// Returns the next edge (snd_nxt as that ACK found it).
+fn linux_round(c: &Conn, edge: u64, rtts: &[u32]) -> u64 {
+    let mut i = 0;
+    loop {
+        let nxt = c.get(Field::SndNxt);
+        advance_us(100);
+        c.ack(Ack::new(1, rtts[i % rtts.len()]));
+        i += 1;
+        if c.get(Field::SndUna) > edge {
+            return nxt;
+        }
+    }
+}
+
+/// A connection at `w` in congestion avoidance whose samples so far made base RTT 20 ms
+/// and max RTT 120 ms (d_m = 100 ms); returns it with the next round's edge
+fn linux_with_range(w: u32) -> (Conn, u64) {
+    let c = Conn::new("illinois");
+    let edge = c.get(Field::SndNxt);
+    c.start_in_ca(w);
+    let edge = linux_round(&c, edge, &[20_000]);
+    let edge = linux_round(&c, edge, &[20_000, 120_000]);
+    c.set_cwnd(w);
+    (c, edge)
+}
+
+#[test]
+fn linux_illinois_beta_follows_the_average_delay_of_the_round() {
+    // d_m = 100 ms: beta 1/8 up to d_a = 10 ms, 1/2 from 80 ms, linear in 1/64 between
+    for (rtt, beta64) in [(25_000u32, 8u32), (30_000, 8), (60_000, (8 * 80_000 - 32 * 10_000 + 24 * 40_000) / 70_000), (100_000, 32), (110_000, 32)] {
+        let (c, edge) = linux_with_range(200);
+        let edge = linux_round(&c, edge, &[rtt]);
+        linux_round(&c, edge, &[rtt]);
+        c.set_cwnd(200);
+        c.enter_recovery();
+        assert_eq!(c.ssthresh(), 200 - (200 * beta64 >> 6), "RTT {rtt}");
+    }
+}
+
+#[test]
+fn linux_illinois_is_reno_below_fifteen_segments() {
+    // alpha 1, beta 1/2 below W_thresh = 15 (whatever the delay)
+    let (c, edge) = linux_with_range(14);
+    linux_round(&c, edge, &[25_000]);
+    c.set_cwnd(14);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 7);
+    let (c, edge) = linux_with_range(15);
+    linux_round(&c, edge, &[25_000]);
+    c.set_cwnd(15);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 15 - (15 * 8 >> 6), "beta 1/8 at 15");
+}
+
+#[test]
+fn linux_illinois_base_rtt_is_the_smallest_sample() {
+    // a later, larger minimum does not raise base RTT: d_a of a round at 25 ms stays 5 ms
+    // (beta 1/8) after samples of 30 ms; a smaller one lowers it: 10 ms makes d_a 15 ms
+    // of d_m 110 ms, beta (8 * 88 - 32 * 11 + 24 * 15) / 77 = 9
+    let (c, edge) = linux_with_range(200);
+    let edge = linux_round(&c, edge, &[30_000]);
+    let edge = linux_round(&c, edge, &[25_000]);
+    let edge = linux_round(&c, edge, &[10_000]);
+    let edge = linux_round(&c, edge, &[25_000]);
+    linux_round(&c, edge, &[25_000]);
+    c.set_cwnd(200);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 200 - (200 * 9 >> 6));
+}
+
+#[test]
+fn linux_illinois_grows_alpha_per_window_counting_acked_segments_and_drops_the_rest() {
+    // alpha 10 (no delay): one segment per cwnd / 10 segments counted, the counter
+    // restarting at 0; counted per ACK from the segments it acknowledged
+    // (a new connection: alpha 10 from init, and d_a = d_m = 0 keeps it)
+    let c = Conn::new("illinois");
+    c.start_in_ca(200);
+    let w = c.cwnd();
+    for n in 1..=40u32 {
+        c.transmit();
+        c.ack(Ack::new(1, 20_000));
+        if c.cwnd() > w {
+            assert_eq!(n, 20, "cnt 20: 20 * 1280 / 128 = 200 >= 200");
+            break;
+        }
+    }
+    assert_eq!((c.cwnd(), c.get(Field::CwndCnt)), (201, 0));
+    // an ACK of 3 segments counts 3; delta 230 at 201: one segment, the 29 left dropped
+    c.set(Field::CwndCnt, 20);
+    c.transmit();
+    c.ack(Ack::new(3, 20_000));
+    assert_eq!((c.cwnd(), c.get(Field::CwndCnt)), (202, 0));
+}
+
+#[test]
+fn linux_illinois_a_time_out_resets_alpha_and_beta() {
+    let (c, edge) = linux_with_range(200);
+    let edge = linux_round(&c, edge, &[100_000]);
+    linux_round(&c, edge, &[100_000]);
+    c.enter_loss();
+    c.exit_reduction();
+    c.set_cwnd(200);
+    c.set_ssthresh(200);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 100, "beta 1/2 after the RTO");
+}
+
+// ---- the paper's Illinois (illinois:paper) --------------------------------------------------
+
 const BASE: u32 = 20_000;
 const DM: f64 = 100_000.0; // max RTT 120 ms: d_m = 100 ms
 
@@ -34,7 +147,7 @@ fn f2(da: f64) -> f64 {
 /// an Illinois flow at cwnd 400 that has seen base 20 ms and max 120 ms, then rounds
 /// whose every RTT is base + `da_us`
 fn flow_at(da_us: u32, rounds: u32) -> Conn {
-    let c = Conn::new("illinois");
+    let c = Conn::new("illinois:paper");
     c.start_in_ca(400);
     c.round(BASE);
     c.round(BASE + DM as u32);
@@ -91,7 +204,7 @@ fn alpha_max_only_after_five_low_delay_rounds() {
 
 #[test]
 fn below_w_thresh_it_is_reno() {
-    let c = Conn::new("illinois");
+    let c = Conn::new("illinois:paper");
     c.start_in_ca(8);
     c.enter_recovery();
     assert_eq!(c.ssthresh(), 4);
@@ -217,7 +330,7 @@ fn alpha_max_needs_five_consecutive_low_delay_rounds() {
 #[test]
 fn a_flow_whose_delay_stays_low_uses_alpha_max_from_the_start() {
     // §3: α = α_max while d_a ≤ d_1, and a flow that never saw more needs no θ rounds
-    let c = Conn::new("illinois");
+    let c = Conn::new("illinois:paper");
     c.start_in_ca(100);
     for _ in 0..3 {
         c.round(BASE);
@@ -229,7 +342,7 @@ fn a_flow_whose_delay_stays_low_uses_alpha_max_from_the_start() {
 fn without_a_delay_measurement_it_is_reno() {
     // until the delay is measured (bpf/cc/illinois.bpf.c) α = 1, β = 1/2: a loss before
     // any ACK halves
-    let c = Conn::new("illinois");
+    let c = Conn::new("illinois:paper");
     c.start_in_ca(100);
     c.enter_recovery();
     assert_eq!(c.ssthresh(), 50);
@@ -332,7 +445,7 @@ fn until_the_delay_is_measured_alpha_is_exactly_one() {
     // init on: the algorithm may be set on a connection with data in flight, whose first
     // round ends only when that is acknowledged. ACKs without RTT samples on a window of
     // 2^16: exactly 2^16 of them to the first new segment
-    let c = Conn::new("illinois");
+    let c = Conn::new("illinois:paper");
     c.start_in_ca(1 << 16);
     c.init(); // TCP_CONGESTION on an established connection
     let mut k = 0u32;
@@ -391,7 +504,7 @@ fn alpha_max_holds_to_d1_inclusive_to_the_microsecond() {
     // 0.25 ms), then a round with a single sample of d_a = d_1 = 1 ms exactly: still
     // α_max (10240/1024; 1 µs more would give alpha_fp = 10236). Measured at a window of
     // 2^16 after a loss: ⌈2^26/10240⌉ ACKs to the first new segment
-    let c = Conn::new("illinois");
+    let c = Conn::new("illinois:paper");
     c.start_in_ca(400);
     c.round(BASE);
     c.round_with(BASE, |i| if i == 0 { BASE + DM as u32 } else { BASE });
@@ -404,7 +517,7 @@ fn alpha_max_holds_to_d1_inclusive_to_the_microsecond() {
 /// a flow at cwnd 100 whose delay range is 1 µs (one sample 1 µs above the base), then
 /// rounds at base + `da_us`
 fn one_microsecond_range(da_us: u32) -> Conn {
-    let c = Conn::new("illinois");
+    let c = Conn::new("illinois:paper");
     c.start_in_ca(100);
     c.round_with(BASE, |i| if i == 0 { BASE + 1 } else { BASE });
     c.round(BASE + da_us);
@@ -455,7 +568,7 @@ fn acks_of_two_segments_add_alpha_over_w_per_segment() {
     // ACKs acknowledge two at a time, which must not lose any of it: at α_max = 10 from a
     // window of 15, 60 segments in 30 ACKs give √(225 + 1200) = 37.7 (a rule that adds one
     // segment once the count reaches W/α and drops the rest reaches 33)
-    let c = Conn::new("illinois");
+    let c = Conn::new("illinois:paper");
     c.start_in_ca(100);
     for _ in 0..3 {
         c.round(BASE); // d_a = 0 from the start: α_max

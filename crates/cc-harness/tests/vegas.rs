@@ -1,9 +1,188 @@
-//! cca_vegas against Brakmo & Peterson, "TCP Vegas", JSAC 1995 (bpf/cc/vegas.bpf.c).
+//! cca_vegas (bpf/cc/vegas.bpf.c): the default variant against the rules of Linux 6.12's
+//! tcp_vegas (also replayed call by call against it: tests/replay.rs), the paper variant
+//! ("vegas:paper") against Brakmo & Peterson, "TCP Vegas", JSAC 1995.
 use ccarena_cc_harness::*;
+
+// ---- Linux's Vegas ------------------------------------------------------------------------
+
+/// One of tcp_vegas's rounds: ACKs of one segment carrying `rtt` (negative: no sample)
+/// until the first ACK beyond `edge` (after(ack, beg_snd_nxt)), where the round is
+/// judged. Returns the next edge (snd_nxt as the judging ACK found it, before its own
+/// transmission), the ACKs, and cwnd just before the judging ACK.
+fn linux_round(c: &Conn, edge: u64, rtt: i32) -> (u64, u32, u32) {
+    let mut n = 0;
+    loop {
+        let (nxt, w) = (c.get(Field::SndNxt), c.cwnd());
+        advance_us(100);
+        c.ack(Ack { segs: 1, rtt_us: rtt, ece: false, ce_segs: 0 });
+        n += 1;
+        if c.get(Field::SndUna) > edge {
+            return (nxt, n, w);
+        }
+    }
+}
+
+/// A connection in congestion avoidance at `w`, BaseRTT 20 ms (+1 us) measured, its
+/// first round (judged with one sample: Reno's step) behind it; returns it and the edge.
+fn linux_in_ca(w: u32) -> (Conn, u64) {
+    let c = Conn::new("vegas");
+    let edge = c.get(Field::SndNxt);
+    c.start_in_ca(w);
+    let (edge, n, _) = linux_round(&c, edge, 20_000);
+    assert_eq!((n, c.cwnd()), (1, w), "the first ACK is beyond init's snd_nxt");
+    (c, edge)
+}
+
+#[test]
+fn linux_vegas_judges_diff_normalised_by_base_rtt_against_two_and_four() {
+    // diff = cwnd (RTT - BaseRTT) / BaseRTT, truncated; BaseRTT 20001 us, cwnd 100
+    for (rtt, diff, step) in [(20_300, 1, 1i64), (20_500, 2, 0), (21_000, 4, 0), (21_100, 5, -1)] {
+        let (c, edge) = linux_in_ca(100);
+        assert_eq!(100 * (rtt + 1 - 20_001) / 20_001, diff);
+        linux_round(&c, edge, rtt as i32);
+        assert_eq!(c.cwnd() as i64 - 100, step, "RTT {rtt}: diff {diff}");
+        // tcp_current_ssthresh after every judgement: at least 3/4 cwnd
+        assert_eq!(c.ssthresh(), if step < 0 { 99 } else { 100 });
+    }
+    // the paper's Diff (normalised by RTT, alpha 1, beta 3) would hold at 21 100 us
+    assert_eq!(100 * (21_101 - 20_001) / 21_101, 5);
+}
+
+#[test]
+fn linux_vegas_raises_ssthresh_to_three_quarters_of_cwnd_at_a_judgement() {
+    let (c, edge) = linux_in_ca(100);
+    c.set_ssthresh(40);
+    linux_round(&c, edge, 20_000);
+    assert_eq!((c.cwnd(), c.ssthresh()), (101, 75), "diff 0: +1; max(40, 50 + 25)");
+}
+
+#[test]
+fn linux_vegas_slow_start_grows_every_round() {
+    // each ACK of a round adds one segment (the judging one too, diff 0): the window
+    // doubles every round (the paper's grows every other round)
+    let c = Conn::new("vegas");
+    let mut edge = c.get(Field::SndNxt);
+    c.transmit();
+    for _ in 0..4 {
+        let w = c.cwnd();
+        let (e, n, _) = linux_round(&c, edge, 20_000);
+        edge = e;
+        assert_eq!(c.cwnd(), w + n, "one segment per ACK");
+    }
+    assert!(c.cwnd() >= 60, "{}", c.cwnd());
+}
+
+#[test]
+fn linux_vegas_leaves_slow_start_when_diff_exceeds_one() {
+    let c = Conn::new("vegas");
+    let edge = c.get(Field::SndNxt);
+    c.transmit();
+    let (edge, _, _) = linux_round(&c, edge, 20_000);
+    let (_, _, w) = linux_round(&c, edge, 30_000);
+    // diff = w * 10000 / 20001 > 1: cwnd = min(w, w * 20001 / 30001 + 1), ssthresh too
+    let want = w.min((w as u64 * 20_001 / 30_001) as u32 + 1);
+    assert!(want < w);
+    assert_eq!((c.cwnd(), c.ssthresh()), (want, want));
+}
+
+#[test]
+fn linux_vegas_stays_in_slow_start_at_a_diff_of_one() {
+    // gamma = 1: diff 1 keeps slow start (the judging ACK grows by one), diff 2 leaves it
+    let probe = Conn::new("vegas");
+    let edge = probe.get(Field::SndNxt);
+    probe.transmit();
+    let (edge, _, _) = linux_round(&probe, edge, 20_000);
+    let (_, _, w) = linux_round(&probe, edge, 20_000);
+    for (diff, leaves) in [(1u32, false), (2, true)] {
+        // the smallest RTT sample (+1 us) with w (RTT - 20 001) / 20 001 = diff
+        let rtt = (diff * 20_001).div_ceil(w) + 20_001 - 1;
+        assert_eq!(w * (rtt + 1 - 20_001) / 20_001, diff);
+        let c = Conn::new("vegas");
+        let edge = c.get(Field::SndNxt);
+        c.transmit();
+        let (edge, _, _) = linux_round(&c, edge, 20_000);
+        let (_, _, w2) = linux_round(&c, edge, rtt as i32);
+        assert_eq!(w2, w);
+        if leaves {
+            assert_eq!(c.ssthresh(), c.cwnd(), "diff {diff}: slow start left");
+        } else {
+            assert_eq!((c.cwnd(), c.ssthresh()), (w + 1, INFINITE_SSTHRESH), "diff {diff}");
+        }
+    }
+}
+
+#[test]
+fn linux_vegas_needs_three_samples_in_a_round() {
+    // a round without RTT samples: Reno's step (the counter), not Vegas's +1
+    let (c, edge) = linux_in_ca(100);
+    let cnt = c.get(Field::CwndCnt);
+    linux_round(&c, edge, -1);
+    assert_eq!((c.cwnd(), c.get(Field::CwndCnt)), (100, cnt + 1));
+}
+
+#[test]
+fn linux_vegas_forgets_base_rtt_when_transmission_starts_again() {
+    for restart in [false, true] {
+        let (c, edge) = linux_in_ca(100);
+        let (edge, _, _) = linux_round(&c, edge, 20_000);
+        let edge = if restart {
+            c.cwnd_event(CA_EVENT_TX_START);
+            c.get(Field::SndNxt)
+        } else {
+            edge
+        };
+        let w = c.cwnd();
+        let (edge, _, _) = linux_round(&c, edge, 25_000);
+        let w1 = c.cwnd();
+        linux_round(&c, edge, 25_000);
+        // forgotten: 25 ms is the new BaseRTT (diff 0, +1); kept: diff 24, -1
+        if restart {
+            assert_eq!(c.cwnd(), w1 + 1, "from {w}");
+        } else {
+            assert_eq!(c.cwnd(), w1 - 1, "from {w}");
+        }
+    }
+}
+
+#[test]
+fn linux_vegas_is_reno_outside_open() {
+    let (c, edge) = linux_in_ca(100);
+    c.set_ca_state(DISORDER);
+    linux_round(&c, edge, 21_100);
+    // a window of ACKs: Reno's one segment, where Vegas in Open would take one off
+    assert_eq!(c.cwnd(), 101, "no Vegas decrease in Disorder");
+}
+
+#[test]
+fn linux_vegas_grows_while_the_application_limits_the_flow() {
+    // tcp_vegas_cong_avoid checks tcp_is_cwnd_limited only on Reno's path: an application
+    // keeping 10 segments in flight against a window of 40 still sees it grow, in slow
+    // start per ACK and in congestion avoidance by one per judged round (RFC 7661 would
+    // not); the paper variant does not
+    for (algo, grows) in [("vegas", true), ("vegas:paper", false)] {
+        for ssthresh in [1000u32, 40] {
+            let c = Conn::new(algo);
+            c.set_cwnd(40);
+            c.set_ssthresh(ssthresh);
+            c.set_app_unlimited(false);
+            c.set(Field::IsCwndLimited, 0);
+            c.set(Field::MaxPacketsOut, 10);
+            for _ in 0..100 {
+                c.set(Field::PacketsOut, 10);
+                c.set(Field::SndNxt, c.get(Field::SndUna) + 10 * 1448);
+                advance_us(2_000);
+                c.ack(Ack::new(1, 20_000));
+            }
+            assert_eq!(c.cwnd() > 40, grows, "{algo}, ssthresh {ssthresh}: cwnd {}", c.cwnd());
+        }
+    }
+}
+
+// ---- the paper's Vegas (vegas:paper) --------------------------------------------------------
 
 // ---- Vegas ------------------------------------------------------------------------------
 fn vegas_step(rtt: u32) -> i64 {
-    let c = Conn::new("vegas");
+    let c = Conn::new("vegas:paper");
     c.start_in_ca(100);
     c.round(20_000); // BaseRTT
     c.round(rtt);
@@ -27,7 +206,7 @@ fn vegas_slow_start_grows_only_every_other_rtt() {
     // the paper). A growing round doubles cwnd, but for the ACK that ends the round
     // (judged, not counted) and the segment that ACK releases (it belongs to the next
     // round): from w to between 2w - 2 and 2w.
-    let c = Conn::new("vegas");
+    let c = Conn::new("vegas:paper");
     c.set_ssthresh(10_000);
     let mut w = c.cwnd();
     for k in 0..6 {
@@ -46,7 +225,7 @@ fn vegas_slow_start_grows_only_every_other_rtt() {
 /// at cwnd `w` (the round between two growing ones, where cwnd stays fixed) whose every
 /// RTT sample is `rtt`.
 fn vegas_slow_start_round(base: u32, w: u32, rtt: u32) -> Conn {
-    let c = Conn::new("vegas");
+    let c = Conn::new("vegas:paper");
     c.set_ssthresh(10_000);
     c.round(base);
     c.set_cwnd(w);
@@ -83,7 +262,7 @@ fn vegas_leaves_slow_start_when_diff_exceeds_gamma() {
 /// cwnd after a Vegas round (congestion avoidance, BaseRTT 20 ms) judged at cwnd `w`
 /// whose every sample is `rtt` (`rtt_of` for each ACK)
 fn vegas_judged(w: u32, rtt_of: impl FnMut(u32) -> u32) -> Conn {
-    let c = Conn::new("vegas");
+    let c = Conn::new("vegas:paper");
     c.start_in_ca(100);
     c.round(20_000);
     c.round_then(20_000, rtt_of, |c| c.set_cwnd(w));
@@ -114,7 +293,7 @@ fn vegas_judges_a_round_only_with_two_rtt_samples() {
     assert_eq!(vegas_judged(100, rtt(0)).cwnd(), 100, "no samples: not judged");
     // Reno's step: the round's last ACK counts one acked segment towards the next
     // increase, here the one that completes it
-    let c = Conn::new("vegas");
+    let c = Conn::new("vegas:paper");
     c.start_in_ca(100);
     c.round(20_000);
     let w = c.cwnd();
@@ -122,7 +301,7 @@ fn vegas_judges_a_round_only_with_two_rtt_samples() {
     assert_eq!(c.cwnd(), w + 1, "Reno's step completes a segment");
     // a judged round restarts that count (Vegas sets the window itself): a count left
     // one short before it does not complete a segment in a later sampleless round
-    let c = Conn::new("vegas");
+    let c = Conn::new("vegas:paper");
     c.start_in_ca(100);
     c.round(20_000);
     let w0 = c.cwnd();
@@ -133,7 +312,7 @@ fn vegas_judges_a_round_only_with_two_rtt_samples() {
     c.round_with(20_000, |_| u32::MAX);
     assert_eq!(c.cwnd(), w, "the count restarted at the judged round");
     // ... but not while the application limits the flow (RFC 7661)
-    let c = Conn::new("vegas");
+    let c = Conn::new("vegas:paper");
     c.start_in_ca(100);
     c.round(20_000);
     let w = c.cwnd();
@@ -153,7 +332,7 @@ fn vegas_starts_a_new_round_after_an_idle_period() {
     // (CWND_RESTART, the restart of an idle window, likewise; another event, e.g. the
     // end of a CWR episode, does not start a round)
     for (ev, restart) in [(CA_EVENT_TX_START, true), (CA_EVENT_CWND_RESTART, true), (CA_EVENT_COMPLETE_CWR, false)] {
-        let c = Conn::new("vegas");
+        let c = Conn::new("vegas:paper");
         c.start_in_ca(100);
         c.round(20_000);
         c.ack_segments(20, 200, 20_000);
@@ -205,7 +384,7 @@ fn vegas_base_rtt_is_the_smallest_rtt_reading() {
     assert_eq!(vegas_judged(100, |i| if i == 0 { 0 } else { 21_000 }).cwnd(), 99);
     // a reading of 1 us (the clock's resolution) is the new BaseRTT: a later round of
     // 20 ms has Diff = cwnd · (20000 - 1)/20000, nearly the whole window: -1
-    let c = Conn::new("vegas");
+    let c = Conn::new("vegas:paper");
     c.start_in_ca(100);
     c.round(20_000);
     c.round_with(20_000, |i| if i == 0 { 1 } else { 20_000 });

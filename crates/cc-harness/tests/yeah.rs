@@ -1,4 +1,6 @@
-//! cca_yeah against Baiocchi, Castellani, Vacirca, "YeAH-TCP", PFLDnet 2007
+//! cca_yeah (bpf/cc/yeah.bpf.c): the default variant against the rules of Linux 6.12's
+//! tcp_yeah (also replayed call by call against it: tests/replay.rs), the paper variant
+//! ("yeah:paper") against Baiocchi, Castellani, Vacirca, "YeAH-TCP", PFLDnet 2007
 //! (bpf/cc/yeah.bpf.c): Q = (RTT_min − RTT_base)·cwnd/RTT_min, L = (RTT_min −
 //! RTT_base)/RTT_base; fast mode (Scalable increase) iff Q < Q_max = 80 and L ≤ 1/φ,
 //! φ = 8; slow mode: Reno increase and precautionary decongestion (cwnd −= Q) unless
@@ -6,11 +8,132 @@
 //! loss: cwnd − max(cwnd/8, Q) (at most half), cwnd/2 with Reno.
 use ccarena_cc_harness::*;
 
+// ---- Linux's YeAH -------------------------------------------------------------------------
+
+/// One of tcp_yeah's rounds (Vegas's): ACKs of one segment carrying `rtt` until the first
+/// ACK beyond `edge`, where the round is judged. Returns the next edge and cwnd just
+/// before the judging ACK.
+fn linux_round(c: &Conn, edge: u64, rtt: u32) -> (u64, u32) {
+    loop {
+        let (nxt, w) = (c.get(Field::SndNxt), c.cwnd());
+        advance_us(100);
+        c.ack(Ack::new(1, rtt));
+        if c.get(Field::SndUna) > edge {
+            return (nxt, w);
+        }
+    }
+}
+
+/// congestion avoidance at `w`, BaseRTT 20 ms (+1 us), in fast mode, a round judged
+fn linux_in_ca(w: u32) -> (Conn, u64) {
+    let c = Conn::new("yeah");
+    let edge = c.get(Field::SndNxt);
+    c.start_in_ca(w);
+    let (edge, _) = linux_round(&c, edge, 20_000); // the first ACK: too few samples
+    let (edge, _) = linux_round(&c, edge, 20_000); // fast mode
+    c.set_cwnd(w);
+    c.set(Field::CwndCnt, 0);
+    (c, edge)
+}
+
+/// acked segments (one per ACK carrying `rtt`) until cwnd grows by one
+fn acks_to_grow(c: &Conn, rtt: u32) -> u32 {
+    let w = c.cwnd();
+    for n in 1..=10_000 {
+        c.transmit();
+        advance_us(10);
+        c.ack(Ack::new(1, rtt));
+        if c.cwnd() > w {
+            return n;
+        }
+    }
+    panic!("no growth from {w}")
+}
+
+#[test]
+fn linux_yeah_decongests_by_the_queue_at_most_half() {
+    // cwnd W judged at RTT 40 ms: Q = W * 19 999 / 40 001 > 80: cwnd - Q, ssthresh = cwnd
+    // (W: the window before the judging ACK, or one more if that ACK grew it first)
+    let (c, edge) = linux_in_ca(200);
+    let (_, w) = linux_round(&c, edge, 40_000);
+    let cut = |w: u32| w - (w as u64 * 19_999 / 40_001) as u32;
+    assert!(c.cwnd() == cut(w) || c.cwnd() == cut(w + 1), "{w} -> {}", c.cwnd());
+    assert!(c.cwnd() < 110);
+    assert_eq!(c.ssthresh(), c.cwnd());
+    // a loss after one slow-mode round: cwnd - max(min(Q, cwnd / 2), cwnd / 8)
+    c.set_cwnd(120);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 120 - 60);
+    // a Q of 300 is cut to half the window
+    let (c, edge) = linux_in_ca(600);
+    let (_, w) = linux_round(&c, edge, 80_000);
+    assert!(w as u64 * 59_999 / 80_001 > w as u64 / 2 + 1);
+    assert!(c.cwnd() == w / 2 || c.cwnd() == (w + 1) - (w + 1) / 2, "{w} -> {}", c.cwnd());
+}
+
+#[test]
+fn linux_yeah_grows_as_scalable_in_fast_mode_and_as_reno_in_slow_mode() {
+    let (c, _) = linux_in_ca(200);
+    assert_eq!(acks_to_grow(&c, 20_000), 100, "fast: one per min(cwnd, 100)");
+    // slow mode by delay alone (Q <= 80, queueing delay above BaseRTT / 8): RTT 24 ms,
+    // Q = 201 * 3999 / 24001 = 33
+    let (c, edge) = linux_in_ca(200);
+    linux_round(&c, edge, 24_000);
+    assert!(c.cwnd() >= 200, "no decongestion with Q <= 80");
+    c.set_cwnd(200);
+    c.set(Field::CwndCnt, 0);
+    assert_eq!(acks_to_grow(&c, 24_000), 200, "slow: Reno's");
+}
+
+#[test]
+fn linux_yeah_loss_cut_is_at_least_an_eighth_and_halves_after_sixteen_slow_rounds() {
+    // fast mode (Q 0): cwnd / 8
+    let (c, _) = linux_in_ca(200);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 200 - 25);
+    // 16 slow-mode rounds in a row (by delay, Q small): Reno's halving
+    let (c, mut edge) = linux_in_ca(200);
+    for _ in 0..16 {
+        c.set_cwnd(200);
+        edge = linux_round(&c, edge, 24_000).0;
+    }
+    c.set_cwnd(200);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 100);
+    // one round fewer: max(min(Q, 100), 25) with Q = 33
+    let (c, mut edge) = linux_in_ca(200);
+    for _ in 0..15 {
+        c.set_cwnd(200);
+        edge = linux_round(&c, edge, 24_000).0;
+    }
+    c.set_cwnd(200);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 200 - 33);
+}
+
+#[test]
+fn linux_yeah_decongests_in_slow_start_too() {
+    let c = Conn::new("yeah");
+    let edge = c.get(Field::SndNxt);
+    c.set_cwnd(150);
+    c.transmit();
+    let (edge, _) = linux_round(&c, edge, 20_000);
+    c.set_cwnd(200);
+    let (_, w) = linux_round(&c, edge, 40_000);
+    // the judging ACK grew the window by one first (slow start), then Q = w * 19 999 / 40 001
+    let q = (w + 1) as u64 * 19_999 / 40_001;
+    assert!(q > 80);
+    assert_eq!((c.cwnd(), c.ssthresh()), (w + 1 - q as u32, w + 1 - q as u32));
+}
+
+
+// ---- the paper's YeAH (yeah:paper) ----------------------------------------------------------
+
 const BASE: u32 = 20_000;
 
 /// growth over 4 rounds at a constant queueing delay `q_us`, from cwnd 200
 fn growth_at_queueing_delay(q_us: u32) -> u32 {
-    let c = Conn::new("yeah");
+    let c = Conn::new("yeah:paper");
     c.start_in_ca(200);
     c.round(BASE); // RTT_base
     c.round(BASE + q_us); // the mode is judged at the end of each round
@@ -43,7 +166,7 @@ fn slow_mode_once_queueing_delay_exceeds_base_rtt_over_phi() {
 fn a_lone_flow_decongests_and_never_takes_itself_for_a_reno_peer() {
     // 100 Mbit/s, 20 ms (BDP 165), 300-packet buffer: YeAH's own queue only
     let path = Path::new(100e6, BASE, 300);
-    let c = Conn::new("yeah");
+    let c = Conn::new("yeah:paper");
     c.start_in_ca(100);
     let mut q_max = 0.0f64;
     let mut decongestions = 0;
@@ -74,7 +197,7 @@ fn a_lone_flow_decongests_and_never_takes_itself_for_a_reno_peer() {
 /// Losses of a lone flow on `path` from cwnd 10 in congestion avoidance: (cwnd before,
 /// ssthresh, queue at the loss) for the first `n` losses.
 fn lone_losses(path: &Path, n: usize) -> Vec<(u32, u32, f64)> {
-    let c = Conn::new("yeah");
+    let c = Conn::new("yeah:paper");
     c.start_in_ca(10);
     let mut out = vec![];
     for _ in 0..5000 {
@@ -114,7 +237,7 @@ fn a_lone_flow_in_a_buffer_below_qmax_cuts_its_queue_not_half() {
 /// traffic, which no decongestion drains; runs until the first decongestion and then
 /// `k` more rounds. Returns the connection and the decongested window.
 fn with_reno_peer(path: &Path, other: f64, k: u32) -> (Conn, u32) {
-    let c = Conn::new("yeah");
+    let c = Conn::new("yeah:paper");
     c.start_in_ca(155);
     c.round(BASE); // RTT_base
     let mut w = c.cwnd();
@@ -170,7 +293,7 @@ fn a_reno_peer_is_detected_after_a_loss_when_the_flow_never_decongests() {
     // halves.
     let path = Path::new(100e6, BASE, 400);
     let other = path.bdp() + 30.0;
-    let c = Conn::new("yeah");
+    let c = Conn::new("yeah:paper");
     c.start_in_ca(40);
     c.round(BASE);
     for _ in 0..3 {
@@ -208,7 +331,7 @@ fn fast_mode_clears_the_reno_state() {
 
 #[test]
 fn a_loss_in_fast_mode_cuts_an_eighth() {
-    let c = Conn::new("yeah");
+    let c = Conn::new("yeah:paper");
     c.start_in_ca(400);
     c.round(BASE);
     c.round(BASE + 500);
@@ -238,7 +361,7 @@ fn grows_fast(c: &Conn) -> bool {
 
 /// A flow in congestion avoidance at `w` with RTT_base = 20 ms measured.
 fn flow(w: u32) -> Conn {
-    let c = Conn::new("yeah");
+    let c = Conn::new("yeah:paper");
     c.start_in_ca(w);
     c.round(BASE);
     c
@@ -265,7 +388,7 @@ fn fast_mode_boundaries_are_exact() {
 fn a_new_flow_starts_in_fast_mode() {
     // no queue is known before the first measurement: Scalable's increase, a = 0.01
     // per ACK, one segment per 100 acked at cwnd >= 100 (Linux's tcp_yeah too)
-    let c = Conn::new("yeah");
+    let c = Conn::new("yeah:paper");
     c.start_in_ca(200);
     c.ack_segments(99, 10, BASE);
     assert_eq!(c.cwnd(), 200, "not before 100 acked segments");
@@ -375,7 +498,7 @@ fn a_flow_switched_to_yeah_mid_way_is_in_fast_mode_until_its_first_round_ends() 
     // that takes YeAH on with a window in flight (TCP_CONGESTION on an established
     // connection) is the whole of that window: Scalable's increase throughout it, one
     // segment per 100 acked, not Reno's one per cwnd
-    let c = Conn::bare("yeah");
+    let c = Conn::bare("yeah:paper");
     c.start_in_ca(200); // 200 segments in flight
     c.init();
     c.ack_segments(99, 10, BASE);
@@ -389,7 +512,7 @@ fn a_loss_before_any_measurement_cuts_an_eighth_rounded_down() {
     // §2: cwnd − max(cwnd/8, Q); before a round has been judged no queue is known
     // (Q = 0), so the cut is ⌊cwnd/8⌋: 2 of 16, and none of 7 (cwnd/8 < 1 segment)
     for (w, ss) in [(16u32, 14u32), (7, 7)] {
-        let c = Conn::bare("yeah");
+        let c = Conn::bare("yeah:paper");
         c.start_in_ca(w);
         c.init();
         c.enter_recovery();

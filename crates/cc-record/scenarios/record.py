@@ -19,7 +19,8 @@ The scenarios (SCENARIOS below) each exercise a part of the algorithm's life: sl
 and congestion avoidance with losses from a full queue (SACK), NewReno recovery without
 SACK, a retransmission time-out, a spurious fast retransmit undone (reordering, DSACK
 and timestamps), a restart after idle, and stretch ACKs (ACK loss on top of delayed
-ACKs); and, for DCTCP, ECN marking at a queue threshold (its receiver runs DCTCP too).
+ACKs); and, for DCTCP, ECN marking at a queue threshold (its receiver runs DCTCP too);
+for HighSpeed and YeAH, a deep queue (windows and queues their default paths never reach).
 """
 from __future__ import annotations
 
@@ -75,6 +76,12 @@ SCENARIOS = {
                  "segments each",
         fwd="delay 20ms rate 2mbit limit 20", rev="delay 20ms loss 40%", sysctl={},
         send=["--bytes", "500000"]),
+    "deepq": dict(
+        describe="2 Mbit/s, 40 ms RTT, a 100-packet queue: windows near 100 segments and "
+                 "queues of over 80 packets (HighSpeed above its first table row, YeAH's "
+                 "precautionary decongestion)",
+        fwd="delay 20ms rate 2mbit limit 100", rev="delay 20ms", sysctl={},
+        send=["--bytes", "1200000"]),
     "ecn": dict(
         describe="2 Mbit/s (htb) with RED marking CE at 10 packets queued (step marking, "
                  "as DCTCP expects), 40 ms RTT on the ACK path, ECN negotiated",
@@ -87,7 +94,7 @@ SCENARIOS = {
 }
 # the scenarios every algorithm is recorded in, and those only some need
 DEFAULT_SCENARIOS = ["bulk", "nosack", "rto", "reorder", "idle", "stretch"]
-EXTRA_SCENARIOS = {"dctcp": ["ecn"]}
+EXTRA_SCENARIOS = {"dctcp": ["ecn"], "highspeed": ["deepq"], "yeah": ["deepq"]}
 # algorithms whose receiver's side matters (the others' receivers keep the default)
 RECEIVER_TOO = {"dctcp"}
 
@@ -244,7 +251,7 @@ def main(argv=None):
     p.add_argument("--out", type=Path, default=ROOT / "crates" / "cc-harness" / "traces")
     p.add_argument("--algos", default=",".join(ALGOS))
     p.add_argument("--scenarios", help="default: " + ", ".join(DEFAULT_SCENARIOS)
-                   + " (and ecn for dctcp)")
+                   + " (and " + "; ".join(f"{', '.join(v)} for {k}" for k, v in EXTRA_SCENARIOS.items()) + ")")
     a = p.parse_args(argv)
     if a.cmd == "send":
         return send(a)

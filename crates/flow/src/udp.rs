@@ -92,9 +92,9 @@ pub struct Rec {
 pub enum Echo {
     /// Matched an outstanding datagram: its RTT.
     Rtt(u64),
-    /// Already answered (a duplicate).
+    /// Already answered (a duplicate), in the window or emitted.
     Duplicate,
-    /// Not outstanding: older than the window, never sent, or not our send time.
+    /// Not ours: never sent, not our send time, emitted as lost, or a cap or more behind.
     Stray,
 }
 
@@ -146,16 +146,24 @@ impl Window {
 
     /// An echo of `seq` carrying send time `t_ns` arrived at `now`.
     pub fn echo(&mut self, seq: u32, t_ns: u64, now: u64) -> Echo {
-        let off = seq.wrapping_sub(self.oldest as u32) as u64;
-        if off >= self.next - self.oldest {
+        // how far behind the next seq: a slot keeps its record until seq + cap is sent, so
+        // a record already emitted is still known while it is less than cap behind
+        let back = (self.next as u32).wrapping_sub(seq) as u64;
+        if back == 0 || back > self.next || back > self.slots.len() as u64 {
             return Echo::Stray;
         }
-        let slot = &mut self.slots[((self.oldest + off) & self.mask) as usize];
+        let s = self.next - back;
+        let slot = &mut self.slots[(s & self.mask) as usize];
         if slot.0 != t_ns {
             return Echo::Stray;
         }
         if slot.1 != 0 {
+            // a second copy of an answered datagram (the path duplicated it), whether its
+            // record is still in the window or already emitted
             return Echo::Duplicate;
+        }
+        if s < self.oldest {
+            return Echo::Stray; // emitted as lost: an echo later than the window waited
         }
         let rtt = now.saturating_sub(t_ns).max(1);
         slot.1 = rtt;
@@ -240,7 +248,7 @@ mod tests {
         assert_eq!(w.pop_answered(), Some(Rec { t_ns: 100, seq: 0, rtt_ns: 300 }));
         assert_eq!(w.pop_answered(), Some(Rec { t_ns: 200, seq: 1, rtt_ns: 50 }));
         assert_eq!(w.pop_answered(), None);
-        assert_eq!(w.echo(1, 200, 500), Echo::Stray, "already emitted");
+        assert_eq!(w.echo(1, 200, 500), Echo::Duplicate, "already emitted: a second copy");
         assert_eq!(w.echo(2, 999, 500), Echo::Stray, "wrong send time");
         assert_eq!(w.echo(9, 300, 500), Echo::Stray, "never sent");
         assert_eq!(w.echo(2, 300, 310), Echo::Rtt(10));
@@ -260,6 +268,28 @@ mod tests {
         assert_eq!(w.outstanding(), 0);
         assert_eq!(w.pop_any(), Some(Rec { t_ns: 30, seq: 2, rtt_ns: 5 }));
         assert_eq!(w.pop_any(), None);
+    }
+
+    #[test]
+    fn a_second_copy_is_a_duplicate_after_its_record_left_the_window() {
+        let mut w = Window::new(4);
+        w.sent(10);
+        w.sent(20);
+        assert_eq!(w.echo(0, 10, 15), Echo::Rtt(5));
+        assert_eq!(w.pop_answered().map(|r| r.seq), Some(0));
+        // the path's copy of seq 0 comes after its record was emitted
+        assert_eq!(w.echo(0, 10, 16), Echo::Duplicate);
+        assert_eq!(w.echo(0, 11, 16), Echo::Stray, "not our send time");
+        // seq 1 emitted as lost: its late echo is not a duplicate
+        assert_eq!(w.pop_any(), Some(Rec { t_ns: 20, seq: 1, rtt_ns: LOST }));
+        assert_eq!(w.echo(1, 20, 90), Echo::Stray);
+        // seqs 2-5 sent: seq 0 is more than a window behind
+        for t in [30, 40, 50, 60] {
+            w.sent(t);
+        }
+        assert_eq!(w.echo(0, 10, 99), Echo::Stray, "a whole window behind");
+        assert_eq!(w.echo(4, 50, 99), Echo::Rtt(49));
+        assert_eq!(w.echo(6, 50, 99), Echo::Stray, "never sent");
     }
 
     #[test]

@@ -23,28 +23,18 @@ many of the cell's planned runs were valid, invalid and missing."""
 from __future__ import annotations
 
 import math
-import re
 
 import pandas as pd
 
 from ccarena import units
-
-_REL = re.compile(r"^\s*([0-9.]+)\s*(%rate|\*base_rtt|\*rate)\s*$")
+from ccarena.study.expect import bound_terms
 
 def _bound(v, rate: float, base_rtt: float):
+    """A bound's value in the cell (study.expect.parse_bound checked its form)."""
     if v is None:
         return None
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return float(v)
-    m = _REL.match(str(v))
-    if not m:
-        raise ValueError(f"cannot read bound {v!r}; write a number, '90%rate' or '3*base_rtt'")
-    x, what = float(m.group(1)), m.group(2)
-    if what == "%rate":
-        return x / 100 * rate
-    if what == "*rate":
-        return x * rate
-    return x * base_rtt
+    x, unit = bound_terms(v)
+    return x * {"": 1.0, "rate": rate, "base_rtt": base_rtt}[unit]
 
 
 def _num(v) -> float:
@@ -181,6 +171,10 @@ def evaluate(results, study) -> list[dict]:
             where = ", ".join(f"{short[k]}={p[k]}" for k in params if k in p)
             r = {"check": i, "what": label, "cell": where or cell, "metric": metric,
                  **({"runs": counts[cell]} if cell in counts else {})}
+            if metric not in df and len(df):     # the cause is the name, not the runs
+                out.append({**r, "ok": False, "why": f"the {level} rows have no metric "
+                            f"{metric!r} (docs/metrics.md)"})
+                continue
             if metric not in g or not len(g):
                 out.append({**r, "ok": False, "why": _no_values(counts.get(cell))})
                 continue
@@ -352,3 +346,41 @@ def format_result(r: dict) -> str:
     cell = f" [{p['cell']}]" if p["cell"] else ""
     runs = f" [{p['runs']}]" if p["runs"] else ""
     return f"{p['what']}{cell}: {p['detail']}{runs}"
+
+
+class Checks(list):
+    """Evaluated checks, one dict each (evaluate's), with `passed` (True when every check
+    passed, False when one failed or could not be evaluated, None without checks),
+    `stored` (True when written as the results' checks.json) and `note` (why they were
+    not stored, for people)."""
+
+    def __init__(self, checks=(), stored: bool = False, note: str | None = None):
+        super().__init__(checks)
+        self.stored, self.note = stored, note
+
+    @property
+    def passed(self) -> bool | None:
+        return all(r["ok"] for r in self) if self else None
+
+
+def check(results, study=None) -> Checks:
+    """The checks of `study` on stored `results`, without re-running. `study` None: the
+    results' own stored study, whose checks are also stored (checks.json; a read-only
+    copy such as an opened archive keeps them in memory, and `note` says so); another
+    study's checks are only evaluated, never stored as these results' own."""
+    from ccarena.errors import ResultsError
+    from ccarena.store.atomic import StoreError
+    if study is not None:
+        return Checks(evaluate(results, study) if study.expect else [], note=(
+            "another study's checks: not stored, the results' own checks.json is kept"))
+    if not results.study:
+        raise ResultsError(f"opening results {results.path}: no stored study; name the "
+                           "checks' study (--study FILE, or ccarena.check(results, study))")
+    from ccarena.study.load import parse_study
+    own = parse_study(results.study, results.study_source)
+    if not own.expect:
+        return Checks([], note="the study declares no checks")
+    try:
+        return Checks(record(results, own), stored=True)
+    except StoreError as e:
+        return Checks(evaluate(results, own), note=f"checks.json not written: {e}")

@@ -330,3 +330,13 @@ def resolve(name: str, force: str | None = None, *, extra_dirs=None, strict: boo
         known = sorted(set(kernel) | set(modules) | set(objs) | {k for k, v in users.items() if v.source == "bpf"})
         raise UnknownAlgorithm(name, a.why, known)
     return a
+
+
+def listing() -> dict[str, dict]:
+    """Every algorithm this machine can use (`ccarena cc list`): its source ("kernel",
+    "bpf" or "unavailable"), kernel name, why it comes from there, its variant, what that
+    variant follows, and the variants it offers (cc_variant)."""
+    return {n: {"source": a.source, "kernel_name": a.kernel_name, "why": a.why,
+                "variant": a.variant, "follows": a.follows,
+                "variants": variants.describe(n, shipped_bpf(n), paper_reference(n))}
+            for n, a in sorted(available().items())}

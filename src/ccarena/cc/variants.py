@@ -29,6 +29,13 @@ LINUX: dict[str, bool] = {
     "reno": False,
     "scalable": True,
     "bic": True,
+    "highspeed": True,
+    "vegas": True,
+    "hybla": True,
+    "veno": True,
+    "yeah": True,
+    "htcp": True,
+    "illinois": True,
 }
 
 

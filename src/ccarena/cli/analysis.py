@@ -95,26 +95,74 @@ def cmd_report(args) -> int:
     return 0
 
 
+EXPORT_FORMATS = ("csv", "json", "parquet")
+
+
 def cmd_export(args) -> int:
+    """The tables as CSV, JSON (an array of row objects per table) or Parquet files in a
+    directory, or one table on standard output (`-o -`). Nothing is created before the
+    tables are known, and a directory this command made is removed again when it fails
+    before writing anything."""
+    fmt = args.format
     d = resolve_results(args.results_dir, args.results)
-    out = Path(args.out) if args.out else (d.parent / f"{archive_stem(d)}-csv" if d.is_file()
-                                           else d / "csv")
-    out.mkdir(parents=True, exist_ok=True)
-    con = connect(d)
-    wanted = args.tables.split(",") if args.tables else [*STUDY_TABLES, *PER_RUN]
-    have = views(con)
-    unknown = [t for t in wanted if t not in (*STUDY_TABLES, *PER_RUN)]
+    known = (*STUDY_TABLES, *PER_RUN)
+    wanted = [t for t in args.tables.split(",") if t] if args.tables else list(known)
+    unknown = [t for t in wanted if t not in known]
     if unknown:
         raise CcarenaError(f"export {d}: unknown table(s) {', '.join(unknown)}; known: "
-                           f"{', '.join((*STUDY_TABLES, *PER_RUN))}")
-    for t in wanted:
-        if t not in have:
-            print(f"{t}: not in {d} (skipped)", file=sys.stderr)
-            continue
-        dest = out / f"{t}.csv"
-        con.execute(f"COPY (SELECT * FROM {t}) TO {_sql_str(dest)} (HEADER, DELIMITER ',')")
-        n = con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-        print(f"{dest}  ({n} rows)")
+                           f"{', '.join(known)}")
+    con = connect(d)
+    have = views(con)
+    if args.out == "-":
+        return _export_stdout(con, d, wanted, have, fmt, bool(args.tables))
+    out = Path(args.out) if args.out else (
+        d.parent / f"{archive_stem(d)}-{fmt}" if d.is_file() else d / fmt)
+    made = not out.exists()
+    try:
+        for t in wanted:
+            if t not in have:
+                print(f"{t}: not in {d} (skipped)", file=sys.stderr)
+                continue
+            out.mkdir(parents=True, exist_ok=True)
+            dest = out / f"{t}.{fmt}"
+            how = {"csv": "HEADER, DELIMITER ','", "json": "FORMAT JSON, ARRAY true",
+                   "parquet": "FORMAT PARQUET"}[fmt]
+            con.execute(f"COPY (SELECT * FROM {t}) TO {_sql_str(dest)} ({how})")
+            n = con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+            print(f"{dest}  ({n} rows)")
+    except BaseException:
+        if made and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()
+        raise
+    return 0
+
+
+def _export_stdout(con, d: Path, wanted: list[str], have: list[str], fmt: str,
+                   named: bool) -> int:
+    """`export -o -`: one table (JSON: several, as an object of tables) on stdout."""
+    if fmt != "json" and (not named or len(wanted) != 1):
+        raise CcarenaError(f"export {d} -o -: {fmt} on standard output holds one table; "
+                           "name it with --tables (e.g. --tables runs)")
+    missing = [t for t in wanted if t not in have]
+    if missing and named:
+        raise CcarenaError(f"export {d} -o -: no table {', '.join(missing)} in these "
+                           f"results (it has: {', '.join(have)})")
+    frames = {t: con.execute(f"SELECT * FROM {t}").df() for t in wanted if t in have}
+    if fmt == "csv":
+        next(iter(frames.values())).to_csv(sys.stdout, index=False)
+    elif fmt == "parquet":
+        import io
+
+        buf = io.BytesIO()
+        next(iter(frames.values())).to_parquet(buf, index=False)
+        sys.stdout.flush()
+        sys.stdout.buffer.write(buf.getvalue())
+        sys.stdout.buffer.flush()
+    else:
+        import json
+        rows = {t: json.loads(df.to_json(orient="records", date_format="iso"))
+                for t, df in frames.items()}
+        print(json.dumps(rows[wanted[0]] if len(wanted) == 1 else rows, indent=1))
     return 0
 
 
@@ -127,8 +175,10 @@ def cmd_query(args) -> int:
     except duckdb.Error as e:
         msg = str(e).splitlines()[0]
         raise CcarenaError(f"query on {d}: {msg} (views: {', '.join(views(con))})") from e
-    mode = args.units or ("raw" if args.csv else "human")
-    if args.csv:
+    mode = args.units or ("raw" if args.csv or args.json else "human")
+    if args.json:       # every row, as a list of objects (SI units unless --units human)
+        print(json_text(records(in_units(df) if mode == "human" else df)))
+    elif args.csv:
         (in_units(df) if mode == "human" else df).to_csv(sys.stdout, index=False)
     elif not len(df):
         print(f"(no rows; columns: {', '.join(map(str, df.columns))})")
@@ -203,23 +253,19 @@ def frame_table(df, max_rows: int | None = None, units: str = "raw"):
 
 
 def cmd_compare(args) -> int:
-    from ccarena.analysis import KEY_METRICS, compare_studies
+    import ccarena
     a = open_results(resolve_results(args.a, args.results))
     b = open_results(resolve_results(args.b, args.results))
-    metrics = args.metric or [m for m in KEY_METRICS if m in a.runs and m in b.runs]
-    by = args.by or None
-    if by is None:
-        common = [f for f in a.factors if f in b.factors and f in a.runs and f in b.runs]
-        by = common or ["cell"]
-    missing = [c for c in by if c not in a.runs or c not in b.runs]
-    if missing:
-        raise CcarenaError(f"compare {a.path} {b.path}: column(s) {', '.join(missing)} not in "
-                           "both studies' runs")
-    res = compare_studies(a.runs, b.runs, metrics, by=by, alpha=args.alpha)
+    res = ccarena.compare(a, b, metrics=args.metric, by=args.by, alpha=args.alpha)
+    by, diff = res.attrs["by"], res.attrs["host_differences"]
+    if args.json:
+        print(json_text({"a": str(a.source or a.path), "b": str(b.source or b.path),
+                         "by": by, "alpha": args.alpha, "rows": records(res),
+                         "host_differences": diff}))
+        return exits.OK if len(res) else exits.ERROR
     if res.empty:
         print(f"no common cells (matched on {', '.join(by)})")
-        return 1
-    res = res[(res["n_a"] > 0) | (res["n_b"] > 0)]  # metrics neither study measured
+        return exits.ERROR
     if args.csv:
         res.to_csv(args.csv, index=False)
     from ccarena.report.summary import summary_tables, terminal
@@ -234,14 +280,34 @@ def cmd_compare(args) -> int:
     inv_a, inv_b = int(res["n_invalid_a"].iloc[0]), int(res["n_invalid_b"].iloc[0])
     if inv_a or inv_b:
         print(f"invalid runs excluded: A {inv_a}, B {inv_b}")
-    from ccarena.analysis.host_settings import differences, recorded
-    diff = differences(recorded(a.metas), recorded(b.metas))
     if diff:
         console.print(f"[yellow]warning[/yellow]: the two studies' hosts had different TCP "
                       f"settings ({len(diff)}); a difference above may be theirs:")
         for line in diff:
             console.print("  " + line, markup=False, highlight=False)
     return 0
+
+
+def records(df) -> list[dict]:
+    """A DataFrame as JSON-ready rows: missing values null, numpy scalars plain."""
+    import json
+    return json.loads(df.to_json(orient="records", date_format="iso", default_handler=str))
+
+
+def json_text(obj) -> str:
+    """`--json` output: indented, NaN as null (NaN is not JSON)."""
+    import json
+    import math
+
+    def clean(o):
+        if isinstance(o, float) and math.isnan(o):
+            return None
+        if isinstance(o, dict):
+            return {str(k): clean(v) for k, v in o.items()}
+        if isinstance(o, (list, tuple)):
+            return [clean(v) for v in o]
+        return o
+    return json.dumps(clean(obj), indent=1, default=str)
 
 
 def compare_legend(res, alpha: float) -> str:
@@ -254,6 +320,11 @@ def compare_legend(res, alpha: float) -> str:
             "p: Welch's t-test (medians: Mann-Whitney U); q: p adjusted for the false "
             f"discovery rate over the {n} tests of this table (Benjamini-Hochberg); "
             f"* = q < {alpha:g}. d = Cohen's d of the means (A−B).")
+
+
+def _missing(v) -> bool:
+    import math
+    return v is None or (isinstance(v, float) and math.isnan(v))
 
 
 def _p(v) -> str:
@@ -276,10 +347,16 @@ def compare_rows(res, by: list[str], mode: str = "human") -> tuple[list[str], li
         row = {"mean": r[f"mean_{side}"], "median": r.get(f"median_{side}"),
                "center": r.get("center", "mean"), "ci_low": r.get(f"ci_low_{side}"),
                "ci_high": r.get(f"ci_high_{side}"), "ci_half": r[f"ci_half_{side}"]}
-        if mode == "raw":
+        if mode == "raw":     # SI units, the interval clipped as format_stat clips it
             v = row["median"] if row["center"] == "median" else row["mean"]
-            return units.format_estimate(v, low=row["ci_low"], high=row["ci_high"],
-                                         digits=6) + f" ({r[f'n_{side}']})"
+            lo, hi, h = row["ci_low"], row["ci_high"], row["ci_half"]
+            if _missing(lo) or _missing(hi):
+                lo, hi = (None, None) if _missing(h) else (v - h, v + h)
+            if lo is not None:
+                b_lo, b_hi = units.metric_bounds(m)
+                lo, hi = max(lo, b_lo), min(hi, b_hi)
+            return units.format_estimate(v, low=lo, high=hi, digits=6) + \
+                f" ({r[f'n_{side}']})"
         return f"{units.format_stat(m, row)} ({r[f'n_{side}']})"
 
     def delta(m, r):
@@ -313,36 +390,30 @@ def cmd_check(args) -> int:
     """Re-evaluate a stored study's checks, or another study file's, without re-running.
     Exit 3 when a check fails or cannot be evaluated; 4, 5 or 6 when planned runs are
     missing, a cell has no valid run, or none has (cli/exits.py)."""
-    from ccarena.analysis.checks import evaluate, record
+    import ccarena
     from ccarena.report.summary import anomaly_lines, completeness, print_checks
-    from ccarena.store.atomic import StoreError
-    from ccarena.study.load import load_study, parse_study
     d = resolve_results(args.results_dir, args.results)
     res = open_results(d)
-    if args.study:
-        study = load_study(args.study)
-    elif res.study:
-        study = parse_study(res.study, res.study_source)
-    else:
-        raise ResultsError(f"opening results {d}: no stored study; name the checks' study "
-                           "with --study")
-    gaps = completeness(res)
+    checks = ccarena.check(res, args.study)
+    gaps, anomalies = completeness(res), anomaly_lines(res)
+    if args.json:
+        print(json_text({"results": str(d), "study": args.study or res.name,
+                         "stored": checks.stored, "note": checks.note,
+                         "incomplete_cells": gaps, "anomalies": anomalies,
+                         "checks": list(checks), "passed": checks.passed,
+                         "outcome": res.outcome}))
+        return exits.of_study(res, checks.passed)
     for line in gaps:
         print(line)
-    for line in anomaly_lines(res):
+    for line in anomalies:
         print(f"anomaly {line}")
-    if not study.expect:
+    if not checks:
         print(f"{d}: the study declares no checks")
         return _status(res, None)
     if args.study:      # another study's checks: shown, never stored as this study's own
-        checks = evaluate(res, study)
         print(f"checks of {args.study} (not stored: {d}'s own checks.json is kept)")
-    else:
-        try:
-            checks = record(res, study)
-        except StoreError as e:     # a read-only copy: the checks are printed all the same
-            checks = evaluate(res, study)
-            print(f"checks.json not written: {e}")
+    elif not checks.stored:     # a read-only copy: the checks are printed all the same
+        print(checks.note)
     return _status(res, print_checks(checks))
 
 
@@ -355,11 +426,13 @@ def _status(res, passed: bool | None) -> int:
 
 # -- parser ---------------------------------------------------------------------------------
 
+def results_opt(p, help: str = "base directory to look up a name prefix") -> None:
+    """--results, the base directory of stored studies (every command that names one)."""
+    p.add_argument("--results", default="results", help=f"{help} (default: results)")
+
+
 def register(subparsers) -> None:
     """Add report, export, query, compare and check to the main CLI's subparsers."""
-    def results_opt(p):
-        p.add_argument("--results", default="results",
-                       help="base directory to look up a name prefix (default: results)")
 
     p = subparsers.add_parser("report", help="write report.html for a stored study",
                               description="Write a self-contained report.html (figures "
@@ -369,16 +442,23 @@ def register(subparsers) -> None:
     p.add_argument("--max-timeseries", type=int, default=12,
                    help="time-series figures: one run per cell, at most this many")
     p.add_argument("--svg", action="store_true",
-                   help="inline vector (SVG) figures instead of PNG: sharper, larger file")
+                   help="inline vector (SVG) figures instead of PNG: sharp at any zoom, a "
+                   "page of about the same size")
     results_opt(p)
     p.set_defaults(func=cmd_report)
 
-    p = subparsers.add_parser("export", help="export a study's tables as CSV",
+    p = subparsers.add_parser("export", help="export a study's tables (CSV, JSON, Parquet)",
                               description="Export runs, flows, cells and the per-run tables "
-                              "(unioned over runs) as CSV files.")
+                              "(unioned over runs) as CSV, JSON or Parquet files, or one "
+                              "table on standard output (-o -).")
     p.add_argument("results_dir", metavar="RESULTS")
-    p.add_argument("--csv", action="store_true", help="write CSV (the default format)")
-    p.add_argument("--out", help="output directory (default: RESULTS/csv)")
+    p.add_argument("-f", "--format", choices=EXPORT_FORMATS, default="csv",
+                   help="csv (the default), json (an array of row objects) or parquet")
+    p.add_argument("--csv", dest="format", action="store_const", const="csv",
+                   help="the same as -f csv")
+    p.add_argument("-o", "--out", help="output directory (default: RESULTS/FORMAT, e.g. "
+                   "RESULTS/csv), or - for standard output: one table (--tables), or "
+                   "with -f json several as one object")
     p.add_argument("--tables", help="comma-separated subset, e.g. runs,flows,tcpinfo")
     results_opt(p)
     p.set_defaults(func=cmd_export)
@@ -393,10 +473,12 @@ def register(subparsers) -> None:
     p.add_argument("results_dir", metavar="RESULTS")
     p.add_argument("sql", metavar="SQL")
     p.add_argument("--csv", action="store_true", help="print CSV instead of a table")
+    p.add_argument("--json", action="store_true", help="print every row as JSON (a list "
+                   "of objects)")
     p.add_argument("--units", choices=("human", "raw"),
                    help="human: columns that hold a metric in its unit (Mbit/s, ms, %%), "
                    "named 'col [unit]' (the default for the table); raw: SI units as "
-                   "stored (the default for --csv)")
+                   "stored (the default for --csv and --json)")
     p.add_argument("--max-rows", type=int, default=200)
     results_opt(p)
     p.set_defaults(func=cmd_query)
@@ -417,6 +499,8 @@ def register(subparsers) -> None:
     p.add_argument("--alpha", type=float, default=0.05,
                    help="false discovery rate: * marks q < alpha (default 0.05)")
     p.add_argument("--csv", help="also write the full comparison to this CSV file (SI units)")
+    p.add_argument("--json", action="store_true", help="print the full comparison as JSON "
+                   "(SI units): the rows, the columns matched on, host setting differences")
     p.add_argument("--units", choices=("human", "raw"), default="human",
                    help="human: each metric in its unit (Mbit/s, ms, %%; the default); "
                    "raw: metric names and SI units as stored")
@@ -431,5 +515,7 @@ def register(subparsers) -> None:
                               "printed. Exit status 3 when a check fails.")
     p.add_argument("results_dir", metavar="RESULTS")
     p.add_argument("--study", help="take the checks from this study file or built-in name")
+    p.add_argument("--json", action="store_true", help="print the checks, what the cells "
+                   "lack and the anomalies as JSON (same exit status)")
     results_opt(p)
     p.set_defaults(func=cmd_check)

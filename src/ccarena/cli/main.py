@@ -15,13 +15,13 @@ from pathlib import Path
 
 from ccarena.version import __version__
 from ccarena.cli import exits
+from ccarena.cli.analysis import results_opt
 from ccarena.errors import CcarenaError
 
 from ccarena.study.catalog import builtin_studies, resolve_study_path
 
 
 def cmd_run(args) -> int:
-    from ccarena.study.plan import make_plan
     from ccarena.study.load import load_study
     from ccarena.report.summary import render
     # paths the user gave are resolved here, once: every process a run starts works with
@@ -69,13 +69,22 @@ def cmd_run(args) -> int:
 
 
 def _dry_run(study, args) -> int:
-    from ccarena.run import capacity, dryrun
-    from ccarena.run.preflight import preflight
-    from ccarena.study.plan import make_plan
-    plan = make_plan(study, seed=args.seed, shuffle=False if args.no_shuffle else None,
-                     repetitions=args.repetitions, reruns=args.reruns)
-    pf = preflight(study, args.cc_source) if os.geteuid() == 0 else None
-    for line in dryrun.describe(study, plan, pf, capacity.load()):
+    import ccarena
+    from ccarena.run import dryrun
+    plan = ccarena.plan(study, seed=args.seed, shuffle=False if args.no_shuffle else None,
+                        repetitions=args.repetitions, reruns=args.reruns,
+                        force_cc=args.cc_source, jobs=args.jobs, cluster=args.cluster,
+                        vm=args.vm)
+    guest = here = None
+    if args.vm:     # the guest's kernel, not this machine's, runs the study
+        from ccarena.cli.vm import guest_lines
+        from ccarena.study.tcp_reference import REFERENCE_TCP
+        guest, here = guest_lines(args, study), dict(REFERENCE_TCP)
+    if args.json:
+        print(json.dumps(dryrun.as_dict(study, plan, plan.preflight, plan.capacity, here,
+                                        guest), indent=1))
+        return exits.OK
+    for line in dryrun.describe(study, plan, plan.preflight, plan.capacity, here, guest):
         print(line)
     return exits.OK
 
@@ -95,6 +104,33 @@ def _count(v: str) -> int:
     return int(v)
 
 
+def _repetitions(v: str) -> int:
+    """--repetitions: as study.repetitions accepts."""
+    from ccarena.study.keys import STUDY_KEYS
+    try:
+        return STUDY_KEYS["repetitions"](int(v))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 100000, got "
+                                         f"{v!r}" if not v.lstrip("-").isdigit() else str(e))
+
+
+def _seed(v: str) -> int:
+    """--seed: as study.seed accepts (a whole number, 0 or more)."""
+    if not v.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number of 0 or more, got {v!r}")
+    return int(v)
+
+
+def _cluster(v: str) -> str:
+    """--cluster: a Dask scheduler's address, [tcp|tls|ws|wss|ucx]://HOST:PORT or HOST:PORT."""
+    import re
+    if not re.match(r"^((tcp|tls|ws|wss|ucx)://)?[A-Za-z0-9_.\-]+:\d{1,5}$|^"
+                    r"((tcp|tls|ws|wss|ucx)://)?\[[0-9A-Fa-f:.]+\]:\d{1,5}$", v):
+        raise argparse.ArgumentTypeError(f"expected a Dask scheduler's address such as "
+                                         f"tcp://HOST:8786 (or HOST:PORT), got {v!r}")
+    return v
+
+
 def _jobs(v: str) -> int:
     if not v.isdigit() or int(v) < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more, got {v!r}")
@@ -104,22 +140,8 @@ def _jobs(v: str) -> int:
 def cmd_ls(args) -> int:
     from rich.table import Table
 
-    from ccarena.store.results import list_results
-    rs = list_results(args.results)
-    rows = []
-    for r in rs:
-        try:
-            meta = r.check_version()
-            status = r.status()
-            st = status["state"].value_counts()
-            rows.append({"results": r.path.name, "study": meta.get("study", ""),
-                         "planned": int(st.sum()), "valid": int(st.get("valid", 0)),
-                         "invalid": int(st.get("invalid", 0)),
-                         "missing": int(st.get("missing", 0)),
-                         "cells": _cell_counts(status),
-                         "created": meta.get("created", "")})
-        except CcarenaError as e:
-            rows.append({"results": r.path.name, "error": str(e)})
+    import ccarena
+    rows = ccarena.ls(args.results)
     if args.json:
         print(json.dumps(rows, indent=1))
         return exits.OK
@@ -149,18 +171,6 @@ def cmd_ls(args) -> int:
     return exits.OK
 
 
-def _cell_counts(status) -> dict:
-    """Per planned cell: how many of its runs are planned, valid, invalid and missing (the
-    same status() that show, report and check count)."""
-    out = {}
-    for cell, g in status.groupby("cell", sort=True):
-        n = g["state"].value_counts()
-        out[str(cell)] = {"planned": int(len(g)), "valid": int(n.get("valid", 0)),
-                          "invalid": int(n.get("invalid", 0)),
-                          "missing": int(n.get("missing", 0))}
-    return out
-
-
 def _in_cells(row: dict, state: str) -> str:
     """'3 (c001, c004)': a count and the cells it falls in (their number past three)."""
     cells = [c for c, n in row["cells"].items() if n[state]]
@@ -176,7 +186,13 @@ def cmd_show(args) -> int:
         cands = [r for r in list_results(args.results) if r.path.name.startswith(args.results_dir)]
         if not cands:
             raise CcarenaError(f"no results directory {args.results_dir!r}")
-        p = cands[-1].path
+        exact = [r for r in cands if r.path.name == args.results_dir]
+        cands = exact or cands
+        if len(cands) > 1:      # a prefix names one directory, or the user chooses
+            raise CcarenaError(f"{args.results_dir!r} names {len(cands)} results "
+                               f"directories under {args.results}/: "
+                               + ", ".join(r.path.name for r in cands) + "; give one")
+        p = cands[0].path
     res = open_results(p)
     if args.rebuild:
         from ccarena.analysis import aggregates
@@ -232,21 +248,15 @@ def cmd_doctor(args) -> int:
 def cmd_cc_list(args) -> int:
     from rich.table import Table
 
-    from ccarena import cc
-    from ccarena.cc.catalog import paper_reference, shipped_bpf
-    from ccarena.cc.variants import describe
-    algs = cc.available()
-    variants = {n: describe(n, shipped_bpf(n), paper_reference(n)) for n in algs}
+    import ccarena
+    algs = ccarena.cc_list()
     if args.json:
-        print(json.dumps({n: {"source": a.source, "kernel_name": a.kernel_name, "why": a.why,
-                              "variant": a.variant, "follows": a.follows,
-                              "variants": variants[n]}
-                          for n, a in algs.items()}, indent=1))
+        print(json.dumps(algs, indent=1))
         return 0
     t = Table("algorithm", "source", "kernel name", "variants (cc_variant)", "why",
               title_justify="left")
-    for n, a in sorted(algs.items()):
-        t.add_row(n, a.source, a.kernel_name or "", variants[n], a.why or "")
+    for n, a in algs.items():
+        t.add_row(n, a["source"], a["kernel_name"] or "", a["variants"], a["why"] or "")
     _console().print(t)
     return 0
 
@@ -282,14 +292,14 @@ def _console():
 def _run_arguments(r) -> None:
     r.add_argument("study", help="study file or built-in name (see `ccarena studies`)")
     r.add_argument("--dry-run", action="store_true", help="list the runs; build nothing")
-    r.add_argument("--seed", type=int, help="seed of the run order and per-run seeds")
+    r.add_argument("--seed", type=_seed, help="seed of the run order and per-run seeds")
     r.add_argument("--no-shuffle", action="store_true", help="run cells in order")
-    r.add_argument("--repetitions", type=int, help="override study.repetitions")
+    r.add_argument("--repetitions", type=_repetitions, help="override study.repetitions")
     r.add_argument("--reruns", type=_count, help="override study.reruns: how often a run that "
                    "the machine's noise made invalid is run again (0: never)")
     r.add_argument("--duration", help="override study.duration (e.g. 5s)")
     r.add_argument("--scale", help="apply the study's [scale.<name>] table (quick, full, ...)")
-    r.add_argument("--results", default="results", help="results base directory")
+    results_opt(r, "where the results directory is made")
     r.add_argument("--resume", metavar="RESULTS_DIR", help="complete an interrupted study: "
                    "run only its missing and in-flight runs, same plan and seeds (the study "
                    "file must be unchanged)")
@@ -309,7 +319,7 @@ def _run_arguments(r) -> None:
     r.add_argument("--jobs", type=_jobs, default=1, metavar="N",
                    help="run N runs at once on this machine, each on its own share of the "
                    "CPUs (docs/scale-out.md; default 1)")
-    r.add_argument("--cluster", metavar="tcp://HOST:8786",
+    r.add_argument("--cluster", metavar="tcp://HOST:8786", type=_cluster,
                    help="run the runs on the workers of this Dask scheduler (started with "
                    "`ccarena worker`); results are stored here as usual")
 
@@ -332,12 +342,12 @@ def build_parser() -> argparse.ArgumentParser:
     v.set_defaults(func=cmd_validate)
 
     s = sub.add_parser("ls", help="list stored studies")
-    s.add_argument("--results", default="results")
+    results_opt(s)
     s.add_argument("--json", action="store_true", help="print JSON")
     s.set_defaults(func=cmd_ls)
     s = sub.add_parser("show", help="summary table of a stored study")
     s.add_argument("results_dir", help="results directory (or a prefix of its name)")
-    s.add_argument("--results", default="results")
+    results_opt(s)
     s.add_argument("--rebuild", action="store_true", help="recompute the aggregates first")
     s.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     s.add_argument("--json", action="store_true", help="print the summary as JSON")

@@ -13,12 +13,16 @@ import sys
 from pathlib import Path
 
 from ccarena.cli import exits
-from ccarena.cli.analysis import resolve_results
+from ccarena.cli.analysis import resolve_results, results_opt
 from ccarena.errors import CcarenaError
 
 
 def cmd_plot(args) -> int:
     from ccarena.report import plotting
+    if args.list and args.json:
+        import json
+        print(json.dumps(plotting.names(), indent=1))
+        return exits.OK
     if args.list:
         from rich.table import Table
 
@@ -101,6 +105,8 @@ def register(subparsers) -> None:
     p.add_argument("args", nargs="*", metavar="RESULTS… NAME",
                    help="results directories or archives (or name prefixes), then the plot")
     p.add_argument("--list", action="store_true", help="list the figures with one line each")
+    p.add_argument("--json", action="store_true", help="with --list: as JSON (name -> what "
+                   "it draws)")
     p.add_argument("-o", "--output", metavar="FILE", help="where to write (.png, .svg, .pdf)")
     p.add_argument("--metric", help="the metric to draw (runs or flows column)")
     p.add_argument("--by", help="group or x-axis column; a swept factor may be named by "
@@ -109,8 +115,7 @@ def register(subparsers) -> None:
                    "(c000-r1) or factor values (cc=reno, or cc=reno,rep=2)")
     p.add_argument("--label", action="append",
                    help="label of each results directory, in order (repeatable)")
-    p.add_argument("--results", default="results",
-                   help="base directory to look up a name prefix (default: results)")
+    results_opt(p)
     p.set_defaults(func=cmd_plot)
 
     p = subparsers.add_parser(
@@ -121,9 +126,9 @@ def register(subparsers) -> None:
         "ccarena.open_results() open the archive directly, read-only.")
     p.add_argument("results_dir", metavar="RESULTS", help="results directory or name prefix")
     p.add_argument("-o", "--output", metavar="FILE",
-                   help="archive path or directory (default: ./<name>.ccarena.tar.xz)")
-    p.add_argument("--results", default="results",
-                   help="base directory to look up a name prefix (default: results)")
+                   help="archive path, or a directory to write it in (an existing one, or a "
+                   "path ending in /; default: ./<name>.ccarena.tar.xz)")
+    results_opt(p)
     p.set_defaults(func=cmd_archive)
 
     p = subparsers.add_parser(

@@ -15,8 +15,41 @@ def add_vm_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--accel", choices=("auto", "kvm", "tcg"), default=None,
                    help="accelerator (default auto: KVM when it works here, else TCG; "
                    "or CCARENA_VM_ACCEL)")
-    p.add_argument("--cpus", type=int, default=None, help="guest CPUs (default 2)")
+    p.add_argument("--cpus", type=_vcpus, default=None, help="guest CPUs (default 2)")
     p.add_argument("--memory", default=None, help="guest memory (default 2G)")
+
+
+def _vcpus(v: str) -> int:
+    """--cpus: as a VM host's vm.cpus accepts."""
+    from ccarena.study.keys import VM_KEYS
+    try:
+        return VM_KEYS["cpus"](int(v))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"guest vCPUs: expected a whole number from 1 to 64, "
+                                         f"got {v!r}" if not v.lstrip("-").isdigit()
+                                         else f"guest vCPUs {e}") from None
+
+
+def guest_lines(args, study) -> list[str]:
+    """What `validate --vm` says of the guest that would run the study: the reference
+    kernel (the cached image, or where it is missing, the one `make vm` fetches) and the
+    guest's size; nothing is booted."""
+    from ccarena.testbed.guest.image import ImageError, locate
+    from ccarena.study.tcp_reference import REFERENCE_KERNEL
+    c = _config(args)
+    try:
+        img = locate()
+        kernel = f"{img.release} ({img.label}, {img.root})"
+    except ImageError:
+        kernel = f"{REFERENCE_KERNEL} (not fetched yet: `make vm` fetches it)"
+    from ccarena.vm.session import tcg_advice
+    accel = {"auto": "auto (KVM where it works here, else TCG: found when it boots)"}.get(
+        c.accel, c.accel)
+    return [f"runs in a VM (docs/vm.md): the reference kernel {kernel}; {c.cpus} vCPUs, "
+            f"{c.memory} memory, accelerator {accel}",
+            "link backend and algorithm sources: the guest's; its kernel has netem, RED, "
+            "CoDel, FQ-CoDel and every kernel congestion control"] + \
+        [x for x in (tcg_advice(study, "tcg" if c.accel == "tcg" else ""),) if x]
 
 
 def _config(args, **over):

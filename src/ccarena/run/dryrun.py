@@ -1,8 +1,10 @@
 """What a study will build and run, before anything is built (`ccarena run --dry-run`,
 `ccarena validate`).
 
-    describe(study, plan, preflight=None, capacity_bps=None) -> list[str]   lines to print
-    warnings(study, plan, capacity_bps=None, pf=None) -> list[str]
+    describe(study, plan, preflight=None, capacity=None, here=None, guest=None)
+                                                    -> list[str]   lines to print
+    as_dict(...)  (the same arguments)              -> the same as JSON-ready data
+    warnings(study, plan, capacity=None, pf=None) -> list[str]
 
 Per cell: rate, one-way delay and base RTT, BDP, buffer in packets and in BDPs, loss,
 per-host differences, queue, and (with a preflight, which needs root) the link backend and
@@ -10,6 +12,9 @@ where each algorithm comes from. The TCP settings the study leaves to the host t
 on this machine from the reference kernel's. Then the plan's run order and seeds, the total
 time, and warnings for settings that are legal but rarely meant."""
 from __future__ import annotations
+
+import re
+from dataclasses import dataclass
 
 from ccarena import units
 from ccarena.study import impair
@@ -19,6 +24,58 @@ from ccarena.testbed.guest import check as guest_check
 RUN_OVERHEAD_S = 3.0        # building, starting and tearing down a run, measured here
 SLOW_LINK_BPS = 1e6
 LONG_STUDY_S = 4 * 3600
+# What one core carries through the user-space link without a measurement of this machine:
+# one flow up to 100 Mbit/s per core a run has (docs/scale-out.md, "How many cores a run
+# needs", benchmarks/scale_out.py)
+CORE_CARRIES_BPS = 100e6
+# "10mbps": tc's bytes per second, easily meant as megabits
+_BYTES_RATE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kmgt]?)bps\s*$", re.I)
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """What this machine carries: measured (`ccarena doctor --measure`, run/capacity.py)
+    or, without a measurement, the documented rule for `cpus` cores shared by `jobs` runs
+    at once."""
+    measured_bps: float | None = None
+    cpus: int = 1
+    jobs: int = 1
+
+    def limit_bps(self) -> tuple[float, str]:
+        """(the rate beyond which runs will be CPU-limited, where that figure comes from)"""
+        if self.measured_bps:
+            return 0.8 * self.measured_bps, (
+                f"beyond what this machine carried when measured ("
+                f"{units.format_rate(self.measured_bps)}: `ccarena doctor --measure`)")
+        cores = max(1, self.cpus // max(1, self.jobs))
+        est = CORE_CARRIES_BPS * cores
+        return est, (f"beyond what {cores} core{'s' if cores != 1 else ''} per run carry "
+                     f"(about {units.format_rate(CORE_CARRIES_BPS)} each, docs/scale-out.md; "
+                     "`ccarena doctor --measure` measures this machine)")
+
+
+def _capacity(c) -> Capacity | None:
+    """None: nothing is known of the machine that will run the study (a cluster's
+    workers), so nothing is claimed; a number: a measured capacity."""
+    return c if isinstance(c, Capacity) or c is None else Capacity(measured_bps=c)
+
+
+def bytes_rates(raw: dict) -> list[str]:
+    """Warnings for rates written in tc's bytes per second ("10mbps" = 80 Mbit/s)."""
+    bn = raw.get("bottleneck") if isinstance(raw.get("bottleneck"), dict) else {}
+    found = [(f"bottleneck.{k}", bn[k]) for k in ("rate", "reverse_rate") if k in bn]
+    for step in bn.get("rate_schedule") or []:
+        if isinstance(step, list) and len(step) == 2:
+            found.append(("bottleneck.rate_schedule", step[1]))
+    out = []
+    for key, v in found:
+        m = _BYTES_RATE.match(v) if isinstance(v, str) else None
+        if m:
+            bps = units.parse_rate(v)
+            out.append(f"{key} = {v!r} is {units.format_number(bps / 8 / 1e6, 4)} MB/s = "
+                       f"{units.format_rate(bps)} (bps is bytes per second, as tc reads it); "
+                       f"did you mean \"{m.group(1)}{m.group(2).lower()}bit\"?")
+    return out
 
 
 def hmm(seconds: float) -> str:
@@ -94,14 +151,16 @@ def _params(qp) -> str:
                      for k, v in d.items())
 
 
-def warnings(study, plan, capacity_bps: float | None = None, pf: dict | None = None
-             ) -> list[str]:
+def warnings(study, plan, capacity=None, pf: dict | None = None) -> list[str]:
     out = guest_check.advice(study, (pf or {}).get("guests"))
     cells = study.cells or [Cell(0, {}, study)]
+    cap = _capacity(capacity)
+    limit, why = cap.limit_bps() if cap else (float("inf"), "")
     for c in cells:
         s, b = c.study, c.study.bottleneck
         where = ", ".join(f"{k}={v}" for k, v in c.params.items())
         at = f" [{where}]" if where else ""
+        out += [w + at for w in bytes_rates(s.raw or study.raw)]
         if b.rate_bps and b.rate_bps < SLOW_LINK_BPS:
             out.append(f"the bottleneck runs at {units.format_rate(b.rate_bps)}, below 1 "
                        f"Mbit/s{at}: is the unit right?")
@@ -110,10 +169,9 @@ def warnings(study, plan, capacity_bps: float | None = None, pf: dict | None = N
                        f"the run ({units.format_time(s.duration_s)}){at}")
         if b.loss >= 1.0:
             out.append(f"the loss is 100 %: no packet gets through{at}")
-        if b.rate_bps and capacity_bps and b.rate_bps > 0.8 * capacity_bps:
-            out.append(f"{units.format_rate(b.rate_bps)} is beyond what this machine carried "
-                       f"when measured ({units.format_rate(capacity_bps)}: `ccarena doctor "
-                       f"--measure`){at}: runs will be CPU-limited and flagged invalid")
+        if b.rate_bps and b.rate_bps > limit:
+            out.append(f"{units.format_rate(b.rate_bps)} is {why}{at}: runs will be "
+                       "CPU-limited and flagged invalid")
     t = total_s(study, plan)
     if t > LONG_STUDY_S:
         out.append(f"the study takes about {hmm(t)} (h:mm); a smaller --scale, or --jobs / "
@@ -139,9 +197,36 @@ def host_dependent(study, here: dict | None = None) -> list[str]:
             "in [tcp] or [hosts.*].sysctl):"] + ["  " + x for x in format_rows(rows)]
 
 
-def describe(study, plan, pf: dict | None = None, capacity_bps: float | None = None,
-             here: dict | None = None) -> list[str]:
+def _cells(study) -> tuple[list, dict]:
     cells = study.cells or [Cell(0, {}, study)]
+    return cells, {c.index: f"c{c.index:0{max(3, len(str(len(cells) - 1)))}d}" for c in cells}
+
+
+def _cell_backend(pf: dict | None, c) -> dict:
+    return (pf["cells"].get(c.index) or pf["cells"].get(str(c.index)) or {}) if pf else {}
+
+
+def _sources(pf: dict | None, guest: list[str] | None) -> list[str]:
+    """Where the link and the algorithms come from: the guest's kernel, the preflight's
+    answer (root), or a note that root would say."""
+    if guest:
+        return list(guest)
+    if not pf:
+        return ["(link backend and algorithm sources: run as root to see them)"]
+    lines = guest_check.describe(pf.get("guests"))
+    for n, a in sorted(pf["algorithms"].items()):
+        lines.append(f"algorithm {n}: {a['source']} ({a['kernel_name']})"
+                     + (f", {a['variant']} variant following {a['follows']}"
+                        if a.get("variant") else "")
+                     + (f": {a['why']}" if a.get("why") else ""))
+    return lines
+
+
+def describe(study, plan, pf: dict | None = None, capacity=None, here: dict | None = None,
+             guest: list[str] | None = None) -> list[str]:
+    """`guest`: lines saying which guest runs the study (`--vm`) instead of this machine;
+    `here`: the TCP settings of the kernel that runs it (default: this machine's)."""
+    cells, labels = _cells(study)
     lines = [f"study {study.name}" + (f" (scale {study.scale})" if study.scale else "")
              + f": {len(cells)} cell{'s' if len(cells) != 1 else ''} x {plan.repetitions} "
              f"repetition{'s' if plan.repetitions != 1 else ''} = {len(plan.runs)} runs of "
@@ -151,30 +236,40 @@ def describe(study, plan, pf: dict | None = None, capacity_bps: float | None = N
     lines.append(f"a run the machine's noise makes invalid is run again up to {plan.reruns} "
                  f"time{'s' if plan.reruns != 1 else ''}" if plan.reruns else
                  "a run the machine's noise makes invalid is kept as it is (reruns = 0)")
-    labels = {c.index: f"c{c.index:0{max(3, len(str(len(cells) - 1)))}d}" for c in cells}
     for c in cells:
         params = ", ".join(f"{k} = {v}" for k, v in c.params.items())
         lines.append(f"cell {labels[c.index]}" + (f" ({params})" if params else "") + ":")
         lines += ["  " + x for x in cell_lines(c)]
-        if pf:
-            b = pf["cells"].get(c.index) or pf["cells"].get(str(c.index)) or {}
-            if b:
-                lines.append(f"  link backend {b['backend']} ({b['why']})"
-                             + (f", packet I/O {b['io']}" if b.get("io") else ""))
-    if pf:
-        lines += guest_check.describe(pf.get("guests"))
-        for n, a in sorted(pf["algorithms"].items()):
-            lines.append(f"algorithm {n}: {a['source']} ({a['kernel_name']})"
-                         + (f", {a['variant']} variant following {a['follows']}"
-                            if a.get("variant") else "")
-                         + (f": {a['why']}" if a.get("why") else ""))
-    else:
-        lines.append("(link backend and algorithm sources: run as root to see them)")
+        b = _cell_backend(pf, c)
+        if b:
+            lines.append(f"  link backend {b['backend']} ({b['why']})"
+                         + (f", packet I/O {b['io']}" if b.get("io") else ""))
+    lines += _sources(pf, guest)
     lines += host_dependent(study, here)
     lines.append("runs, in order:")
     for r in plan.runs:
         params = ", ".join(f"{k} = {v}" for k, v in r.params.items())
         lines.append(f"  {r.index:4d}  {r.label:10s} seed {r.seed:<11d} {params}")
-    for w in warnings(study, plan, capacity_bps, pf):
+    for w in warnings(study, plan, capacity, pf):
         lines.append(f"warning: {w}")
     return lines
+
+
+def as_dict(study, plan, pf: dict | None = None, capacity=None, here: dict | None = None,
+            guest: list[str] | None = None) -> dict:
+    """describe()'s content as data (`ccarena validate --json`)."""
+    cells, labels = _cells(study)
+    return {
+        "study": study.name, "path": study.path, "scale": study.scale,
+        "seed": plan.seed, "shuffled": plan.shuffled, "repetitions": plan.repetitions,
+        "reruns": plan.reruns, "duration_s": study.duration_s,
+        "total_s": total_s(study, plan),
+        "cells": [{"cell": labels[c.index], "params": c.params, "setup": cell_lines(c),
+                   **({"link_backend": _cell_backend(pf, c)} if _cell_backend(pf, c) else {})}
+                  for c in cells],
+        "sources": _sources(pf, guest),
+        "host_dependent": host_dependent(study, here),
+        "runs": [{"index": r.index, "label": r.label, "seed": r.seed, "params": r.params}
+                 for r in plan.runs],
+        "warnings": warnings(study, plan, capacity, pf),
+    }

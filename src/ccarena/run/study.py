@@ -13,6 +13,7 @@ The public API (ccarena.run_study) and `ccarena run` (text, --json, --vm, --jobs
 stores the same answer."""
 from __future__ import annotations
 
+from ccarena.analysis import check_spec
 from ccarena.analysis.checks import record
 from ccarena.run.executor import run_plan
 from ccarena.store.results import ResultsDir
@@ -32,6 +33,7 @@ def run_study(study: Study, *, results_base="results", seed: int | None = None,
     runner(study, results_base=, seed=, shuffle=, repetitions=, reruns=, force_cc=,
     event_log=, progress=) -> ResultsDir runs the plan somewhere else (callbacks, resume,
     jobs and cluster are this machine's: a runner takes none of them)."""
+    check_spec.check(study)     # a check that names no metric fails before the first run
     if runner is None:
         res = run_plan(study, results_base=results_base, seed=seed, shuffle=shuffle,
                        repetitions=repetitions, reruns=reruns, resume=resume, jobs=jobs,

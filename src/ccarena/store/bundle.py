@@ -23,7 +23,6 @@ whenever an archive is opened. The store opens the extracted copy read-only
 (store.results.ResultsDir: every writer refuses)."""
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tarfile
@@ -31,6 +30,7 @@ import time
 from pathlib import Path
 
 from ccarena.errors import ResultsError
+from ccarena.paths import file_sha256
 from ccarena.store import layout as L
 
 SUFFIX = ".ccarena.tar.xz"
@@ -72,13 +72,16 @@ def _normalise(info: tarfile.TarInfo) -> tarfile.TarInfo:
 
 def write_archive(results_dir, out=None, preset: int = 6) -> Path:
     """Write the whole results directory into one xz-compressed tar file and return its
-    path (default: <dir name>.ccarena.tar.xz in the current directory). Written to a
-    temporary name first, so a half-written archive never carries the final name."""
+    path (default: <dir name>.ccarena.tar.xz in the current directory; `out` an existing
+    directory, or a path ending in "/", is the directory to write it in, made if need
+    be). Written to a temporary name first, so a half-written archive never carries the
+    final name."""
     src = Path(results_dir).resolve()
     if not (src / L.MARKER).is_file():
         raise ResultsError(f"archiving {src}: not a ccarena results directory (no {L.MARKER})")
+    into = out is not None and str(out).endswith((os.sep, "/"))
     out = Path(out) if out else Path.cwd() / (src.name + SUFFIX)
-    if out.is_dir():
+    if into or out.is_dir():
         out = out / (src.name + SUFFIX)
     if out.resolve().is_relative_to(src):
         raise ResultsError(f"archiving {src}: the archive {out} would be inside the "
@@ -95,10 +98,6 @@ def write_archive(results_dir, out=None, preset: int = 6) -> Path:
     return out
 
 
-def _sha256(path: Path) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
-
 
 def _results_in(d: Path) -> Path:
     tops = [p for p in d.iterdir() if p.is_dir() and (p / L.MARKER).is_file()]
@@ -113,7 +112,7 @@ def extract(path) -> Path:
     archive content) and returned."""
     path = Path(path)
     base = cache_dir()
-    digest = _sha256(path)[:24]
+    digest = file_sha256(path)[:24]
     dest = base / digest
     if (dest / _DONE).exists():
         os.utime(dest / _DONE)          # in use: keeps it from pruning

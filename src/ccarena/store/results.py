@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ccarena.errors import ResultsError
+from ccarena.errors import CcarenaError, ResultsError
 from ccarena.store import bundle as archive_mod
 from ccarena.store import layout as L
 from ccarena.store.tables import RUN_METRICS, RUN_TABLES
@@ -419,3 +419,35 @@ def list_results(base: Path | str = "results") -> list[ResultsDir]:
     if not base.is_dir():
         return []
     return [ResultsDir(p.parent) for p in sorted(base.glob(f"*/{MARKER}"))]
+
+
+def listing(base: Path | str = "results") -> list[dict]:
+    """The stored studies under `base` (`ccarena ls`): one dict per results directory with
+    its study, how many runs are planned, valid, invalid and missing, the same per cell,
+    and when it was created; a directory that cannot be read has "error" instead."""
+    rows = []
+    for r in list_results(base):
+        try:
+            meta = r.check_version()
+            status = r.status()
+            st = status["state"].value_counts()
+            rows.append({"results": r.path.name, "study": meta.get("study", ""),
+                         "planned": int(st.sum()), "valid": int(st.get("valid", 0)),
+                         "invalid": int(st.get("invalid", 0)),
+                         "missing": int(st.get("missing", 0)),
+                         "cells": _cell_counts(status), "created": meta.get("created", "")})
+        except CcarenaError as e:
+            rows.append({"results": r.path.name, "error": str(e)})
+    return rows
+
+
+def _cell_counts(status: pd.DataFrame) -> dict:
+    """Per planned cell: how many of its runs are planned, valid, invalid and missing (the
+    same status() that show, report and check count)."""
+    out = {}
+    for cell, g in status.groupby("cell", sort=True):
+        n = g["state"].value_counts()
+        out[str(cell)] = {"planned": int(len(g)), "valid": int(n.get("valid", 0)),
+                          "invalid": int(n.get("invalid", 0)),
+                          "missing": int(n.get("missing", 0))}
+    return out

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from ccarena import units
 from ccarena.cc.variants import VARIANT_NAMES
+from ccarena.study.expect import parse_bound
 from ccarena.study.impair import DELAY_DISTRIBUTIONS
 from ccarena.study.model import DEFAULT_CC, FLOW_KINDS
 
@@ -226,10 +227,6 @@ def _float(v):
     return float(v)
 
 
-def _any(v):
-    return v
-
-
 # -- key constructors, one per type ------------------------------------------------------------
 def text(doc, default=""):
     return Key("string", doc, lambda v: _str(v), default)
@@ -437,8 +434,8 @@ EXPECT_KEYS = {
     "flow": text("flow level: only this flow (and its copies name.1, name.2, ...)"),
     "where": table("only the cells with these swept values"),
     "min": Key("bound", "lower bound: a number, \"90%rate\", \"0.5*rate\" or "
-               "\"3*base_rtt\"", _any),
-    "max": Key("bound", "upper bound, as min", _any),
+               "\"3*base_rtt\"", parse_bound),
+    "max": Key("bound", "upper bound, as min", parse_bound),
     "stat": choice(("mean", "min", "max", "median", "each"), "statistic over the valid "
                    "runs of a cell", "mean"),
     "level": choice(("flow", "run"), "judge flow rows or run rows", "flow"),
@@ -448,6 +445,13 @@ EXPECT_KEYS = {
     "over": text("the swept factor of a trend"),
     "tolerance": Key("number", "relative slack of a trend", _float, "0"),
 }
+# the words of tc(8), netem(8) and other emulators for ccarena's keys: an unknown key that
+# is one of them is answered with ccarena's word ("did you mean 'buffer'?")
+SYNONYMS = {"limit": "buffer", "queue_size": "buffer", "qlen": "buffer", "txqueuelen":
+            "buffer", "bandwidth": "rate", "bw": "rate", "latency": "delay", "distribution":
+            "delay_distribution", "qdisc": "queue", "aqm_params": "aqm", "algorithm": "cc",
+            "congestion_control": "cc", "cca": "cc", "tcp_congestion_control": "cc",
+            "reps": "repetitions", "runs": "repetitions", "length": "duration"}
 TABLES = {"study": STUDY_KEYS, "topology": TOPOLOGY_KEYS, "bottleneck": LINK_KEYS,
           "tcp": TCP_KEYS, "testbed": TESTBED_KEYS, "hosts.<host>": HOST_KEYS,
           "hosts.<host>.vm": VM_KEYS,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ccarena.errors import SpecError
 from ccarena.study.catalog import resolve_study_path
+from ccarena.study.expect import check_cells
 from ccarena.study.model import Cell, Study
 from ccarena.study.keys import EXPECT_KEYS, text
 from ccarena.study.schema import Ctx, _take, build_study
@@ -26,6 +27,9 @@ def _read_toml(path: Path) -> dict:
         raise SpecError(path, "", "no such study file") from None
     except tomllib.TOMLDecodeError as e:
         raise SpecError(path, "", f"not valid TOML: {e}") from None
+    except UnicodeDecodeError as e:
+        raise SpecError(path, "", f"not a text file (byte {e.start} is not UTF-8); a study "
+                        "is a TOML file") from None
     except OSError as e:
         raise SpecError(path, "", f"cannot read: {e.strerror}") from None
 
@@ -70,12 +74,13 @@ def parse_study(raw: dict, path: str = "<string>", extra_algorithms=()) -> Study
     # the user's own BPF algorithms (a <name>.bpf.c in CCARENA_CC_PATH or
     # ~/.config/ccarena/cc) count as known through cc.catalog.known_names
     study = build_study({k: v for k, v in raw.items() if k != "sweep"}, path, extra_algorithms)
+    algorithms = frozenset(Ctx(path, extra_algorithms).algorithms)     # looked up once
     study.raw = raw
     study.sweep = {}
     cells = []
     for params, cell_raw in sweep_cells(raw, path):
         try:
-            cell = build_study(cell_raw, path, extra_algorithms)
+            cell = build_study(cell_raw, path, extra_algorithms, algorithms)
         except SpecError as e:
             if params:
                 where = ", ".join(f"{k} = {v!r}" for k, v in params.items())
@@ -86,6 +91,7 @@ def parse_study(raw: dict, path: str = "<string>", extra_algorithms=()) -> Study
     for k in raw.get("sweep", {}):
         study.sweep[k] = [c.params[k] for c in cells]
     study.cells = cells
+    check_cells(study, path)
     return study
 
 
@@ -159,12 +165,34 @@ def load_study(path, overrides: dict | None = None, extra_algorithms=(),
     """A study from a file, or a built-in study by name (see `ccarena studies`)."""
     p = resolve_study_path(path)
     raw = resolve_extends(p)
-    raw, chosen = apply_scale(raw, scale, str(p))
+    scaled, chosen = apply_scale(raw, scale, str(p))
     if overrides:
-        raw = merge(raw, overrides)
-    study = parse_study(raw, str(p), extra_algorithms)
+        scaled = merge(scaled, overrides)
+    study = parse_study(scaled, str(p), extra_algorithms)
     study.scale = chosen
+    study.other_checks = check_scales(raw, chosen, str(p), extra_algorithms)
     return study
+
+
+def check_scales(raw: dict, chosen: str | None, path: str, extra_algorithms=()) -> dict:
+    """The study at every scale it has, and as written, is valid: a typo in a scale
+    is found when the study is validated, not when someone first runs that scale.
+    -> {scale: its checks} (for the checks of metric names, analysis.check_spec)."""
+    out = {}
+    scales = raw.get("scale", {})
+    names = [n for n in scales if n != chosen]
+    if scales and "full" not in scales and chosen not in (None, "full"):
+        names.append("full")        # the study as written, as --scale full gives it
+    for name in names:
+        try:
+            out[name] = parse_study(apply_scale(raw, name, path)[0], path,
+                                    extra_algorithms).expect
+        except SpecError as e:
+            top = e.key.split(".")[0].split("[")[0]
+            key = f"scale.{name}.{e.key}" if name in scales and top in scales[name] \
+                else e.key
+            raise SpecError(path, key, f"{e.reason} (at --scale {name})") from None
+    return out
 
 
 def loads_study(text: str, path: str = "<string>") -> Study:

@@ -182,6 +182,9 @@ class Study:
     raw: dict = field(default_factory=dict)   # the merged TOML, for sweeps and the record
     scale: str | None = None                  # the [scale.<name>] applied, if any
     cells: list["Cell"] = field(default_factory=list)   # the sweep's cells (study.load)
+    # the checks of the study at its other scales (study.load.check_scales), so that
+    # validating it checks the metrics those name too
+    other_checks: dict[str, list] = field(default_factory=dict)
 
     @property
     def host_names(self) -> list[str]:

@@ -33,6 +33,12 @@ class Plan:
     runs: list[PlannedRun] = field(default_factory=list)
     reruns: int = 1     # how often a run invalid for the machine's noise is run again
     repetitions: int = 1
+    # filled by a dry run (ccarena.plan): settings that are legal but rarely meant, and
+    # what the preflight found (each cell's link backend, each algorithm's source; root),
+    # and what this machine carries (run/dryrun.Capacity; None when a cluster runs it)
+    warnings: list[str] = field(default_factory=list)
+    preflight: dict | None = None
+    capacity: object = None
 
     def to_json(self) -> dict:
         return {

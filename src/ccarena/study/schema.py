@@ -13,8 +13,9 @@ from ccarena.cc import variants
 from ccarena.cc.catalog import PREFIX, known_names, shipped_bpf
 from ccarena.errors import SpecError
 from ccarena.study.keys import (EXPECT_KEYS, FLOW_KEYS, HOST_KEYS, LINK_KEYS, PROBE_KEYS,
-                               PROBE_SHAPES, STUDY_KEYS, TCP_KEYS, TESTBED_KEYS, TOP_KEYS,
+                               PROBE_SHAPES, STUDY_KEYS, SYNONYMS, TCP_KEYS, TESTBED_KEYS, TOP_KEYS,
                                TOPOLOGY_KEYS)
+from ccarena.study.expect import check_bounds
 from ccarena.study.impair import ImpairError, parse_loss_model
 from ccarena.study.model import (DEFAULT_CC, Buffer, FlowSpec, HostSpec, LinkSpec, ProbeSpec, Study,
                                  TcpSettings, VmSpec)
@@ -26,10 +27,12 @@ _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 class Ctx:
     """Where we are in the file, for error messages."""
 
-    def __init__(self, path: str, extra_algorithms=()):
+    def __init__(self, path: str, extra_algorithms=(), algorithms=None):
         self.path = path
-        # the names a study may use (cc.catalog); whether one runs here is preflight's
-        self.algorithms = known_names() | set(extra_algorithms)
+        # the names a study may use (cc.catalog); whether one runs here is preflight's.
+        # `algorithms`: those names already looked up (a sweep's cells share them)
+        self.algorithms = set(algorithms) if algorithms is not None else \
+            known_names() | set(extra_algorithms)
 
     def user_algorithms(self) -> set[str]:
         """The names a study may use that are the user's own BPF sources."""
@@ -48,8 +51,11 @@ def _take(ctx: Ctx, table: dict, prefix: str, spec: dict[str, Callable], require
     for k, v in table.items():
         key = f"{prefix}.{k}" if prefix else k
         if k not in spec:
-            near = difflib.get_close_matches(str(k), list(spec), n=1)
-            raise ctx.err(key, "unknown key" + (f" (did you mean {near[0]!r}?)" if near else "")
+            near = [SYNONYMS[k]] if SYNONYMS.get(k) in spec else \
+                difflib.get_close_matches(str(k), list(spec), n=1)
+            word = f", ccarena's word for {k!r}" if SYNONYMS.get(k) in spec else ""
+            raise ctx.err(key, "unknown key" + (f" (did you mean {near[0]!r}{word}?)" if near
+                                                else "")
                           + "; accepted here: " + ", ".join(sorted(spec)))
         try:
             out[k] = spec[k](v)
@@ -70,9 +76,9 @@ def _check_aqm(ctx: Ctx, study: Study) -> None:
         raise ctx.err(f"bottleneck.aqm.{e.key}", e.reason) from None
 
 
-def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
+def build_study(raw: dict, path: str, extra_algorithms=(), algorithms=None) -> Study:
     """Validate a merged raw dict (no sweep applied) into a Study."""
-    ctx = Ctx(path, extra_algorithms)
+    ctx = Ctx(path, extra_algorithms, algorithms)
     for k in raw:
         if k not in TOP_KEYS:
             near = difflib.get_close_matches(str(k), TOP_KEYS, n=1)
@@ -198,6 +204,9 @@ def build_study(raw: dict, path: str, extra_algorithms=()) -> Study:
             raise ctx.err(f"expect[{i}].flow", f"no flow named {e['flow']!r}")
         if "trend" in e and "over" not in e:
             raise ctx.err(f"expect[{i}].over", "a trend needs the swept factor it runs over")
+        never = check_bounds(e)
+        if never:
+            raise ctx.err(f"expect[{i}].min", never)
     study.expect = exp
     _check_aqm(ctx, study)
     return study
@@ -231,6 +240,14 @@ def _link(ctx: Ctx, bn: dict) -> LinkSpec:
                 raise ctx.err("bottleneck.delay_distribution", f"{dist} draws each delay "
                               f"around bottleneck.{k}, which is 0 (netem refuses a "
                               "distribution without a delay): give it a delay")
+    jitter = bn.get("jitter", 0.0)
+    for k, v in (("delay", delay), ("reverse_delay", bn.get("reverse_delay", delay))):
+        if jitter > v:
+            raise ctx.err("bottleneck.jitter", f"{jitter * 1e3:g} ms is larger than bottleneck."
+                          f"{k} ({v * 1e3:g} ms): a delay cannot fall below 0, so netem and "
+                          "ccarena-link would send every draw below it at once and the "
+                          "delays would not have the spread asked for; give a jitter of at "
+                          "most the delay")
     if bn.get("reorder", 0.0) > 0 and delay <= 0:
         raise ctx.err("bottleneck.reorder", "a reordered packet is one sent without the "
                       "delay, ahead of delayed ones: give bottleneck.delay > 0")
@@ -337,7 +354,9 @@ def _hosts(study: Study) -> str:
 
 def _check_alg(ctx: Ctx, key: str, name: str):
     if name not in ctx.algorithms:
-        near = difflib.get_close_matches(name, sorted(ctx.algorithms), n=1)
+        # names are lower case in Linux and here: "CUBIC" is cubic
+        near = [a for a in sorted(ctx.algorithms) if a.lower() == str(name).lower()] or \
+            difflib.get_close_matches(name, sorted(ctx.algorithms), n=1)
         raise ctx.err(key, f"unknown congestion control {name!r}"
                       + (f" (did you mean {near[0]!r}?)" if near else "") + "; known: "
                       + ", ".join(sorted(a for a in ctx.algorithms if not a.startswith("cca_")))

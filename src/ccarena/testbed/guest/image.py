@@ -19,7 +19,6 @@ the archive's signed index (the Debian archive keyring) before it hands it over;
 SHA256 of that index is checked again here and recorded."""
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -30,6 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ccarena.errors import CcarenaError
+from ccarena.paths import file_sha256
 
 # The kernel the reference results are measured on. When the suite no longer carries it,
 # fetch() takes the 6.12 kernel its metapackage points at and says so.
@@ -260,7 +260,7 @@ def fetch(cache: Path | None = None, package: str = PACKAGE, log=print) -> Kerne
         if len(debs) != 1:
             raise ImageError(f"apt-get download {package}: expected one .deb, got "
                              f"{[d.name for d in debs]}")
-        got = _sha256(debs[0])
+        got = file_sha256(debs[0])
         if got != sha:
             raise ImageError(f"{debs[0].name}: SHA256 {got} differs from the archive "
                              f"index's {sha}")
@@ -286,10 +286,6 @@ def fetch(cache: Path | None = None, package: str = PACKAGE, log=print) -> Kerne
     log(f"vm: reference kernel ready: {img.label} ({final})")
     return img
 
-
-def _sha256(p: Path) -> str:
-    with open(p, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _check(argv: list[str], what: str) -> None:
