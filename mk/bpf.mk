@@ -51,3 +51,6 @@ bpf-loader:
 
 bpf-clean:
 	rm -rf $(BPF_BUILD)/bpf/cc $(BPF_BUILD)/bpf/cc-extra $(BPF_BUILD)/bpf/test $(BPF_VMLINUX)
+
+# BBRv2 and BBRv3 share their model and state machine
+$(BPF_BUILD)/bpf/cc/bbr2.bpf.o $(BPF_BUILD)/bpf/cc/bbr3.bpf.o: $(wildcard bpf/cc/bbr_*.h)

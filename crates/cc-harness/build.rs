@@ -7,7 +7,8 @@
 //! three globals every algorithm shares through cca_common.h (_license and the maps
 //! cca_guard and cca_prr_state), so all of them link into one library; algos.c lists
 //! them (name, ops, guard map) for the model. csrc/common.c exports cca_common.h's
-//! helpers for tests/common.rs, built the same way.
+//! helpers for tests/common.rs, built the same way; csrc/bbr_view.c reads BBR's model for
+//! tests/bbr*.rs.
 //! vmlinux.h: $CCARENA_VMLINUX_H, else build/vmlinux.h (made by `make bpf`), else
 //! generated here with `bpftool btf dump` from /sys/kernel/btf/vmlinux (like crates/trace).
 //! $CCARENA_CC_DIR, when set, replaces bpf/cc as the source directory: the C mutation
@@ -51,7 +52,7 @@ fn main() {
     };
     let vmlinux = vmlinux_dir(&root, &out);
     println!("cargo:rerun-if-changed={}", cc_dir.display());
-    for f in ["shim/bpf/bpf_helpers.h", "shim/bpf/bpf_tracing.h", "csrc/model.c", "csrc/common.c"] {
+    for f in ["shim/bpf/bpf_helpers.h", "shim/bpf/bpf_tracing.h", "csrc/model.c", "csrc/common.c", "csrc/bbr_view.c"] {
         println!("cargo:rerun-if-changed={}", manifest.join(f).display());
     }
     println!("cargo:rerun-if-env-changed=BPF_CLANG");
@@ -122,7 +123,11 @@ fn main() {
     .unwrap();
     let algos = out.join("algos.c");
     std::fs::write(&algos, table).unwrap();
-    build.file(&algos).file(manifest.join("csrc/model.c")).file(manifest.join("csrc/common.c"));
+    build
+        .file(&algos)
+        .file(manifest.join("csrc/model.c"))
+        .file(manifest.join("csrc/common.c"))
+        .file(manifest.join("csrc/bbr_view.c"));
     build.compile("cch");
     // the algorithm names, for the Rust side
     let list: Vec<String> = listed.iter().map(|n| format!("{n:?}")).collect();

@@ -25,8 +25,8 @@ Each mutant is written to a snapshot taken when the run starts (a workspace of i
 with copies of bpf/cc and crates/cc-harness; the real tree is never edited, and tests
 edited meanwhile do not change the verdicts) and built there with CCARENA_CC_DIR
 pointing at the copy (crates/cc-harness/build.rs), in a target directory of its own;
-`cargo test --no-run` failing makes it unviable. The algorithm's tests (its own file; a header:
-every test file) and the contract
+`cargo test --no-run` failing makes it unviable. The algorithm's tests (its own file; a
+shared header of the pack: every test file; a BBR header: the BBR tests) and the contract
 tests every algorithm is held to (harness.rs) then run under a timeout (a hang is
 caught: the suite did not pass). Outcomes go to build/mutants-cc/<name>/: caught.txt,
 missed.txt, timeout.txt, unviable.txt, a log per mutant that was not caught, and
@@ -72,10 +72,18 @@ TESTS = {
     "hybla": [("hybla", None), ("replay", "hybla::")],
     "bic": [("bic", None), ("replay", "bic::")],
     "veno": [("veno", None), ("replay", "veno::")],
+    # BBR: tests/bbr3.rs and tests/bbr_signals.rs check both versions, tests/bbr2.rs v2's
+    # own rules, tests/bbr_sim.rs both through the packet simulation
+    "bbr3": [("bbr3", None), ("bbr_signals", None), ("bbr_sim", None)],
+    "bbr2": [("bbr2", None), ("bbr3", None), ("bbr_signals", None), ("bbr_sim", None)],
 }
-HEADERS = ("cca_common.h", "cca_cong_control.h")
+# BBR's shared headers (bbr2 and bbr3 include them): the BBR tests of both
+BBR_HEADERS = ("bbr_state.h", "bbr_model.h", "bbr_signals.h", "bbr_machine.h", "bbr_control.h")
+for _h in BBR_HEADERS:
+    TESTS[_h.removesuffix(".h")] = TESTS["bbr2"]
+HEADERS = ("cca_common.h", "cca_cong_control.h") + BBR_HEADERS
 PRIORITY = ["lp", "yeah", "htcp", "highspeed", "westwood", "dctcp", "illinois",
-            "cubic", "bic", "vegas", "veno", "hybla", "scalable", "reno"]
+            "cubic", "bic", "vegas", "veno", "hybla", "scalable", "reno", "bbr3", "bbr2"]
 
 # ---------------------------------------------------------------------------------------
 # building and running

@@ -49,6 +49,22 @@ long bpf_tcp_send_ack(void *tp, u32 rcv_nxt)
 	return 0;
 }
 u64 cch_send_ack_calls(void) { return send_ack_calls; }
+
+/* bpf_get_prandom_u32: xorshift64* from a thread-local seed. Every new socket (cch_new)
+ * restarts the sequence from CCH_SEED, so a test's trajectory does not depend on what
+ * ran before on its thread; cch_set_prandom_seed picks another sequence. */
+#define CCH_SEED 0x9e3779b97f4a7c15ull
+static __thread u64 prng = CCH_SEED;
+
+void cch_set_prandom_seed(u64 seed) { prng = seed ? seed : CCH_SEED; }
+
+u32 bpf_get_prandom_u32(void)
+{
+	prng ^= prng >> 12;
+	prng ^= prng << 25;
+	prng ^= prng >> 27;
+	return (u32)((prng * 0x2545f4914f6cdd1dull) >> 32);
+}
 u32 cch_send_ack_rcv_nxt(void) { return send_ack_rcv_nxt; }
 
 /* ------------------------------------------------------------------ maps */
@@ -179,6 +195,7 @@ struct cch_sock *cch_new(const char *name)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return 0;
+	prng = CCH_SEED;
 	s->algo = a;
 	tp = &s->tp;
 	s->net.ns.inum = next_inum++;
@@ -199,6 +216,7 @@ struct cch_sock *cch_new(const char *name)
 	tp->rcv_nxt = 5000;
 	/* TCP_DELACK_MAX = HZ/5 (the pack reads the tick rate from it: cca_hz) */
 	tp->inet_conn.icsk_delack_max = CCH_HZ / 5;
+	tp->rx_opt.sack_ok = 1;
 	return s;
 }
 
@@ -221,6 +239,8 @@ enum cch_field {
 	CCH_SRTT_RAW, CCH_MDEV_US, CCH_MIN_RTT_US, CCH_LOST, CCH_PRR_DELIVERED, CCH_UNDO_RETRANS,
 	CCH_LSNDTIME, CCH_CWND_USED, CCH_APP_LIMITED, CCH_RCV_TSVAL, CCH_RCV_TSECR, CCH_SAW_TSTAMP,
 	CCH_TCP_MSTAMP, CCH_ICSK_RTO, CCH_DELACK_MAX,
+	/* what the rate sampler and BBR read */
+	CCH_PACING_STATUS, CCH_SACK_OK,
 };
 
 u64 cch_get(struct cch_sock *s, int f)
@@ -273,6 +293,8 @@ u64 cch_get(struct cch_sock *s, int f)
 	case CCH_TCP_MSTAMP: return tp->tcp_mstamp;
 	case CCH_ICSK_RTO: return tp->inet_conn.icsk_rto;
 	case CCH_DELACK_MAX: return tp->inet_conn.icsk_delack_max;
+	case CCH_PACING_STATUS: return tp->inet_conn.icsk_inet.sk.sk_pacing_status;
+	case CCH_SACK_OK: return tp->rx_opt.sack_ok;
 	}
 	return ~0ull;
 }
@@ -327,6 +349,8 @@ int cch_set(struct cch_sock *s, int f, u64 v)
 	case CCH_TCP_MSTAMP: tp->tcp_mstamp = v; break;
 	case CCH_ICSK_RTO: tp->inet_conn.icsk_rto = v; break;
 	case CCH_DELACK_MAX: tp->inet_conn.icsk_delack_max = v; break;
+	case CCH_PACING_STATUS: tp->inet_conn.icsk_inet.sk.sk_pacing_status = v; break;
+	case CCH_SACK_OK: tp->rx_opt.sack_ok = v ? 1 : 0; break;
 	default: return -1;
 	}
 	return 0;
@@ -336,7 +360,7 @@ int cch_set(struct cch_sock *s, int f, u64 v)
 enum cch_op {
 	CCH_OP_INIT, CCH_OP_SSTHRESH, CCH_OP_CONG_AVOID, CCH_OP_SET_STATE, CCH_OP_CWND_EVENT,
 	CCH_OP_IN_ACK_EVENT, CCH_OP_PKTS_ACKED, CCH_OP_CONG_CONTROL, CCH_OP_UNDO_CWND,
-	CCH_OP_RELEASE,
+	CCH_OP_RELEASE, CCH_OP_MIN_TSO_SEGS,
 };
 
 int cch_has_op(struct cch_sock *s, int op)
@@ -354,6 +378,7 @@ int cch_has_op(struct cch_sock *s, int op)
 	case CCH_OP_CONG_CONTROL: return !!o->cong_control;
 	case CCH_OP_UNDO_CWND: return !!o->undo_cwnd;
 	case CCH_OP_RELEASE: return !!o->release;
+	case CCH_OP_MIN_TSO_SEGS: return !!o->min_tso_segs;
 	}
 	return 0;
 }
@@ -398,30 +423,42 @@ void cch_op_pkts_acked(struct cch_sock *s, u32 pkts_acked, s32 rtt_us, u32 in_fl
 		s->algo->ops->pkts_acked(sk_of(s), &a);
 }
 
-void cch_op_cong_control(struct cch_sock *s, u32 ack, int flag, u32 acked_sacked, s32 losses,
-			 s32 rtt_us, u32 delivered)
+/* The kernel's struct rate_sample (net/ipv4/tcp_rate.c fills it) as the harness passes
+ * it: every field, in fixed-width types, so the Rust side (RateSample) needs no
+ * knowledge of the kernel's layout. */
+struct cch_rs {
+	u64 prior_mstamp;
+	u32 prior_delivered, prior_delivered_ce;
+	s32 delivered, delivered_ce;
+	s64 interval_us;
+	u32 snd_interval_us, rcv_interval_us;
+	s64 rtt_us;
+	s32 losses;
+	u32 acked_sacked, prior_in_flight, last_end_seq;
+	u8 is_app_limited, is_retrans, is_ack_delayed;
+};
+
+void cch_op_cong_control_rs(struct cch_sock *s, u32 ack, int flag, const struct cch_rs *r)
 {
 	struct rate_sample rs = {
-		.acked_sacked = acked_sacked, .losses = losses, .rtt_us = rtt_us,
-		.delivered = delivered,
+		.prior_mstamp = r->prior_mstamp, .prior_delivered = r->prior_delivered,
+		.prior_delivered_ce = r->prior_delivered_ce, .delivered = r->delivered,
+		.delivered_ce = r->delivered_ce, .interval_us = r->interval_us,
+		.snd_interval_us = r->snd_interval_us, .rcv_interval_us = r->rcv_interval_us,
+		.rtt_us = r->rtt_us, .losses = r->losses, .acked_sacked = r->acked_sacked,
+		.prior_in_flight = r->prior_in_flight, .last_end_seq = r->last_end_seq,
+		.is_app_limited = r->is_app_limited, .is_retrans = r->is_retrans,
+		.is_ack_delayed = r->is_ack_delayed,
 	};
 
 	s->algo->ops->cong_control(sk_of(s), ack, flag, &rs);
 }
 
-/* cong_control with every rate-sample field a replayed trace carries */
-void cch_op_cong_control_rs(struct cch_sock *s, u32 ack, int flag, u32 acked_sacked, s32 losses,
-			    s64 rtt_us, s32 delivered, s64 interval_us, u32 prior_in_flight,
-			    bool is_app_limited)
-{
-	struct rate_sample rs = {
-		.acked_sacked = acked_sacked, .losses = losses, .rtt_us = rtt_us,
-		.delivered = delivered, .interval_us = interval_us,
-		.prior_in_flight = prior_in_flight, .is_app_limited = is_app_limited,
-	};
+u32 cch_op_min_tso_segs(struct cch_sock *s) { return s->algo->ops->min_tso_segs(sk_of(s)); }
 
-	s->algo->ops->cong_control(sk_of(s), ack, flag, &rs);
-}
+/* for csrc/bbr_view.c: the socket, and which algorithm it runs */
+void *cch_sk(struct cch_sock *s) { return sk_of(s); }
+const char *cch_algo_of(struct cch_sock *s) { return s->algo->name; }
 
 void cch_op_cong_avoid(struct cch_sock *s, u32 ack, u32 acked)
 {

@@ -11,7 +11,8 @@
 //!   in that allocation and in thread-local state, and `Sock` is not `Send`;
 //! - the model's functions take any field, op or state number (unknown ones are
 //!   ignored or refused with a return value) and write only through the pointers they
-//!   are given, each sized as the C side declares it (`[u64; 5]`, one `Frac`, one u32);
+//!   are given, each sized as the C side declares it (`[u64; 5]`, one `Frac`, one
+//!   `RateSample`, one u32; bbr_view.c's array only when told its own length);
 //! - the ops are the algorithms' own code, which the kernel's verifier accepts (`make
 //!   bpf` loads them): every memory access they make stays inside the socket and the
 //!   maps, which the model provides with the kernel's layout (vmlinux.h).
@@ -30,8 +31,35 @@ pub struct Frac {
     pub cwnd: u32,
 }
 
+/// `struct rate_sample` as the C model passes it to the cong_control op (csrc/model.c,
+/// `struct cch_rs`: the kernel's fields in fixed-width types, so this side needs no
+/// knowledge of the kernel's layout). Times in µs; −1 means "none". rate.rs makes them.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RateSample {
+    pub prior_mstamp: u64,
+    pub prior_delivered: u32,
+    pub prior_delivered_ce: u32,
+    pub delivered: i32,
+    pub delivered_ce: i32,
+    pub interval_us: i64,
+    pub snd_interval_us: u32,
+    pub rcv_interval_us: u32,
+    pub rtt_us: i64,
+    pub losses: i32,
+    pub acked_sacked: u32,
+    pub prior_in_flight: u32,
+    pub last_end_seq: u32,
+    pub is_app_limited: u8,
+    pub is_retrans: u8,
+    pub is_ack_delayed: u8,
+}
+
+/// The values of csrc/bbr_view.c's view of a BBR model (its CB_FIELDS).
+pub const BBR_VIEW_LEN: usize = 41;
+
 mod c {
-    use super::Frac;
+    use super::{Frac, RateSample};
     use std::ffi::{c_char, c_int, c_void};
 
     extern "C" {
@@ -53,9 +81,11 @@ mod c {
         pub fn cch_op_cwnd_event(s: *mut c_void, ev: c_int);
         pub fn cch_op_in_ack_event(s: *mut c_void, flags: u32);
         pub fn cch_op_pkts_acked(s: *mut c_void, pkts: u32, rtt_us: i32, in_flight: u32);
-        pub fn cch_op_cong_control(s: *mut c_void, ack: u32, flag: c_int, acked_sacked: u32, losses: i32, rtt_us: i32, delivered: u32);
-        pub fn cch_op_cong_control_rs(s: *mut c_void, ack: u32, flag: c_int, acked_sacked: u32, losses: i32, rtt_us: i64, delivered: i32, interval_us: i64, prior_in_flight: u32, is_app_limited: bool);
+        pub fn cch_op_cong_control_rs(s: *mut c_void, ack: u32, flag: c_int, rs: *const RateSample);
+        pub fn cch_op_min_tso_segs(s: *mut c_void) -> u32;
         pub fn cch_set_jiffies(j: u64);
+        pub fn cch_set_prandom_seed(seed: u64);
+        pub fn cch_bbr_view(s: *mut c_void, out: *mut u64, n: u32) -> c_int;
         pub fn cch_op_cong_avoid(s: *mut c_void, ack: u32, acked: u32);
         pub fn cch_op_undo_cwnd(s: *mut c_void) -> u32;
         pub fn cch_guard_counts(s: *mut c_void, out: *mut u64) -> c_int;
@@ -93,6 +123,10 @@ pub fn set_now_ns(t: u64) {
 pub fn set_jiffies(j: u64) {
     // SAFETY: writes a thread-local of the model.
     unsafe { c::cch_set_jiffies(j) }
+}
+pub fn set_prandom_seed(seed: u64) {
+    // SAFETY: writes a thread-local of the model.
+    unsafe { c::cch_set_prandom_seed(seed) }
 }
 pub fn send_ack_calls() -> u64 {
     // SAFETY: reads a thread-local of the model.
@@ -163,7 +197,6 @@ impl Sock {
         op_cwnd_event(ev: c_int) => cch_op_cwnd_event;
         op_in_ack_event(flags: u32) => cch_op_in_ack_event;
         op_pkts_acked(pkts: u32, rtt_us: i32, in_flight: u32) => cch_op_pkts_acked;
-        op_cong_control(ack: u32, flag: c_int, acked_sacked: u32, losses: i32, rtt_us: i32, delivered: u32) => cch_op_cong_control;
         op_cong_avoid(ack: u32, acked: u32) => cch_op_cong_avoid;
         op_undo_cwnd() -> u32 => cch_op_undo_cwnd;
         set_cwnd(cwnd: u32) => cch_set_cwnd;
@@ -172,11 +205,32 @@ impl Sock {
         half_cwnd() -> u32 => cch_half_cwnd;
     }
 
-    /// cong_control with every rate-sample field a replayed trace carries.
-    #[allow(clippy::too_many_arguments)]
-    pub fn op_cong_control_rs(&self, ack: u32, flag: c_int, acked_sacked: u32, losses: i32, rtt_us: i64, delivered: i32, interval_us: i64, prior_in_flight: u32, is_app_limited: bool) {
-        // SAFETY: a live socket of cch_new and plain numbers (module contract).
-        unsafe { c::cch_op_cong_control_rs(self.0.as_ptr(), ack, flag, acked_sacked, losses, rtt_us, delivered, interval_us, prior_in_flight, is_app_limited) }
+    /// The cong_control op with the rate sample `rs`.
+    pub fn op_cong_control_rs(&self, ack: u32, flag: c_int, rs: &RateSample) {
+        // SAFETY: a live socket; `rs` is one RateSample (repr(C), as struct cch_rs), only
+        // read during the call.
+        unsafe { c::cch_op_cong_control_rs(self.0.as_ptr(), ack, flag, rs) }
+    }
+
+    /// The min_tso_segs op; None when the algorithm has none (the C side would call a
+    /// null pointer).
+    pub fn op_min_tso_segs(&self) -> Option<u32> {
+        if self.has_op(crate::Op::MinTsoSegs as c_int) == 0 {
+            return None;
+        }
+        // SAFETY: a live socket whose ops have min_tso_segs (checked above).
+        Some(unsafe { c::cch_op_min_tso_segs(self.0.as_ptr()) })
+    }
+
+    /// csrc/bbr_view.c's reading of the socket's BBR model; None when it has none (not
+    /// bbr2/bbr3, or init not run).
+    pub fn bbr_view(&self) -> Option<[u64; BBR_VIEW_LEN]> {
+        let mut out = [0u64; BBR_VIEW_LEN];
+        // SAFETY: a live socket; bbr_view.c writes `out` only when the length it is told
+        // is its own CB_FIELDS, and then exactly that many u64.
+        let rc = unsafe { c::cch_bbr_view(self.0.as_ptr(), out.as_mut_ptr(), BBR_VIEW_LEN as u32) };
+        assert_ne!(rc, -2, "csrc/bbr_view.c's CB_FIELDS is not ffi::BBR_VIEW_LEN");
+        (rc == 0).then_some(out)
     }
 
     /// The algorithm's name as its ops say.

@@ -37,12 +37,14 @@ pub enum Field {
     /// tp->srtt_us as the kernel keeps it (scaled by 8)
     SrttRaw, MdevUs, MinRttUs, Lost, PrrDelivered, UndoRetrans, Lsndtime, CwndUsed, AppLimited,
     RcvTsval, RcvTsecr, SawTstamp, TcpMstamp, IcskRto, DelackMax,
+    // what the rate sampler and BBR read (rate.rs, sim/flow.rs)
+    PacingStatus, SackOk,
 }
 
 /// struct tcp_congestion_ops members (enum cch_op).
 #[repr(i32)]
 #[derive(Clone, Copy, Debug)]
-pub enum Op { Init, Ssthresh, CongAvoid, SetState, CwndEvent, InAckEvent, PktsAcked, CongControl, UndoCwnd, Release }
+pub enum Op { Init, Ssthresh, CongAvoid, SetState, CwndEvent, InAckEvent, PktsAcked, CongControl, UndoCwnd, Release, MinTsoSegs }
 
 /// enum tcp_ca_state
 pub const OPEN: u8 = 0;
@@ -94,6 +96,15 @@ pub fn set_jiffies(j: u64) {
 }
 pub fn advance_us(dt: u64) {
     set_now_us(now_us() + dt)
+}
+/// The fake clock in nanoseconds.
+pub fn now_ns() -> u64 {
+    ffi::now_ns()
+}
+/// Restart this thread's bpf_get_prandom_u32 sequence from `seed` (each new connection
+/// restarts it from a fixed seed, so a test is deterministic without this).
+pub fn set_prandom_seed(seed: u64) {
+    ffi::set_prandom_seed(seed)
 }
 /// Calls of bpf_tcp_send_ack on this thread.
 pub fn send_ack_calls() -> u64 {
@@ -166,6 +177,9 @@ pub struct Conn {
     pre_refill_nxt: std::cell::Cell<u64>,
     /// segments a round's ACK acknowledges (set_ack_every)
     ack_every: std::cell::Cell<u32>,
+    /// the rate sampler: the snapshot of each outstanding segment (oldest first)
+    txq: std::cell::RefCell<std::collections::VecDeque<rate::TxInfo>>,
+    rate: std::cell::RefCell<rate::RateState>,
     _not_send: PhantomData<*mut ()>,
 }
 
@@ -182,7 +196,17 @@ impl Conn {
     pub fn bare(algo: &str) -> Conn {
         let name = CString::new(algo).unwrap();
         let s = ffi::Sock::new(&name).unwrap_or_else(|| panic!("no algorithm {algo:?} in bpf/cc (have {ALGOS:?})"));
-        Conn { s, algo: algo.to_string(), app_unlimited: std::cell::Cell::new(true), round_target: std::cell::Cell::new(None), pre_refill_nxt: std::cell::Cell::new(0), ack_every: std::cell::Cell::new(1), _not_send: PhantomData }
+        Conn {
+            s,
+            algo: algo.to_string(),
+            app_unlimited: std::cell::Cell::new(true),
+            round_target: std::cell::Cell::new(None),
+            pre_refill_nxt: std::cell::Cell::new(0),
+            ack_every: std::cell::Cell::new(1),
+            txq: Default::default(),
+            rate: Default::default(),
+            _not_send: PhantomData,
+        }
     }
 
     /// Segments each ACK of a round acknowledges: 1 (the default), 2 for a receiver's
@@ -264,16 +288,9 @@ impl Conn {
     pub fn pkts_acked(&self, pkts: u32, rtt_us: i32, in_flight: u32) {
         self.s.op_pkts_acked(pkts, rtt_us, in_flight)
     }
+    /// The cong_control op with an ACK that carries no delivery rate sample.
     pub fn cong_control(&self, flag: i32, acked_sacked: u32, losses: i32, rtt_us: i32) {
-        let ack = self.get(Field::SndUna) as u32;
-        let d = self.get(Field::Delivered) as u32;
-        self.s.op_cong_control(ack, flag, acked_sacked, losses, rtt_us, d)
-    }
-    /// cong_control with a whole rate sample (a replayed ACK's).
-    #[allow(clippy::too_many_arguments)]
-    pub fn cong_control_rs(&self, flag: i32, acked_sacked: u32, losses: i32, rtt_us: i64, delivered: i32, interval_us: i64, prior_in_flight: u32, is_app_limited: bool) {
-        let ack = self.get(Field::SndUna) as u32;
-        self.s.op_cong_control_rs(ack, flag, acked_sacked, losses, rtt_us, delivered, interval_us, prior_in_flight, is_app_limited)
+        self.cong_control_rs(flag, &rate::RateSample::no_sample(acked_sacked, losses, rtt_us))
     }
     pub fn cong_avoid(&self, acked: u32) {
         let ack = self.get(Field::SndUna) as u32;
@@ -306,6 +323,13 @@ impl Conn {
         let mss = self.mss() as u64;
         if cwnd > out {
             let sent = cwnd - out;
+            let (now, delivered, ce) = (now_ns(), self.get(Field::Delivered) as u32, self.get(Field::DeliveredCe) as u32);
+            let app_limited = self.get(Field::AppLimited) != 0;
+            let nxt = self.get(Field::SndNxt);
+            for k in 0..sent {
+                let tx = self.rate.borrow_mut().on_send(now, (out + k) as u32, delivered, ce, app_limited, false, nxt + (k + 1) * mss);
+                self.txq.borrow_mut().push_back(tx);
+            }
             self.set(Field::PacketsOut, cwnd);
             self.set(Field::SndNxt, (self.get(Field::SndNxt) + sent * mss) & 0xffff_ffff);
             if matches!(self.state(), CWR | RECOVERY) {
@@ -318,10 +342,22 @@ impl Conn {
 
     /// One ACK in tcp_ack()'s order: snd_una and delivered advance (tcp_clean_rtx_queue,
     /// with the RTT estimator and then pkts_acked), in_ack_event, then cong_control with
-    /// a rate sample of `segs` delivered segments; then the sender fills the window.
+    /// the rate sample of the acknowledged segments (rate.rs: from the snapshots the
+    /// segments took when [`Conn::transmit`] sent them; none for segments a test put in
+    /// flight by setting fields); then the sender fills the window.
     pub fn ack(&self, a: Ack) {
         let mss = self.mss() as u64;
         let in_flight = self.get(Field::PacketsOut) as u32;
+        let mut b = rate::RsBuilder::default();
+        {
+            let mut q = self.txq.borrow_mut();
+            while q.len() > in_flight as usize {
+                q.pop_front();
+            }
+            for _ in 0..a.segs.min(q.len() as u32) {
+                b.delivered(&q.pop_front().unwrap());
+            }
+        }
         if a.segs > 0 {
             self.set(Field::SndUna, (self.get(Field::SndUna) + a.segs as u64 * mss) & 0xffff_ffff);
             self.set(Field::PacketsOut, self.get(Field::PacketsOut).saturating_sub(a.segs as u64));
@@ -329,6 +365,9 @@ impl Conn {
             self.set(Field::DeliveredCe, self.get(Field::DeliveredCe) + a.ce_segs as u64);
             self.rtt_sample(a.rtt_us);
             self.pkts_acked(a.segs, a.rtt_us, in_flight);
+        }
+        if a.rtt_us > 0 {
+            self.rate.borrow_mut().rtt_sample(a.rtt_us as u64);
         }
         let mut ev = CA_ACK_WIN_UPDATE;
         let mut flag = 0;
@@ -341,7 +380,11 @@ impl Conn {
             flag |= FLAG_DATA_ACKED | FLAG_SND_UNA_ADVANCED;
         }
         if self.has_op(Op::CongControl) {
-            self.cong_control(flag, a.segs, 0, a.rtt_us);
+            let mut rs = self.rate.borrow_mut().generate(
+                &b, now_ns(), self.get(Field::Delivered) as u32, self.get(Field::DeliveredCe) as u32,
+                a.segs, 0, if a.rtt_us > 0 { a.rtt_us as i64 } else { -1 });
+            rs.prior_in_flight = in_flight;
+            self.cong_control_rs(flag, &rs);
         } else if a.segs > 0 {
             self.cong_avoid(a.segs);
         }
@@ -470,6 +513,7 @@ impl Conn {
         self.cwnd_event(CA_EVENT_LOSS);
         self.set(Field::HighSeq, self.get(Field::SndNxt));
         self.set(Field::PacketsOut, 0);
+        self.txq.borrow_mut().clear();
         self.set_cwnd(1);
         self.set_ca_state(LOSS);
     }
@@ -537,3 +581,9 @@ pub mod common;
 pub mod replay;
 /// The trace file format (trace.rs).
 pub mod trace;
+/// The kernel's delivery rate sampler and `struct rate_sample`.
+pub mod rate;
+/// BBR's model as the harness reads it (TCP_CC_INFO and more).
+pub mod bbr;
+/// A packet-level simulation of flows through one bottleneck.
+pub mod sim;

@@ -31,6 +31,7 @@
 //!   compared with the kernel's at the next record, after its tcp_end_cwnd_reduction.
 use std::path::Path;
 
+use crate::rate::RateSample;
 use crate::trace::{Rec, Trace};
 use crate::{Conn, Field, Op, RECOVERY};
 
@@ -252,7 +253,17 @@ impl<'t> Replayer<'t> {
                 self.load(r);
                 // a: flag, acked_sacked, losses, rtt_us, rs.delivered, interval_us,
                 // is_app_limited, prior_in_flight
-                c.cong_control_rs(r.a[0] as i32, r.a[1] as u32, r.a[2] as i32, r.a[3], r.a[4] as i32, r.a[5], r.a[7] as u32, r.a[6] != 0);
+                let rs = RateSample {
+                    acked_sacked: r.a[1] as u32,
+                    losses: r.a[2] as i32,
+                    rtt_us: r.a[3],
+                    delivered: r.a[4] as i32,
+                    interval_us: r.a[5],
+                    is_app_limited: (r.a[6] != 0) as u8,
+                    prior_in_flight: r.a[7] as u32,
+                    ..Default::default()
+                };
+                c.cong_control_rs(r.a[0] as i32, &rs);
                 self.report.calls += 1;
             }
             "cc_post" | "init_out" => self.compare_fields(i),

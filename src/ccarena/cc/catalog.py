@@ -57,8 +57,8 @@ CATALOG: dict[str, str] = {
     "bbr": "BBR (kernel only) — Cardwell et al., ACM Queue 2016",
     "nv": "TCP-NV (kernel only) — Brakmo, Linux Plumbers 2015",
     "cdg": "CAIA delay-gradient (kernel only) — Hayes & Armitage, Networking 2011",
-    "bbr2": "BBRv2 (kernel only, out-of-tree) — Cardwell et al., IETF 105, 2019",
-    "bbr3": "BBRv3 (kernel only, out-of-tree) — Cardwell et al., IETF 117, 2023",
+    "bbr2": "BBRv2 model-based, loss-bounded — draft-cardwell-iccrg-bbr-congestion-control-02",
+    "bbr3": "BBRv3 model-based, loss- and ECN-bounded — draft-ietf-ccwg-bbr-06",
 }
 
 

@@ -40,6 +40,9 @@ void *cch_sk_storage_get(void *map, void *sk, void *value, u64 flags, u32 value_
 #define bpf_sk_storage_get(m_, sk_, v_, f_) \
 	cch_sk_storage_get((void *)(m_), (void *)(sk_), (v_), (f_), sizeof(*(m_)->value))
 
+/* randomness: a seeded sequence of the model (cch_set_prandom_seed) */
+u32 bpf_get_prandom_u32(void);
+
 /* the kfunc-like helper DCTCP's receiver uses: recorded by the model */
 long bpf_tcp_send_ack(void *tp, u32 rcv_nxt);
 

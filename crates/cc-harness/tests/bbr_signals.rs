@@ -1,0 +1,373 @@
+//! BBRv3 and BBRv2 outside bandwidth probing: the short-term model's response to loss,
+//! ECN (v3), ACK aggregation, the cwnd rule, loss recovery and its undo, restarting from
+//! idle, ProbeRTT, the send quantum and the guard of ssthresh; held to
+//! draft-ietf-ccwg-bbr-06 ([v3]) and draft-cardwell-iccrg-bbr-congestion-control-02
+//! ([v2]) as tests/bbr3.rs does.
+mod bbr_util;
+
+use bbr_util::*;
+use ccarena_cc_harness::bbr::{State, INF, INF64};
+use ccarena_cc_harness::rate::RateSample;
+use ccarena_cc_harness::*;
+
+const BOTH: [&str; 2] = ["bbr3", "bbr2"];
+
+/// A connection in ProbeBW_CRUISE on a 1000 segments/s, 20 ms path (BDP 20).
+fn in_cruise(algo: &str) -> Drv {
+    let mut d = Drv::new(algo, 1000.0, 20_000);
+    d.to_probe_bw();
+    d.acks_until(State::Cruise, false, 50);
+    d
+}
+
+/// §5.5.10.3 AdaptLowerBoundsFromCongestion: outside probing, at the end of each round
+/// with loss, bw_shortterm = max(bw_latest, 0.7 × bw_shortterm) and inflight_shortterm =
+/// max(inflight_latest, 0.7 × inflight_shortterm), starting from max_bw and cwnd; a round
+/// without loss leaves them; REFILL forgets them (tests/bbr3.rs).
+#[test]
+fn each_lossy_round_outside_probing_cuts_the_short_term_model_by_beta() {
+    for algo in BOTH {
+        let mut d = in_cruise(algo);
+        let v0 = d.v();
+        let cwnd0 = d.c.cwnd() as u64;
+        // a round at half the rate with a loss; judged at the next round's start
+        d.bw_pps = 500.0;
+        d.ack(1, true, 0);
+        d.ack(1, false, 1);
+        d.acks(8);
+        d.ack(1, true, 0);
+        let v = d.v();
+        let want_bw = 0.7 * pps(v0.max_bw);
+        assert!((pps(v.bw_shortterm) - want_bw).abs() < 2.0, "{algo}: bw_shortterm {:.1}, want {want_bw:.1}", pps(v.bw_shortterm));
+        assert_eq!(v.inflight_shortterm, cwnd0 * 7 / 10, "{algo}: inflight_shortterm after one lossy round");
+        assert!((pps(v.bw) - want_bw).abs() < 2.0, "{algo}: BBR.bw is bounded by bw_shortterm");
+        // a round without loss changes nothing
+        d.bw_pps = 300.0;
+        d.round();
+        assert_eq!(d.v().inflight_shortterm, cwnd0 * 7 / 10, "{algo}");
+        // another lossy round at 0.3: 0.7 × 0.7 = 0.49 of max_bw beats the latest 0.3
+        d.ack(1, true, 1);
+        d.acks(9);
+        d.ack(1, true, 0);
+        let v = d.v();
+        assert!((pps(v.bw_shortterm) - 0.49 * pps(v0.max_bw)).abs() < 2.0, "{algo}: {:.1}", pps(v.bw_shortterm));
+        assert!(d.c.cwnd() as u64 <= v.inflight_shortterm.max(4), "{algo}: cwnd above inflight_shortterm");
+    }
+}
+
+/// The same losses while probing (UP) leave the short-term model alone (IsProbingBW).
+#[test]
+fn losses_while_probing_leave_the_short_term_model() {
+    for algo in BOTH {
+        let mut d = in_cruise(algo);
+        d.acks_until(State::Refill, true, 2000);
+        d.ack(1, false, 1);
+        d.acks(8);
+        d.ack(1, true, 0);
+        assert_eq!(d.v().inflight_shortterm, INF, "{algo}");
+        assert_eq!(d.v().bw_shortterm, INF64, "{algo}");
+    }
+}
+
+/// §5.6.4.6 SetCwnd: once the pipe was full, cwnd = min(cwnd + acked, max_inflight),
+/// max_inflight = cwnd_gain × BDP + extra_acked (§5.6.4.2): growth by at most the data
+/// acknowledged, a cut to the model at once.
+#[test]
+fn cwnd_grows_by_the_acked_data_up_to_gain_times_bdp_plus_extra_acked() {
+    for algo in BOTH {
+        let mut d = in_cruise(algo);
+        d.c.set_cwnd(10);
+        d.inflight = Some(10);
+        d.ack(3, false, 0);
+        assert_eq!(d.c.cwnd(), 13, "{algo}: cwnd + acked");
+        for _ in 0..40 {
+            d.ack(3, false, 0);
+        }
+        let v = d.v();
+        let cap = max_inflight(&v, d.c.get(Field::PacingRate), 10);
+        assert_eq!(d.c.cwnd() as u64, cap, "{algo}: cwnd settles at max_inflight");
+        assert_eq!(cap, (2 * bdp_multiple(&v, v.bw, 1000, 10) + v.extra_acked).max(6), "{algo}");
+        d.c.set_cwnd(500);
+        d.ack(1, false, 0);
+        assert_eq!(d.c.cwnd() as u64, max_inflight(&d.v(), d.c.get(Field::PacingRate), 10), "{algo}: cut at once");
+    }
+}
+
+/// §5.5.9 UpdateACKAggregation: data acknowledged beyond bw × the epoch's time is
+/// extra_acked (at most cwnd), kept as a windowed max over 10 rounds after Startup, and
+/// added to the cwnd cap.
+#[test]
+fn an_aggregated_ack_raises_extra_acked_for_ten_rounds() {
+    for algo in BOTH {
+        let mut d = in_cruise(algo);
+        d.rounds(2);
+        let before = d.v().extra_acked;
+        assert!(before <= 1, "{algo}: extra_acked {before} on an even ACK stream");
+        // ACKs of one segment every 2 ms, slower than bw (1 per ms): each restarts the
+        // epoch; then one ACK carries 16 segments, all of them beyond what bw explains
+        d.ack(16, false, 0);
+        let v = d.v();
+        assert_eq!(v.extra_acked, 16, "{algo}: 16 segments at once");
+        // the excess then drains at bw's pace over the next ACKs (each explains one more
+        // segment than it brings: 16 again on the next, 15, ...); a round's sample stays in
+        // the window for 10 rounds
+        let r = v.round_count;
+        while d.v().round_count < r + 9 {
+            d.round();
+            assert_eq!(d.v().extra_acked, 16, "{algo}: forgotten {} rounds on", d.v().round_count - r);
+        }
+        d.rounds(2);
+        assert!(d.v().extra_acked < 16, "{algo}: the burst still counts 11 rounds on");
+        d.rounds(2);
+        assert!(d.v().extra_acked <= 1, "{algo}: extra_acked {} after 13 rounds", d.v().extra_acked);
+    }
+}
+
+/// §5.6.4.4: entering fast recovery saves cwnd, leaving it restores the larger of that
+/// and the current cwnd (then bounded by the model).
+#[test]
+fn recovery_saves_cwnd_and_its_end_restores_it() {
+    for algo in BOTH {
+        let d = in_cruise(algo);
+        let w = d.c.cwnd();
+        d.c.set_ca_state(RECOVERY);
+        assert_eq!(d.v().prior_cwnd, w as u64, "{algo}");
+        assert!(d.v().in_recovery);
+        d.c.set_cwnd(5);
+        d.c.set_ca_state(OPEN);
+        assert_eq!(d.c.cwnd(), w, "{algo}: cwnd after recovery");
+        // an RTO saves it too (tcp_enter_loss then sets cwnd = in-flight + 1)
+        d.c.enter_loss();
+        assert_eq!(d.v().prior_cwnd, w as u64, "{algo}");
+        d.c.exit_reduction();
+        assert_eq!(d.c.cwnd(), w, "{algo}: cwnd after the RTO's recovery");
+    }
+}
+
+/// §5.5.11 (v3): a loss recovery found spurious restores cwnd and the model and resumes
+/// the probe it ended (REFILL); [v2] restores cwnd only.
+#[test]
+fn a_spurious_recovery_is_undone() {
+    for algo in BOTH {
+        let mut d = in_cruise(algo);
+        d.per_round = 100;
+        d.bw_pps = 5000.0;
+        d.acks_until(State::Refill, true, 5000);
+        d.acks_until(State::Up, true, 5);
+        d.ack(1, true, 0);
+        for _ in 0..89 {
+            d.ack(1, false, 0);
+        }
+        let w = d.c.cwnd();
+        d.c.set_ca_state(RECOVERY);
+        d.ack(1, false, 5);
+        assert_eq!(d.v().state, State::Down, "{algo}");
+        assert_ne!(d.v().inflight_longterm, INF, "{algo}");
+        d.c.set_cwnd(4);
+        let back = d.c.op_undo_cwnd();
+        assert_eq!(back, w, "{algo}: undo_cwnd gives back the window before the recovery");
+        let v = d.v();
+        if algo == "bbr3" {
+            assert_eq!(v.state, State::Refill, "bbr3: the probe resumes");
+            assert_eq!(v.inflight_longterm, INF, "bbr3: inflight_longterm as before the losses");
+            assert_eq!(v.undo_state, State::None);
+        } else {
+            assert_eq!(v.state, State::Down, "bbr2: only cwnd is undone");
+            assert_ne!(v.inflight_longterm, INF, "bbr2");
+        }
+    }
+}
+
+/// §5.4 HandleRestartFromIdle: sending after an idle, application-limited period paces
+/// at exactly BBR.bw (gain 1) in ProbeBW, and the idleness counts as ProbeRTT's
+/// draining: an expired min_rtt is refreshed without entering ProbeRTT.
+#[test]
+fn a_restart_from_idle_paces_at_bw_and_skips_probe_rtt() {
+    for algo in BOTH {
+        for idle in [false, true] {
+            let mut d = in_cruise(algo);
+            d.acks_until(State::Down, true, 5000);
+            advance_us(6_000_000);
+            if idle {
+                d.c.set(Field::AppLimited, 1);
+                d.c.cwnd_event(CA_EVENT_TX_START);
+                let v = d.v();
+                assert!(v.idle_restart, "{algo}");
+                let want = pacing_of(&v, 1000);
+                let got = d.c.get(Field::PacingRate) as f64;
+                assert!((got - want).abs() <= want * 1e-3, "{algo}: pacing {got} after idle, want bw × 0.99 = {want}");
+            }
+            d.ack(1, false, 0);
+            d.ack(1, false, 0);
+            let st = d.v().state;
+            assert_eq!(st == State::ProbeRtt, !idle, "{algo}, idle {idle}: {st:?}");
+        }
+    }
+}
+
+/// §5.3.4.3 CheckProbeRTT/HandleProbeRTT: without a lower RTT sample for 5 s, ProbeRTT:
+/// cwnd max(BDP/2, 4) (gains 1.0 and 0.5), held 200 ms after in-flight fell to it and a
+/// round; then CRUISE with cwnd restored (§5.3.4.4).
+#[test]
+fn probe_rtt_holds_half_the_bdp_for_200_ms_and_a_round() {
+    for algo in BOTH {
+        let mut d = Drv::new(algo, 2000.0, 20_000);
+        d.to_probe_bw();
+        let v0 = d.v();
+        let stamp = v0.probe_rtt_min_stamp;
+        while now_us() + d.rtt_us / d.per_round as u64 <= stamp + 5_000_000 {
+            d.ack(1, false, 0);
+            assert_ne!(d.v().state, State::ProbeRtt, "{algo}: ProbeRTT {} µs early", stamp + 5_000_000 - now_us());
+        }
+        d.ack(1, false, 0);
+        let v = d.v();
+        assert_eq!(v.state, State::ProbeRtt, "{algo}: no ProbeRTT 5 s after the last min RTT");
+        assert_eq!((v.pacing_gain, v.cwnd_gain), (1000, 500));
+        let w = d.c.cwnd() as u64;
+        let half = bdp_multiple(&v, v.bw, 500, 10).max(4);
+        assert_eq!(w, half, "{algo}: ProbeRTT's cwnd");
+        // in-flight falls to the cut: the 200 ms start
+        d.inflight = Some(half as u32);
+        d.ack(1, false, 0);
+        let t0 = now_us();
+        while now_us() < t0 + 200_000 {
+            d.ack(1, true, 0);
+            assert_eq!(d.v().state, State::ProbeRtt, "{algo}: ProbeRTT left after {} µs", now_us() - t0);
+        }
+        d.inflight = None;
+        d.ack(1, true, 0);
+        let v = d.v();
+        assert_eq!(v.state, State::Cruise, "{algo}: {:?} after ProbeRTT", v.state);
+        assert!(d.c.cwnd() as u64 > half, "{algo}: cwnd restored");
+        assert!(v.probe_rtt_min_stamp >= t0 + 200_000, "{algo}: the next ProbeRTT is 5 s from now");
+    }
+}
+
+/// [v3] §5.6.3 send quantum: at least 2 segments; the min_tso_segs op gives the floor.
+#[test]
+fn bbr3_send_quantum_floor_is_two_segments() {
+    let c = fresh("bbr3", 20_000);
+    for rate in [10_000u64, 149_999, 150_001, 10_000_000] {
+        c.set(Field::PacingRate, rate);
+        assert_eq!(c.min_tso_segs(), 2, "at {rate} B/s");
+    }
+}
+
+/// ssthresh plays no part in BBR: the op returns it unchanged; a corrupted value (the
+/// kernel fault cca_common.h's guard repairs) is replaced before use by what BBR holds
+/// (infinite in Startup) and counted.
+#[test]
+fn ssthresh_is_kept_and_a_corrupted_one_repaired() {
+    for algo in BOTH {
+        let c = fresh(algo, 20_000);
+        c.set_ssthresh(77);
+        assert_eq!(c.op_ssthresh(), 77, "{algo}");
+        c.set_ssthresh(0x8110_4110);
+        c.set(Field::Delivered, 1);
+        c.cong_control_rs(FLAG_DATA_ACKED, &RateSample::no_sample(1, 0, 20_000));
+        assert_eq!(c.ssthresh(), INFINITE_SSTHRESH, "{algo}");
+        assert_eq!(c.guard_counts()[1], 1, "{algo}: counted at entry");
+        c.set_ssthresh(0x8110_4110);
+        c.set_ca_state(RECOVERY);
+        assert_eq!(c.ssthresh(), INFINITE_SSTHRESH, "{algo}: repaired at the state change");
+    }
+}
+
+/// One round of ACKs that starts a round, then `marked` ACKs whose segments carry CE
+/// (C.delivered_ce grows, the samples report it in RS.delivered_ce), then unmarked
+/// ones. The model judges the round at the next round's first ACK.
+fn marked_round(d: &mut Drv, marked: u32) {
+    for k in 0..d.per_round {
+        let mark = k >= 1 && k <= marked;
+        if mark {
+            d.c.set(Field::DeliveredCe, d.c.get(Field::DeliveredCe) + 1);
+        }
+        d.ce = if mark { 2 } else { 0 };
+        d.ack(1, k == 0, 0);
+    }
+    d.ce = 0;
+}
+
+/// ECN (bbr_signals.h, after Google's BBRv2/v3 design; [v3] §3.8 asks only that CE count
+/// as congestion): alpha is an EWMA of the marked fraction per round, gain 1/16, from 1;
+/// a round with marks outside probing cuts inflight_shortterm to cwnd × (1 − alpha/3).
+/// Only on a connection that negotiated ECN; bbr2 has no ECN response.
+#[test]
+fn ecn_alpha_follows_the_marked_fraction_and_cuts_inflight_shortterm() {
+    for algo in BOTH {
+        let mut d = in_cruise(algo);
+        assert_eq!(d.v().ecn_alpha, 1024, "{algo}: alpha does not move without ECN");
+        d.c.set(Field::EcnFlags, 1);
+        marked_round(&mut d, 0);
+        let a1 = d.v().ecn_alpha;
+        marked_round(&mut d, 5);
+        let a2 = d.v().ecn_alpha;
+        let cwnd = d.c.cwnd() as u64;
+        d.ack(1, true, 0);
+        let v = d.v();
+        if algo == "bbr2" {
+            assert_eq!((a1, a2, v.ecn_alpha), (1024, 1024, 1024), "bbr2 computes no alpha");
+            assert_eq!(v.inflight_shortterm, INF, "bbr2 reacted to CE marks");
+            continue;
+        }
+        assert_eq!(a2, a1 - a1 / 16, "bbr3: a round without marks");
+        // half the round marked: alpha − alpha/16 + (1024/2)/16
+        let a3 = a2 - a2 / 16 + 512 / 16;
+        assert_eq!(v.ecn_alpha, a3, "bbr3: alpha after a half-marked round");
+        let cut = cwnd - cwnd * a3 * 333 / (1024 * 1000);
+        assert_eq!(v.inflight_shortterm, cut, "bbr3: inflight_shortterm after marks (alpha {a3}, cwnd {cwnd})");
+    }
+}
+
+/// ECN in Startup (v3): two rounds in a row with more than half the data marked end it,
+/// as excess loss does (inflight_longterm from the round); one such round does not.
+#[test]
+fn bbr3_startup_ends_after_two_rounds_mostly_marked() {
+    for algo in BOTH {
+        let mut d = Drv::new(algo, 1000.0, 20_000);
+        d.c.set(Field::EcnFlags, 1);
+        let grow = |d: &mut Drv, marked| {
+            d.bw_pps *= 1.3;
+            marked_round(d, marked);
+        };
+        grow(&mut d, 0);
+        grow(&mut d, 6);
+        grow(&mut d, 0);
+        grow(&mut d, 6);
+        assert_eq!(d.v().state, State::Startup, "{algo}: a marked round between clean ones ended Startup");
+        grow(&mut d, 6);
+        grow(&mut d, 0);
+        let v = d.v();
+        if algo == "bbr2" {
+            assert_eq!(v.state, State::Startup, "bbr2 left Startup on CE marks");
+        } else {
+            assert!(v.full_bw_reached && v.state != State::Startup, "bbr3: {:?} after two marked rounds", v.state);
+            assert_ne!(v.inflight_longterm, INF, "bbr3");
+        }
+    }
+}
+
+/// ECN while probing (v3): a sample with more than half its data marked ends UP as excess
+/// loss would.
+#[test]
+fn bbr3_a_mostly_marked_sample_ends_the_probe() {
+    for algo in BOTH {
+        let mut d = in_cruise(algo);
+        d.c.set(Field::EcnFlags, 1);
+        d.acks_until(State::Refill, true, 2000);
+        d.acks_until(State::Up, true, 5);
+        d.ack(1, true, 0);
+        d.ce = 10; // of RS.delivered = 20
+        d.ack(1, false, 0);
+        assert_eq!(d.v().state, State::Up, "{algo}: half marked ended the probe");
+        d.ce = 11;
+        d.ack(1, false, 0);
+        let v = d.v();
+        if algo == "bbr2" {
+            assert_eq!(v.state, State::Up, "bbr2 reacted to CE marks");
+        } else {
+            assert_eq!(v.state, State::Down, "bbr3: UP with 55 % marked");
+            assert!(v.prev_probe_too_high && v.inflight_longterm != INF);
+        }
+    }
+}
