@@ -339,3 +339,13 @@ def test_the_suite_has_one_conftest():
     made after it was collected (inside a test or a fixture)."""
     found = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("conftest.py"))
     assert found == ["tests/conftest.py"], found
+
+
+def test_test_modules_have_names_of_their_own():
+    """pytest imports test files by their base name (no packages under tests/): two
+    test_x.py in different folders stop the whole suite at collection."""
+    names: dict[str, list[str]] = {}
+    for p in (ROOT / "tests").rglob("*.py"):
+        names.setdefault(p.name, []).append(str(p.relative_to(ROOT)))
+    same = {n: ps for n, ps in names.items() if len(ps) > 1 and n != "__init__.py"}
+    assert not same, same
