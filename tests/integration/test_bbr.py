@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from ccarena.metrics import goodput_series
-from ccsig import (FRAME, PAYLOAD_SHARE, bulk, check_valid, flow_metrics, note, run, runs_by_cc,
-                   sender_trace, study_text)
+from ccsig import (FRAME, PAYLOAD_SHARE, bulk, check_valid, flow_metrics, note, run, run_metrics,
+                   runs_by_cc, sender_trace, study_text)
 
 pytestmark = pytest.mark.root
 
@@ -72,7 +72,9 @@ def test_a_deep_buffer_stays_nearly_empty_where_cubic_fills_it(deep_runs, no_lea
         assert f["rtt_p95_s"] < 0.3 * c["rtt_p95_s"], f"{cc} {note(m)}"
         assert 0.8 * RATE * PAYLOAD_SHARE < f["goodput_bps"] <= RATE * PAYLOAD_SHARE, \
             f"{cc}: {f['goodput_bps']} {note(m)}"
-        assert f["retrans_ratio"] == 0, f"{cc} lost packets in a buffer of 15 BDPs {note(m)}"
+        # the buffer never overflowed (the link's own count; a retransmission the machine's
+        # timing noise made spurious is not a loss the algorithm caused)
+        assert run_metrics(m)["link_drops"] == 0, f"{cc} overflowed 15 BDPs {note(m)}"
 
 
 def _dips(tr, limit):
