@@ -10,9 +10,10 @@
 //!   the `Sock` lives and freed once by its drop; the model keeps a socket and its maps
 //!   in that allocation and in thread-local state, and `Sock` is not `Send`;
 //! - the model's functions take any field, op or state number (unknown ones are
-//!   ignored or refused with a return value) and write only through the pointers they
-//!   are given, each sized as the C side declares it (`[u64; 5]`, one `Frac`, one
-//!   `RateSample`, one u32; bbr_view.c's array only when told its own length);
+//!   ignored or refused with a return value; an op the algorithm lacks is refused here
+//!   before the model would call it through a null pointer) and write only through the
+//!   pointers they are given, each sized as the C side declares it (`[u64; 5]`, one
+//!   `Frac`, one `RateSample`, one u32; bbr_view.c's array only when told its length);
 //! - the ops are the algorithms' own code, which the kernel's verifier accepts (`make
 //!   bpf` loads them): every memory access they make stays inside the socket and the
 //!   maps, which the model provides with the kernel's layout (vmlinux.h).
@@ -192,23 +193,46 @@ impl Sock {
         has_op(op: c_int) -> c_int => cch_has_op;
         ops_flags() -> u32 => cch_ops_flags;
         op_init() => cch_op_init;
-        op_ssthresh() -> u32 => cch_op_ssthresh;
         set_ca_state(st: u8) => cch_set_ca_state;
         op_cwnd_event(ev: c_int) => cch_op_cwnd_event;
         op_in_ack_event(flags: u32) => cch_op_in_ack_event;
         op_pkts_acked(pkts: u32, rtt_us: i32, in_flight: u32) => cch_op_pkts_acked;
-        op_cong_avoid(ack: u32, acked: u32) => cch_op_cong_avoid;
-        op_undo_cwnd() -> u32 => cch_op_undo_cwnd;
         set_cwnd(cwnd: u32) => cch_set_cwnd;
         slow_start(acked: u32) -> u32 => cch_slow_start;
         cong_avoid_ai(w: u32, acked: u32) => cch_cong_avoid_ai;
         half_cwnd() -> u32 => cch_half_cwnd;
     }
 
+    /// Panics unless the algorithm has `op`: the model calls ssthresh, cong_avoid,
+    /// cong_control and undo_cwnd without looking, as the kernel may (it refuses ops
+    /// without them), and a missing one is a null pointer.
+    fn need(&self, op: crate::Op) {
+        assert!(self.has_op(op as c_int) != 0, "{}: no {op:?} op", self.ops_name());
+    }
+
+    pub fn op_ssthresh(&self) -> u32 {
+        self.need(crate::Op::Ssthresh);
+        // SAFETY: a live socket whose ops have ssthresh (checked).
+        unsafe { c::cch_op_ssthresh(self.0.as_ptr()) }
+    }
+
+    pub fn op_cong_avoid(&self, ack: u32, acked: u32) {
+        self.need(crate::Op::CongAvoid);
+        // SAFETY: a live socket whose ops have cong_avoid (checked).
+        unsafe { c::cch_op_cong_avoid(self.0.as_ptr(), ack, acked) }
+    }
+
+    pub fn op_undo_cwnd(&self) -> u32 {
+        self.need(crate::Op::UndoCwnd);
+        // SAFETY: a live socket whose ops have undo_cwnd (checked).
+        unsafe { c::cch_op_undo_cwnd(self.0.as_ptr()) }
+    }
+
     /// The cong_control op with the rate sample `rs`.
     pub fn op_cong_control_rs(&self, ack: u32, flag: c_int, rs: &RateSample) {
-        // SAFETY: a live socket; `rs` is one RateSample (repr(C), as struct cch_rs), only
-        // read during the call.
+        self.need(crate::Op::CongControl);
+        // SAFETY: a live socket whose ops have cong_control (checked); `rs` is one
+        // RateSample (repr(C), as struct cch_rs), only read during the call.
         unsafe { c::cch_op_cong_control_rs(self.0.as_ptr(), ack, flag, rs) }
     }
 

@@ -218,3 +218,18 @@ fn no_algorithm_undoes_a_reduction_below_the_window_it_has_now() {
         }
     }
 }
+
+#[test]
+#[should_panic(expected = "cca_reno: no CongAvoid op")]
+fn an_op_the_algorithm_lacks_is_refused_not_called() {
+    // every pack algorithm has cong_control instead of cong_avoid: calling the missing op
+    // would jump through a null pointer
+    Conn::new("reno").cong_avoid(1);
+}
+
+#[test]
+fn min_tso_segs_is_refused_where_there_is_none() {
+    let r = std::panic::catch_unwind(|| Conn::new("reno").min_tso_segs());
+    assert!(r.is_err(), "reno has no min_tso_segs op");
+    assert!(Conn::new("bbr3").min_tso_segs() >= 1);
+}
