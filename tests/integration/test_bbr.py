@@ -16,6 +16,7 @@ payload rate, RTT over the base, a queue bounded by the model, with tolerances f
 the values measured. Studies run with reruns = 0 and are judged with ccsig.check_valid
 (a late packet release only delays what the algorithm reacts to)."""
 import numpy as np
+import pandas as pd
 import pytest
 
 from ccarena.metrics import goodput_series
@@ -77,10 +78,16 @@ def test_a_deep_buffer_stays_nearly_empty_where_cubic_fills_it(deep_runs, no_lea
         assert run_metrics(m)["link_drops"] == 0, f"{cc} overflowed 15 BDPs {note(m)}"
 
 
-def _dips(tr, limit):
-    """(start, end) of each stretch of the trace where cwnd ≤ limit."""
-    low = tr["snd_cwnd"].to_numpy() <= limit
+def _dips(tr, frac=0.4, window_s=2.0):
+    """(start, end) of each stretch of the trace where cwnd falls to `frac` of its median
+    over the `window_s` before: ProbeRTT's cwnd is half the estimated BDP where ProbeBW's
+    is about twice it, a quarter, whatever the estimates (which the machine's timing
+    noise inflates: late releases raise the RTT samples, bursts of ACKs the rate)."""
     t = tr["t"].to_numpy()
+    w = tr["snd_cwnd"].astype(float)
+    before = pd.Series(w.to_numpy(), index=pd.to_timedelta(t, unit="s")) \
+        .rolling(f"{int(window_s * 1000)}ms").median().to_numpy()
+    low = w.to_numpy() <= frac * before
     edges = np.flatnonzero(np.diff(low.astype(int))) + 1
     out = []
     for seg in np.split(np.arange(len(low)), edges):
@@ -92,13 +99,13 @@ def _dips(tr, limit):
 def test_probe_rtt_halves_the_window_every_five_seconds(deep_runs, no_leaks):
     """§5.3.4: ProbeRTT after 5 s without a lower RTT sample, cwnd = max(BDP/2, 4) for at
     least 200 ms and a round; the next one at least 5 s after its end. In 22 s: at least
-    three, each ≥ 5 s after the one before."""
+    three, each ≥ 5 s after the one before, each a fall to at most 0.4 of the window
+    before it (ProbeRTT's is about a quarter of ProbeBW's)."""
     for cc in ("bbr3",):
         m = deep_runs[cc]
         check_valid(m)
         tr = sender_trace(m)
-        bdp = RATE / (FRAME * 8) * BASE_RTT
-        dips = _dips(tr, 0.5 * bdp + 4)
+        dips = _dips(tr)
         assert len(dips) >= 3, f"{cc}: window cuts {dips} {note(m)}"
         starts = [a for a, _ in dips]
         assert all(b - a >= 5.0 for a, b in zip(starts, starts[1:])), f"{cc}: {starts}"
