@@ -349,3 +349,24 @@ def test_test_modules_have_names_of_their_own():
         names.setdefault(p.name, []).append(str(p.relative_to(ROOT)))
     same = {n: ps for n, ps in names.items() if len(ps) > 1 and n != "__init__.py"}
     assert not same, same
+
+
+def test_every_import_of_a_ccarena_name_finds_it():
+    """Imports inside functions (the CLI's lazy ones) run only when their command does:
+    a name moved to another module must not wait for that command to fail."""
+    import ast
+    import importlib
+    missing = []
+    for p in sorted((ROOT / "src" / "ccarena").rglob("*.py")):
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module \
+                    and node.module.split(".")[0] == "ccarena":
+                mod = importlib.import_module(node.module)
+                for a in node.names:
+                    if a.name != "*" and not hasattr(mod, a.name):
+                        try:
+                            importlib.import_module(f"{node.module}.{a.name}")
+                        except ImportError:
+                            missing.append(f"{p.relative_to(ROOT)}:{node.lineno} "
+                                           f"{node.module}.{a.name}")
+    assert not missing, missing

@@ -41,7 +41,7 @@ def prepare(slots: int, cpus: str | None) -> list[str | None]:
     """Check this machine, divide its CPUs between `slots` runs, remove what runs killed
     here before left behind; -> the slots' CPU shares."""
     from ccarena import cc
-    from ccarena.cli.doctor import essential_missing, facts
+    from ccarena.run.doctor import essential_missing, facts
     from ccarena.run.scaleout import remote
     from ccarena.run.scaleout.shares import worker_shares
     from ccarena.testbed import leftovers
