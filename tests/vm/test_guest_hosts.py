@@ -200,7 +200,7 @@ def test_a_guests_flows_are_sampled_at_the_requested_interval(study):
     connection's samples, in the host's clock, span as many grid intervals as they are
     samples apart, give or take the ticks the engine says it served late (its largest
     lateness at either end) or skipped (its missed ticks) — neither more often than the
-    interval nor less."""
+    interval nor less. The last sample, taken as the connection closes, is off the grid."""
     for meta, d in measured(study):
         e = meta["engines"]["r1"]
         assert e["sample_interval_ns"] == int(SAMPLE * 1e9)
@@ -209,7 +209,11 @@ def test_a_guests_flows_are_sampled_at_the_requested_interval(study):
         ti = ti[ti["host"] == "r1"]
         assert len(ti) >= 10, len(ti)
         for conn, c in ti.groupby("conn"):
-            t = np.sort(c["t_ns"].to_numpy()) / 1e9
+            # the engine samples a connection a last time as it closes (or as its flow
+            # ends), off the grid, so totals are exact: the grid's samples are the others
+            t = np.sort(c["t_ns"].to_numpy())[:-1] / 1e9
+            if len(t) < 2:
+                continue
             span, n = t[-1] - t[0], len(t)
             assert n - 1 <= (span + late) / SAMPLE + 1e-9, \
                 f"conn {conn}: {n} samples in {span:.3f} s: more often than every {SAMPLE} s"
