@@ -40,3 +40,25 @@ pub fn compile(src: &Path, obj: &Path, includes: &[PathBuf], who: &str) {
         .unwrap_or_else(|e| panic!("{who} build: run {clang}: {e} (install clang >= 14)"));
     assert!(st.success(), "{who} build: {clang} failed on {}", src.display());
 }
+
+/// The directory holding vmlinux.h for a BPF program: $CCARENA_VMLINUX_H's, else
+/// <root>/build (made by `make bpf`), else `out`, where it is generated with `bpftool btf
+/// dump` from the running kernel's BTF. A failure panics with one line naming `who`.
+pub fn vmlinux_dir(root: &Path, out: &Path, who: &str) -> PathBuf {
+    println!("cargo:rerun-if-env-changed=CCARENA_VMLINUX_H");
+    if let Ok(p) = std::env::var("CCARENA_VMLINUX_H") {
+        return Path::new(&p).parent().unwrap().to_path_buf();
+    }
+    let built = root.join("build/vmlinux.h");
+    if built.exists() {
+        println!("cargo:rerun-if-changed={}", built.display());
+        return root.join("build");
+    }
+    let dump = Command::new("bpftool")
+        .args(["btf", "dump", "file", "/sys/kernel/btf/vmlinux", "format", "c"])
+        .output()
+        .unwrap_or_else(|_| panic!("{who} build: run bpftool (needed for vmlinux.h; or run `make bpf` first)"));
+    assert!(dump.status.success(), "{who} build: bpftool btf dump failed: {}", String::from_utf8_lossy(&dump.stderr));
+    std::fs::write(out.join("vmlinux.h"), dump.stdout).unwrap();
+    out.to_path_buf()
+}
