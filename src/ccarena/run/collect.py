@@ -235,7 +235,8 @@ def bpf_algorithms(kernel_names: dict) -> list[str]:
 def judge_guards(ctx, before: dict, inodes: list[int]) -> None:
     """BPF algorithms on this kernel can meet a corrupted ssthresh that their guard
     repairs (docs/algorithms.md, "Known issue"): a late repair (the bad value acted for an
-    ACK) makes the run invalid; one redone at entry, before any use, is recorded only."""
+    ACK) makes the run invalid, for the machine's kernel (a re-run is the remedy, as for
+    noise); one redone at entry, before any use, is recorded only."""
     meta = ctx.meta
     for k in bpf_algorithms(ctx.kernel_names):
         g0, g1 = before.get(k), ccmod.run_guard_counts(k, inodes)
@@ -251,5 +252,8 @@ def judge_guards(ctx, before: dict, inodes: list[int]) -> None:
                 "ssthresh": g1.late_ssthresh - g0.late_ssthresh,
                 "cwnd": g1.late_cwnd - g0.late_cwnd,
                 "ca_states": [s for s in range(8) if g1.late_states >> s & 1]}
-            ctx.reasons.append(f"{k}: {g1.late - g0.late} corrupted ssthresh/cwnd values "
-                               "repaired by its guard during the run")
+            # the host kernel's fault, not the algorithm's: the run is the machine's
+            # to repeat, as one spoiled by noise (the attempt set aside names it)
+            ctx.noise.append(f"{k}: {g1.late - g0.late} corrupted ssthresh/cwnd values "
+                             "repaired by its guard during the run (the kernel skipped a "
+                             "BPF call: docs/algorithms.md, Known issue)")
