@@ -594,3 +594,31 @@ fn the_first_segment_after_an_idle_restart_takes_a_whole_count_at_the_new_window
     assert!(now_us() - t0 < 1_000_000, "still within Delta_L of the start: alpha 1");
     assert_eq!(acks_until_growth(&c), 90, "one segment per 90 acknowledged at a window of 90");
 }
+
+#[test]
+fn throughput_samples_span_at_least_a_millisecond_on_a_short_path() {
+    // bpf/cc/htcp.bpf.c samples B over max(srtt, 1 ms): on a 100 us path an ACK pattern
+    // of gaps 50, 50, 200 us (10000 segments/s on average, as before the first event)
+    // gives samples of 20000 and 5000 segments/s over single RTTs, which would trigger
+    // adaptive backoff (> 20 % change); over a millisecond the rate is 9091-10000/s, and
+    // whatever the phase at which the event comes, the cut is β = 0.8
+    const SHORT: u32 = 100;
+    for phase in 0..3 {
+        let c = Conn::new("htcp:paper");
+        c.start_in_ca(600);
+        c.ack_segments(2_000, 100, SHORT);
+        c.enter_recovery();
+        c.exit_reduction();
+        for _ in 0..100 {
+            c.ack_segments(1, 50, SHORT);
+            c.ack_segments(1, 50, SHORT);
+            c.ack_segments(1, 200, SHORT);
+        }
+        for gap in [50, 50, 200].iter().take(phase) {
+            c.ack_segments(1, *gap, SHORT);
+        }
+        let w = c.cwnd();
+        c.enter_recovery();
+        assert_eq!(c.ssthresh(), w * 819 >> 10, "phase {phase}: no adaptive backoff");
+    }
+}
