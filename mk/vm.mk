@@ -36,7 +36,7 @@ vm-check: vm
 
 # make verify — the reference matrices in the VM (docs/vm.md, docs/link.md): the user-space
 # link against the kernel's qdiscs, the BPF algorithms against the kernel's modules, and
-# all the kernel backend's link tests (the suite runs those marked vm_ci); tables in
+# all the kernel backend's link tests, and the suite's tests marked `verify`; tables in
 # build/verify/. Under TCG: hours (docs/vm.md has the measured times).
 VERIFY_REPS ?= 3
 .PHONY: verify
@@ -46,4 +46,4 @@ verify: install vm
 	  | tee build/verify/link-vs-kernel.md
 	set -o pipefail; $(VENV)/bin/ccarena vm -- $(PY) verify/bpf_vs_native.py --reps $(VERIFY_REPS) \
 	  | tee build/verify/bpf-vs-native.md
-	CCARENA_VM_FULL=1 $(VENV)/bin/pytest -q -ra tests/vm/test_kernel_link_in_vm.py
+	CCARENA_VM_FULL=1 $(VENV)/bin/pytest -q -ra -m verify tests

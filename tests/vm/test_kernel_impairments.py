@@ -7,8 +7,7 @@ captures reliably, so delays are measured by the probe's round trips (one draw e
 rather than one way.
 
 They need netem: they run inside the reference kernel (test_kernel_link_in_vm.py runs
-those marked `vm_ci` in the test suite and all of them in `make verify`; or `ccarena vm
--- pytest tests/vm/test_kernel_impairments.py`) and skip elsewhere. Under QEMU's TCG the
+them there in `make verify`; or `ccarena vm -- pytest tests/vm/test_kernel_impairments.py`) and skip elsewhere. Under QEMU's TCG the
 guest's timers fire late (test_kernel_link.TimerLateness measures by how much while a run
 runs) and its processes answer late: a bound on a delay carries both, measured in the
 same study (a cell without the delay: the path's own round trip); counts (losses,

@@ -3,9 +3,8 @@ user-space link is held to in tests/integration/test_link_accuracy.py: rate, del
 jitter, loss, buffer, per-host delay, RED, CoDel, FQ-CoDel, ECN marking.
 
 These need a kernel with netem and the AQM qdiscs: they run inside the reference kernel
-(test_kernel_link_in_vm.py boots it and runs this file there — the tests marked `vm_ci`
-in the test suite, all of them in `make verify`; or `ccarena vm -- pytest
-tests/vm/test_kernel_link.py`) and skip elsewhere.
+(test_kernel_link_in_vm.py boots it and runs this file there, in `make verify`; or
+`ccarena vm -- pytest tests/vm/test_kernel_link.py`) and skip elsewhere.
 
 The kernel counts nothing per packet, so what the user-space link's own counters say
 there is taken here from what the endpoints see (ping replies, TCP's delivery) and from
@@ -36,7 +35,7 @@ from linkhelpers import (FRAME, PAYLOAD_SHARE, dumbbell, failed_parts,  # noqa: 
                          run_table, runs, steady)
 
 pytestmark = pytest.mark.root
-ci = pytest.mark.vm_ci          # run inside the VM in the test suite (the rest: make verify)
+ci = pytest.mark.vm_ci          # the quick subset inside the VM (make verify runs all)
 
 RATE = 2e6                      # bit/s: a TCG guest carries a TCP flow at this rate
 RATE_S = "2mbit"

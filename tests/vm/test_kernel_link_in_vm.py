@@ -1,10 +1,11 @@
 """The kernel backend's link tests (test_kernel_link.py, test_kernel_impairments.py) run
-inside the reference kernel.
+inside the reference kernel, by `make verify` (the test suite's check of the kernel
+backend in the reference kernel is test_vm_smoke.py: netem's delay and loss and htb's
+rate in one study).
 
-The test suite runs those marked `vm_ci` (delay, rate, loss, the buffer's limit, RED, a
-delay per direction, Gilbert-Elliott bursts:
-conditions a guest under TCG carries); `make verify` runs all of them
-(CCARENA_VM_FULL=1). Either way a test the guest skipped is a failure here, not a pass:
+`make verify` runs those marked `vm_ci` (delay, rate, loss, the buffer's limit, RED, a
+delay per direction, Gilbert-Elliott bursts: conditions a guest under TCG carries in
+minutes) and all of them (CCARENA_VM_FULL=1). Either way a test the guest skipped is a failure here, not a pass:
 inside the reference kernel nothing may skip (the guest's pytest writes a JUnit report
 that this test reads)."""
 import os
@@ -16,7 +17,7 @@ import pytest
 from ccarena import vm
 from ccarena.paths import build_dir, repo_root
 
-pytestmark = [pytest.mark.root, pytest.mark.slow]
+pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.verify]
 
 
 def _in_vm(select: list[str]) -> None:
