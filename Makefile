@@ -82,7 +82,10 @@ test: install test-deps vm
 	cargo test --release -q -p ccarena-sys -p ccarena-flow -p ccarena-link -p ccarena-trace -p ccarena-cc-harness \
 	  -p ccarena-cc-record
 	cargo build --release -q -p ccarena-cc --features testing --bin ccarena-cc-testaid
-	CCARENA_REQUIRE_CHROMIUM=1 $(VENV)/bin/pytest -q -ra --durations=25 -m 'not verify' tests
+	# the unit tests (no network, no shared state) on both CPUs; the rest one at a time,
+	# as each runs real traffic whose timing another test would disturb
+	CCARENA_REQUIRE_CHROMIUM=1 $(VENV)/bin/pytest -q -ra --durations=10 -n 2 tests/unit
+	$(VENV)/bin/pytest -q -ra --durations=25 -m 'not verify' tests/integration tests/vm tests/study
 
 # The lowest library versions pyproject.toml allows, tested once (docs/dev/libraries.md):
 # a venv with every direct dependency at its minimum (uv's lowest-direct resolution) runs
