@@ -600,16 +600,18 @@ def test_lp_yields_to_reno_and_uses_the_link_alone(tmp_path, no_leaks):
     0.15 of the buffer (8 of 50 packets) and halves cwnd from ~41 to ~20 segments, 60 %
     of the BDP (33), from where it grows back by one segment per RTT; the mean of that
     cycle is above 80 % of the payload rate, and the bound is 70 %. Both flows are the
-    BPF pack's (cca_lp, cca_reno)."""
-    flows = bulk("lp", name="lp") + bulk("reno", name="reno", src="s2", dst="r2",
-                                          extra='start = "6s"\nstop = "10s"')
+    BPF pack's; LP is its paper variant (cca_lp_p), whose delay signal is the paper's
+    (Linux's tcp_lp, the default, infers one-way delay from TCP timestamps and is held to
+    the module call by call by the replay tests)."""
+    flows = bulk("lp", name="lp", extra='cc_variant = "paper"') + \
+        bulk("reno", name="reno", src="s2", dst="r2", extra='start = "6s"\nstop = "10s"')
     text = study_text('rate = "20mbit"\nrtt = "20ms"\nbuffer = "50p"', flows, pairs=2,
                       name="sig-lp", duration="14s", warmup="0s", trace=False)
     res = run(text, tmp_path, force_cc="bpf")
     (d,) = res.run_dirs()
     m = res.run_meta(d)
     m["_dir"] = d
-    assert [f["cc_kernel"] for f in m["flows"]] == ["cca_lp", "cca_reno"], m["flows"]
+    assert [f["cc_kernel"] for f in m["flows"]] == ["cca_lp_p", "cca_reno"], m["flows"]
     check_valid(m)
     g = goodput_series(res.table("rx"), m, 1.0).pivot(index="t", columns="name",
                                                        values="goodput_bps")

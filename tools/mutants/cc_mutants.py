@@ -59,7 +59,7 @@ PKG = "ccarena-cc-harness"
 # replay of Linux's module (tests/replay.rs) judges its default variant
 TESTS = {
     "reno": [("reno", None), ("replay", "reno::")],
-    "lp": [("lp", None)],
+    "lp": [("lp", None), ("replay", "lp::")],
     "yeah": [("yeah", None), ("replay", "yeah::")],
     "htcp": [("htcp", None)],
     "highspeed": [("highspeed", None), ("replay", "highspeed::")],
