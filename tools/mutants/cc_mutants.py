@@ -66,7 +66,7 @@ TESTS = {
     "westwood": [("westwood", None)],
     "dctcp": [("dctcp", None)],
     "illinois": [("illinois", None)],
-    "cubic": [("cubic", None)],
+    "cubic": [("cubic", None), ("replay", "cubic::")],
     "scalable": [("scalable", None), ("replay", "scalable::")],
     "vegas": [("vegas", None), ("replay", "vegas::")],
     "hybla": [("hybla", None), ("replay", "hybla::")],
