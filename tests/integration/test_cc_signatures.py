@@ -242,7 +242,7 @@ def test_cubic_window_follows_the_cubic_function(tmp_path, no_leaks):
     the next epoch's W_max and K are not predicted (only C is checked there). CI once saw
     the fault at the second reduction of a 16 s run, leaving no epoch to fit, so the run
     is 24 s (room for one more). cca_cubic's default is Linux's tcp_cubic: the same curve
-    (C = 41 x 10 / 1024 per 0.1 s = 0.4004, fast convergence 1741/2048), with t counted in
+    (C = (41/1024) / 0.1 s = 0.4004, fast convergence 1741/2048), with t counted in
     jiffies from the epoch's start plus the smallest RTT, well within these bounds."""
     text = study_text('rate = "20mbit"\nrtt = "80ms"\nbuffer = "60p"', bulk("cubic"),
                       name="sig-cubic", duration="24s", warmup="0s")
