@@ -1,6 +1,224 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * cca_lp — TCP-LP (Low Priority), written from
+ * cca_lp — TCP-LP (Low Priority): A. Kuzmanovic, E. W. Knightly, "TCP-LP: A Distributed
+ * Algorithm for Low Priority Data Transfer", IEEE INFOCOM 2003.
+ *
+ * Default: Linux's module (Linux 6.12, net/ipv4/tcp_lp.c). Its rules:
+ *   - loss: Reno's (ssthresh max(cwnd / 2, 2), undo to the window before the reduction);
+ *     growth: Reno's (slow start, one segment per window), except while "within
+ *     inference" (below), when cwnd does not grow at all;
+ *   - per pkts_acked call (every ACK that acknowledges something), first, when the
+ *     sample has an RTT (> 0), a one-way delay sample from the ACK's TCP timestamps:
+ *       the remote clock's rate (its "HZ") is estimated from the change of the peer's
+ *       TSval over the change of the echoed TSecr since the previous call,
+ *       rhz = 1000 (dTSval) / (dTSecr) in 32-bit unsigned arithmetic, smoothed with gain
+ *       1/64 (kept << 6); valid while > 0;
+ *       owd = TSval (1000 / rhz) - TSecr, 32-bit unsigned (so the absolute value of a
+ *       difference of two unrelated clocks, including the random offset of our own
+ *       timestamps); valid while non-zero;
+ *       with both valid: owd_min = the smallest, owd_max = the largest but one
+ *       (owd_max_rsv keeps the largest), sowd = the EWMA of owd with gain 1/8 (<< 3;
+ *       the first sample taken as is);
+ *     then, with now = our timestamp clock (tcp_mstamp in ms, TCP_TS_HZ = 1000):
+ *       inference = 3 (now - TSecr) when that difference is positive as an s32;
+ *       within inference: a drop happened and now - last_drop < inference (unsigned);
+ *       within threshold: sowd < owd_min + 15 (owd_max - owd_min) / 100 (all u32);
+ *     outside the threshold (an early congestion indication): owd_min = sowd,
+ *     owd_max = owd_max_rsv = 2 sowd, cwnd = 1 within inference, else max(cwnd / 2, 1),
+ *     ssthresh unchanged, last_drop = now. In any CA state.
+ *   The module's own timestamps are assumed in milliseconds (ccarena sets no route's
+ *   usec-timestamp feature).
+ *
+ * CCA_PAPER (cca_lp_p): the paper (below).
+ */
+#include "cca_common.h"
+
+#ifndef CCA_PAPER
+
+#define LP_TS_HZ       1000u     /* TCP_TS_HZ: timestamps tick in ms */
+#define LP_RESOL       LP_TS_HZ  /* owd resolution */
+#define LP_VALID_RHZ   (1u << 0)
+#define LP_VALID_OWD   (1u << 1)
+#define LP_WITHIN_THR  (1u << 3)
+#define LP_WITHIN_INF  (1u << 4)
+#define LP_THR_PCT     15u       /* threshold: owd_min + 15 % of the range */
+
+struct lp {
+	u32 flag;             /* LP_* */
+	u32 sowd;             /* smoothed one-way delay << 3 */
+	u32 owd_min;
+	u32 owd_max;          /* the largest but one */
+	u32 owd_max_rsv;      /* the largest */
+	u32 remote_hz;        /* the peer's timestamp rate */
+	u32 remote_ref_time;  /* TSval at the previous call */
+	u32 local_ref_time;   /* TSecr at the previous call */
+	u32 last_drop;        /* our timestamp clock at the last early indication (0: none) */
+	u32 inference;        /* 3 (now - TSecr), our timestamp clock (ms) */
+};
+CCA_PRIV_CHECK(struct lp);
+
+SEC("struct_ops")
+void BPF_PROG(cca_lp_init, struct sock *sk)
+{
+	struct lp *ca = inet_csk_ca(sk);
+
+	ca->flag = 0;
+	ca->sowd = 0;
+	ca->owd_min = 0xffffffffu;
+	ca->owd_max = 0;
+	ca->owd_max_rsv = 0;
+	ca->remote_hz = 0;
+	ca->remote_ref_time = 0;
+	ca->local_ref_time = 0;
+	ca->last_drop = 0;
+	ca->inference = 0;
+}
+
+/* the peer's timestamp rate, smoothed (gain 1/64); sets or clears LP_VALID_RHZ and
+ * moves the reference timestamps to this ACK's */
+static __always_inline u32 lp_remote_hz(const struct tcp_sock *tp, struct lp *ca)
+{
+	u32 tsval = tp->rx_opt.rcv_tsval, tsecr = tp->rx_opt.rcv_tsecr;
+	u64 rhz = (u32)(ca->remote_hz << 6);   /* << 6; never negative, so unsigned here */
+
+	if (ca->remote_ref_time && ca->local_ref_time &&
+	    tsval != ca->remote_ref_time && tsecr != ca->local_ref_time) {
+		/* 32-bit unsigned, as the module's operands are */
+		u32 m = (u32)(LP_TS_HZ * (tsval - ca->remote_ref_time)) /
+			(tsecr - ca->local_ref_time);
+
+		if (rhz > 0)
+			rhz = rhz - (rhz >> 6) + m;    /* 63/64 old + 1/64 new */
+		else
+			rhz = (u64)m << 6;
+	}
+	if (rhz >> 6)
+		ca->flag |= LP_VALID_RHZ;
+	else
+		ca->flag &= ~LP_VALID_RHZ;
+	ca->remote_ref_time = tsval;
+	ca->local_ref_time = tsecr;
+	return (u32)(rhz >> 6);
+}
+
+/* the one-way delay, in the module's relative form (u32); sets or clears LP_VALID_OWD */
+static __always_inline u32 lp_owd(const struct tcp_sock *tp, struct lp *ca)
+{
+	u32 owd = 0;
+
+	ca->remote_hz = lp_remote_hz(tp, ca);
+	if ((ca->flag & LP_VALID_RHZ) && ca->remote_hz)
+		owd = tp->rx_opt.rcv_tsval * (LP_RESOL / ca->remote_hz) -
+		      tp->rx_opt.rcv_tsecr * (LP_RESOL / LP_TS_HZ);
+	if (owd)
+		ca->flag |= LP_VALID_OWD;
+	else
+		ca->flag &= ~LP_VALID_OWD;
+	return owd;
+}
+
+static __always_inline void lp_delay_sample(const struct tcp_sock *tp, struct lp *ca)
+{
+	u32 owd = lp_owd(tp, ca);
+
+	if (!(ca->flag & LP_VALID_RHZ) || !(ca->flag & LP_VALID_OWD))
+		return;
+	if (owd < ca->owd_min)
+		ca->owd_min = owd;
+	/* owd_max is the largest but one: the largest is held in owd_max_rsv */
+	if (owd > ca->owd_max) {
+		if (owd > ca->owd_max_rsv) {
+			ca->owd_max = ca->owd_max_rsv ? ca->owd_max_rsv : owd;
+			ca->owd_max_rsv = owd;
+		} else {
+			ca->owd_max = owd;
+		}
+	}
+	if (ca->sowd)
+		ca->sowd = ca->sowd - (ca->sowd >> 3) + owd;   /* 7/8 old + 1/8 new */
+	else
+		ca->sowd = owd << 3;
+}
+
+SEC("struct_ops")
+void BPF_PROG(cca_lp_pkts_acked, struct sock *sk, const struct ack_sample *sample)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct lp *ca = inet_csk_ca(sk);
+	u32 now = (u32)(tp->tcp_mstamp / 1000);   /* tcp_time_stamp_ts: ms */
+	u32 delta;
+
+	if (sample->rtt_us > 0)
+		lp_delay_sample(tp, ca);
+
+	delta = now - tp->rx_opt.rcv_tsecr;
+	if ((s32)delta > 0)
+		ca->inference = 3 * delta;
+
+	if (ca->last_drop && now - ca->last_drop < ca->inference)
+		ca->flag |= LP_WITHIN_INF;
+	else
+		ca->flag &= ~LP_WITHIN_INF;
+
+	if ((ca->sowd >> 3) < ca->owd_min + LP_THR_PCT * (ca->owd_max - ca->owd_min) / 100)
+		ca->flag |= LP_WITHIN_THR;
+	else
+		ca->flag &= ~LP_WITHIN_THR;
+	if (ca->flag & LP_WITHIN_THR)
+		return;
+
+	/* an early congestion indication: the range starts again from sowd */
+	ca->owd_min = ca->sowd >> 3;
+	ca->owd_max = ca->sowd >> 2;
+	ca->owd_max_rsv = ca->sowd >> 2;
+	if (ca->flag & LP_WITHIN_INF)
+		tp->snd_cwnd = 1;
+	else
+		tp->snd_cwnd = cca_max(tp->snd_cwnd >> 1, 1);
+	ca->last_drop = now;
+}
+
+/* growth rule, run by cca_lp_cong_control (cca_common.h): Reno's, none within inference */
+static __always_inline void lp_cong_avoid(struct sock *sk, u32 ack, u32 acked)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct lp *ca = inet_csk_ca(sk);
+
+	if (ca->flag & LP_WITHIN_INF)
+		return;
+	if (!cca_grow_prologue(sk, &acked))
+		return;
+	cca_cong_avoid_ai(tp, tp->snd_cwnd, acked);
+}
+
+/* ssthresh for a window of `cwnd` (also used by the guard, see cca_common.h) */
+static __always_inline u32 lp_ssthresh_for(struct sock *sk, u32 cwnd)
+{
+	return cca_rfc5681_ssthresh(cwnd);
+}
+
+CCA_SSTHRESH_OP(cca_lp, lp_ssthresh_for)
+
+CCA_UNDO_PRIOR_OP(cca_lp)
+
+CCA_STATE_GUARD_OP(cca_lp, lp_ssthresh_for)
+
+CCA_CONG_CONTROL_OP(cca_lp, lp_ssthresh_for, lp_cong_avoid)
+
+CCA_OPS(cca_lp) = {
+	.set_state  = (void *)cca_lp_state_guard,
+	.init       = (void *)cca_lp_init,
+	.ssthresh   = (void *)cca_lp_ssthresh,
+	.cong_control = (void *)cca_lp_cong_control,
+	.pkts_acked = (void *)cca_lp_pkts_acked,
+	.undo_cwnd  = (void *)cca_lp_undo_cwnd,
+	.name       = CCA_NAME("cca_lp"),
+};
+
+#else /* CCA_PAPER */
+
+/*
+ * The paper variant, written from
  *   A. Kuzmanovic, E. W. Knightly, "TCP-LP: A Distributed Algorithm for Low Priority
  *   Data Transfer", IEEE INFOCOM 2003 (§III-A early congestion indication,
  *   §III-B reaction: inference time-out, minimum window on a second indication).
@@ -58,7 +276,6 @@
  *   d_min, d_max and the round samples come from such ACKs only; a round without one
  *   is not judged.
  */
-#include "cca_common.h"
 
 #define LP_DELTA_1024    154u     /* 0.15 */
 #define LP_ITT_RTTS      3u
@@ -218,5 +435,7 @@ CCA_OPS(cca_lp) = {
 	.cong_control = (void *)cca_lp_cong_control,
 	.pkts_acked = (void *)cca_lp_pkts_acked,
 	.undo_cwnd  = (void *)cca_lp_undo_cwnd,
-	.name       = "cca_lp",
+	.name       = CCA_NAME("cca_lp"),
 };
+
+#endif /* CCA_PAPER */

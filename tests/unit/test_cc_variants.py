@@ -56,11 +56,11 @@ def test_the_paper_variant_is_named_apart_and_linux_is_the_plain_name():
 
 
 def test_an_algorithm_not_yet_converted_keeps_the_variant_in_its_name():
-    # plain "cubic" is Linux's where the kernel has it and the paper's where ccarena's BPF
-    # one runs; a variant asked for must not depend on the machine
-    assert "cubic" not in variants.LINUX
-    assert flow_cc("cubic", "linux") == "cubic:linux"
-    assert flow_cc("cubic", "paper") == "cubic:paper"
+    # plain "bbr3" would be Linux's where a kernel had it and the paper's where ccarena's
+    # BPF one runs; a variant asked for must not depend on the machine
+    assert "bbr3" not in variants.LINUX
+    assert flow_cc("bbr3", "linux") == "bbr3:linux"
+    assert flow_cc("bbr3", "paper") == "bbr3:paper"
 
 
 def test_an_unknown_variant_is_a_one_line_error_naming_the_key_and_the_choices():
@@ -88,12 +88,12 @@ def test_the_sweep_can_choose_the_variant():
 
 @pytest.fixture
 def tree(tmp_path, monkeypatch):
-    """A fake checkout: bic and cubic built, bic's paper variant built; the kernel offers
-    reno and cubic only."""
+    """A fake checkout: bic, cubic, reno and bbr3 built, bic's paper variant built; the
+    kernel offers reno, cubic and (as a kernel with a BBRv3 module would) bbr3 only."""
     root = tmp_path / "root"
     (root / "bpf" / "cc").mkdir(parents=True)
     (root / "build" / "bpf" / "cc" / "paper").mkdir(parents=True)
-    for n in ("bic", "cubic", "reno"):
+    for n in ("bic", "cubic", "reno", "bbr3"):
         (root / "bpf" / "cc" / f"{n}.bpf.c").write_text("/* */\n")
         (root / "build" / "bpf" / "cc" / f"{n}.bpf.o").write_bytes(b"\x7fELF")
     (root / "build" / "bpf" / "cc" / "paper" / "bic.bpf.o").write_bytes(b"\x7fELF")
@@ -101,7 +101,7 @@ def tree(tmp_path, monkeypatch):
     monkeypatch.delenv("CCARENA_BUILD_DIR", raising=False)
     monkeypatch.delenv("CCARENA_CC_PATH", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setattr(catalog, "kernel_available", lambda: ["reno", "cubic"])
+    monkeypatch.setattr(catalog, "kernel_available", lambda: ["reno", "cubic", "bbr3"])
     monkeypatch.setattr(catalog, "kernel_modules", lambda: {})
     return root
 
@@ -130,11 +130,11 @@ def test_the_paper_variant_is_always_bpf(tree):
 
 
 def test_linux_of_an_unconverted_algorithm_is_the_kernel_or_nothing(tree):
-    assert resolve("cubic:linux").source == "kernel"
-    a = resolve("cubic:linux", "bpf")
+    assert resolve("bbr3:linux").source == "kernel"
+    a = resolve("bbr3:linux", "bpf")
     assert a.source == "unavailable" and "no Linux variant yet" in a.why
-    b = resolve("cubic:paper")
-    assert (b.source, b.kernel_name, b.variant) == ("bpf", "cca_cubic", "paper")
+    b = resolve("bbr3:paper")
+    assert (b.source, b.kernel_name, b.variant) == ("bpf", "cca_bbr3", "paper")
 
 
 def test_an_unbuilt_paper_object_says_how_to_build_it(tree):

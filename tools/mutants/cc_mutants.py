@@ -59,14 +59,14 @@ PKG = "ccarena-cc-harness"
 # replay of Linux's module (tests/replay.rs) judges its default variant
 TESTS = {
     "reno": [("reno", None), ("replay", "reno::")],
-    "lp": [("lp", None)],
+    "lp": [("lp", None), ("replay", "lp::")],
     "yeah": [("yeah", None), ("replay", "yeah::")],
     "htcp": [("htcp", None)],
     "highspeed": [("highspeed", None), ("replay", "highspeed::")],
     "westwood": [("westwood", None)],
     "dctcp": [("dctcp", None)],
     "illinois": [("illinois", None)],
-    "cubic": [("cubic", None)],
+    "cubic": [("cubic", None), ("replay", "cubic::")],
     "scalable": [("scalable", None), ("replay", "scalable::")],
     "vegas": [("vegas", None), ("replay", "vegas::")],
     "hybla": [("hybla", None), ("replay", "hybla::")],

@@ -217,6 +217,9 @@ struct cch_sock *cch_new(const char *name)
 	/* TCP_DELACK_MAX = HZ/5 (the pack reads the tick rate from it: cca_hz) */
 	tp->inet_conn.icsk_delack_max = CCH_HZ / 5;
 	tp->rx_opt.sack_ok = 1;
+	/* a TCP socket's on a route through a veth (sk_setup_caps: the device's 64 KB less
+	 * MAX_TCP_HEADER + 1; x86-64) */
+	tp->inet_conn.icsk_inet.sk.sk_gso_max_size = 65536 - 321;
 	return s;
 }
 
@@ -241,6 +244,8 @@ enum cch_field {
 	CCH_TCP_MSTAMP, CCH_ICSK_RTO, CCH_DELACK_MAX,
 	/* what the rate sampler and BBR read */
 	CCH_PACING_STATUS, CCH_SACK_OK,
+	/* HyStart's ACK-train allowance (tcp_cubic) */
+	CCH_GSO_MAX_SIZE,
 };
 
 u64 cch_get(struct cch_sock *s, int f)
@@ -295,6 +300,7 @@ u64 cch_get(struct cch_sock *s, int f)
 	case CCH_DELACK_MAX: return tp->inet_conn.icsk_delack_max;
 	case CCH_PACING_STATUS: return tp->inet_conn.icsk_inet.sk.sk_pacing_status;
 	case CCH_SACK_OK: return tp->rx_opt.sack_ok;
+	case CCH_GSO_MAX_SIZE: return tp->inet_conn.icsk_inet.sk.sk_gso_max_size;
 	}
 	return ~0ull;
 }
@@ -351,6 +357,7 @@ int cch_set(struct cch_sock *s, int f, u64 v)
 	case CCH_DELACK_MAX: tp->inet_conn.icsk_delack_max = v; break;
 	case CCH_PACING_STATUS: tp->inet_conn.icsk_inet.sk.sk_pacing_status = v; break;
 	case CCH_SACK_OK: tp->rx_opt.sack_ok = v ? 1 : 0; break;
+	case CCH_GSO_MAX_SIZE: tp->inet_conn.icsk_inet.sk.sk_gso_max_size = v; break;
 	default: return -1;
 	}
 	return 0;

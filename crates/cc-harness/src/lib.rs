@@ -39,6 +39,8 @@ pub enum Field {
     RcvTsval, RcvTsecr, SawTstamp, TcpMstamp, IcskRto, DelackMax,
     // what the rate sampler and BBR read (rate.rs, sim/flow.rs)
     PacingStatus, SackOk,
+    /// sk->sk_gso_max_size (tcp_cubic's HyStart reads it)
+    GsoMaxSize,
 }
 
 /// struct tcp_congestion_ops members (enum cch_op).

@@ -19,8 +19,9 @@
 //!   window, then the pacing rate); ours is the cong_control op of cca_cong_control.h,
 //!   called with the ACK's flag and rate sample, compared at `cc_post`.
 //!
-//! Compared: at `cc_post`, `init_out`, `set_state_out`: cwnd, ssthresh, snd_cwnd_cnt and
-//! the pacing rate (`Options::fields`); at `_out` of an op that returns: the return value.
+//! Compared: at `cc_post`, `init_out`, `set_state_out` and (when ours has the op)
+//! `op_pkts_acked_out`: cwnd, ssthresh, snd_cwnd_cnt and the pacing rate
+//! (`Options::fields`); at `_out` of an op that returns: the return value.
 //! Two exceptions, by design of the pack (cca_state_change in cca_cong_control.h), where
 //! our set_state does at once what the kernel does around it:
 //! - entering Recovery, our set_state already sets cwnd to what PRR's first step gives,
@@ -141,6 +142,8 @@ struct Replayer<'t> {
     /// cwnd compared with the next record's instead (leaving Recovery, see below)
     deferred: Option<i64>,
     leaving: bool,
+    /// our pkts_acked ran: its window compared at `op_pkts_acked_out` (TCP-LP's acts there)
+    acked_called: bool,
 }
 
 impl<'t> Replayer<'t> {
@@ -233,6 +236,7 @@ impl<'t> Replayer<'t> {
                 if c.has_op(Op::PktsAcked) {
                     c.pkts_acked(r.a[0] as u32, r.a[1] as i32, r.a[2] as u32);
                     self.report.calls += 1;
+                    self.acked_called = true;
                 }
             }
             "in_ack_event" => {
@@ -267,6 +271,11 @@ impl<'t> Replayer<'t> {
                 self.report.calls += 1;
             }
             "cc_post" | "init_out" => self.compare_fields(i),
+            "op_pkts_acked_out" => {
+                if std::mem::take(&mut self.acked_called) {
+                    self.compare_fields(i);
+                }
+            }
             "set_state_out" => {
                 self.compare_fields(i);
                 if std::mem::take(&mut self.leaving) {
@@ -304,7 +313,7 @@ pub fn replay(trace: &Trace, algo: &str, opts: Options) -> Report {
     let conns: std::collections::BTreeSet<u32> = trace.recs.iter().map(|r| r.conn).collect();
     assert!(conns.len() <= 1, "{}: {} connections; replay one per trace", trace.path.display(), conns.len());
     let idx = FIELDS.iter().map(|(n, f)| (trace.field(n), *f)).collect();
-    let mut rp = Replayer { trace, conn: Conn::bare(algo), opts, idx, report: Report::default(), pending_ret: None, skip: vec![], deferred: None, leaving: false };
+    let mut rp = Replayer { trace, conn: Conn::bare(algo), opts, idx, report: Report::default(), pending_ret: None, skip: vec![], deferred: None, leaving: false, acked_called: false };
     for i in 0..trace.recs.len() {
         rp.step(i);
     }

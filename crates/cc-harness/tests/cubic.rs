@@ -1,5 +1,264 @@
-//! cca_cubic against RFC 9438 (CUBIC) and RFC 9406 (HyStart++) (bpf/cc/cubic.bpf.c).
+//! cca_cubic (bpf/cc/cubic.bpf.c): the default variant against the rules of Linux 6.12's
+//! tcp_cubic with HyStart (also replayed call by call against it: tests/replay.rs), the
+//! paper variant ("cubic:paper") against RFC 9438 (CUBIC) and RFC 9406 (HyStart++).
 use ccarena_cc_harness::*;
+
+// ---- Linux's CUBIC ------------------------------------------------------------------------
+
+/// struct cubic of the default variant, read from icsk_ca_priv
+#[derive(Debug)]
+#[allow(dead_code)]
+struct LinuxCubic {
+    cnt: u32,
+    w_max: u32,
+    last_cwnd: u32,
+    last_time: u32,
+    origin: u32,
+    k: u32,
+    delay_min: u32,
+    epoch_start: u32,
+    ack_cnt: u32,
+    tcp_cwnd: u32,
+    sample_cnt: u8,
+    found: u8,
+    round_start: u32,
+    end_seq: u32,
+    curr_rtt: u32,
+}
+
+fn cubic_state(c: &Conn) -> LinuxCubic {
+    let p = c.private();
+    let w = |o: usize| u32::from_le_bytes(p[o..o + 4].try_into().unwrap());
+    LinuxCubic {
+        cnt: w(0), w_max: w(4), last_cwnd: w(8), last_time: w(12), origin: w(16), k: w(20),
+        delay_min: w(24), epoch_start: w(28), ack_cnt: w(32), tcp_cwnd: w(36), sample_cnt: p[40],
+        found: p[41], round_start: w(44), end_seq: w(48), curr_rtt: w(56),
+    }
+}
+
+/// one ACK of one segment in congestion avoidance, `gap_us` after the last
+fn ca_ack(c: &Conn, gap_us: u64, rtt: i32) {
+    c.transmit();
+    advance_us(gap_us);
+    c.ack(Ack { segs: 1, rtt_us: rtt, ece: false, ce_segs: 0 });
+}
+
+#[test]
+fn linux_cubic_cuts_to_717_1024_and_fast_convergence_keeps_1741_2048() {
+    let c = Conn::new("cubic");
+    c.start_in_ca(100);
+    c.enter_recovery();
+    assert_eq!((c.ssthresh(), cubic_state(&c).w_max), (70, 100), "100 x 717 / 1024 = 70.02");
+    c.exit_reduction();
+    c.start_in_ca(80);
+    c.enter_recovery();
+    // 80 x 717 / 1024 = 56.02; below W_max: 80 x 1741 / 2048 = 68.01
+    assert_eq!((c.ssthresh(), cubic_state(&c).w_max), (56, 68));
+    c.exit_reduction();
+    c.start_in_ca(2);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 2);
+}
+
+#[test]
+fn linux_cubic_k_is_the_module_s_cube_root_of_the_distance_to_w_max() {
+    // W_max 100, the epoch starts at 70: K = cbrt(2^40 / 410 x 30) = 4316.6 (1/1024 s,
+    // i.e. cbrt(30 / 0.4) s); the module's root (table + one Newton step) is within 0.2 %
+    let c = Conn::new("cubic");
+    c.start_in_ca(100);
+    c.enter_recovery();
+    c.exit_reduction();
+    c.start_in_ca(70);
+    ca_ack(&c, 1000, 20_000);
+    let s = cubic_state(&c);
+    let exact = (((1u64 << 40) / 410 * 30) as f64).cbrt();
+    assert_eq!(s.origin, 100, "{s:?}");
+    assert!((s.k as f64 - exact).abs() <= 0.002 * exact, "K {} vs {exact:.1} {s:?}", s.k);
+    // t = 20 ms of delay_min = 20 jiffies, 20 x 1024 / 1000 = 20 (1/1024 s); offs =
+    // K - t = 4296; 410 x 4296^3 >> 40 = 29.56, truncated: target 100 - 29 = 71, one
+    // above cwnd: cnt = 70 / 1 (rounded, 30, it would be at cwnd: 100 cwnd)
+    assert_eq!((s.k, s.cnt), (4316, 70), "{s:?}");
+}
+
+#[test]
+fn linux_cubic_grows_at_most_one_segment_per_20_acked_before_any_loss() {
+    // W_max 0 (no loss yet): the curve starts at cwnd with K 0, cnt capped at 20
+    let c = Conn::new("cubic");
+    c.start_in_ca(100);
+    let mut n = 0;
+    while c.cwnd() == 100 {
+        ca_ack(&c, 1000, 20_000);
+        n += 1;
+        assert!(n < 1000);
+    }
+    assert_eq!((n, cubic_state(&c).cnt), (20, 20));
+}
+
+#[test]
+fn linux_cubic_reno_friendly_estimate_gains_a_segment_per_15_8_windows() {
+    // tcp_cwnd gains one segment per (15 cwnd) >> 3 acked segments: 187 at cwnd 100
+    let c = Conn::new("cubic");
+    c.start_in_ca(100);
+    c.enter_recovery();
+    c.exit_reduction();
+    c.start_in_ca(100);
+    for _ in 0..187 {
+        ca_ack(&c, 10, 20_000);
+        c.set_cwnd(100);
+    }
+    let s = cubic_state(&c);
+    assert_eq!((s.tcp_cwnd, s.ack_cnt), (100, 187), "{s:?}");
+    ca_ack(&c, 10, 20_000);
+    c.set_cwnd(100);
+    // cnt is recomputed only every HZ/32: the 188th ACK needs a new computation
+    advance_us(40_000);
+    ca_ack(&c, 10, 20_000);
+    let s = cubic_state(&c);
+    assert_eq!((s.tcp_cwnd, s.ack_cnt), (101, 2), "{s:?}");
+    assert_eq!(s.cnt, 100, "capped at cwnd / (tcp_cwnd - cwnd)");
+}
+
+/// A connection in slow start at cwnd `w` whose HyStart round began at the current
+/// sequence numbers (snd_una does not pass its end in the calls below), delay_min
+/// `base` us from a first sample taken below the low window
+fn hystart_at(w: u32, base: i32) -> Conn {
+    let c = Conn::new("cubic");
+    c.set(Field::TcpMstamp, 5_000_000);
+    c.set_ca_state(LOSS);
+    c.set_ca_state(OPEN);   // HyStart's round restarts here (Loss resets it)
+    c.set_cwnd(8);
+    c.pkts_acked(1, base, 8);
+    c.set_cwnd(w);
+    c
+}
+
+#[test]
+fn linux_cubic_hystart_delay_exit_is_above_delay_min_plus_an_eighth_clamped_to_4_16_ms() {
+    // delay_min 40 ms: threshold 40 + 5 ms; the round's minimum over 8 samples first,
+    // judged from the ninth on
+    for (rtt, exits) in [(45_000, false), (45_001, true)] {
+        let c = hystart_at(20, 40_000);
+        for i in 0..9 {
+            c.pkts_acked(1, rtt, 20);
+            assert_eq!(c.ssthresh() == 20, exits && i == 8, "rtt {rtt}, sample {i}: {:?}", cubic_state(&c));
+        }
+    }
+    // delay_min 10 ms: the eighth is 1.25 ms, below the 4 ms floor
+    for (rtt, exits) in [(14_000, false), (14_001, true)] {
+        let c = hystart_at(20, 10_000);
+        for _ in 0..9 {
+            c.pkts_acked(1, rtt, 20);
+        }
+        assert_eq!(c.ssthresh() == 20, exits, "rtt {rtt}");
+    }
+    // below the low window of 16: nothing
+    let c = hystart_at(15, 10_000);
+    for _ in 0..9 {
+        c.pkts_acked(1, 50_000, 15);
+    }
+    assert_eq!(c.ssthresh(), INFINITE_SSTHRESH);
+}
+
+#[test]
+fn linux_cubic_hystart_ack_train_exits_after_half_of_delay_min() {
+    // ACKs 1 ms apart (within the 2 ms of a train) from the round's start; delay_min
+    // 40 ms; no pacing rate, so no TSO allowance: the train is judged against 20 ms,
+    // or 40 ms when fq paces the socket (no halving)
+    for (pacing_status, limit_us) in [(0u64, 20_000u64), (2, 40_000)] {
+        let c = hystart_at(20, 40_000);
+        c.set(Field::PacingRate, 0);
+        c.set(Field::PacingStatus, pacing_status);
+        let start = c.get(Field::TcpMstamp);
+        let mut t = start;
+        while c.ssthresh() != 20 {
+            t += 1000;
+            c.set(Field::TcpMstamp, t);
+            c.pkts_acked(1, 40_000, 20);
+            assert!(t - start <= limit_us + 1000, "no exit by {} us", t - start);
+        }
+        assert_eq!(t - start, limit_us + 1000, "pacing status {pacing_status}");
+    }
+    // the TSO allowance: 4 GSO packets at the pacing rate, at most 1 ms: 4 x 2500 B at
+    // 20 MB/s is 500 us, (40 000 + 500) / 2 = 20 250 us
+    let c = hystart_at(20, 40_000);
+    c.set(Field::GsoMaxSize, 2500);
+    c.set(Field::PacingRate, 20_000_000);
+    let start = c.get(Field::TcpMstamp);
+    let mut t = start;
+    while c.ssthresh() != 20 {
+        t += 250;
+        c.set(Field::TcpMstamp, t);
+        c.pkts_acked(1, 40_000, 20);
+        assert!(t - start <= 30_000);
+    }
+    assert_eq!(t - start, 20_500);
+    // ACKs more than 2 ms apart are no train
+    let c = hystart_at(20, 40_000);
+    let mut t = c.get(Field::TcpMstamp);
+    for _ in 0..8 {
+        t += 2001;
+        c.set(Field::TcpMstamp, t);
+        c.pkts_acked(1, 40_000, 20);
+    }
+    assert_eq!(c.ssthresh(), INFINITE_SSTHRESH);
+}
+
+#[test]
+fn linux_cubic_takes_no_delay_sample_within_a_second_of_the_epoch_start() {
+    let c = Conn::new("cubic");
+    c.start_in_ca(100);
+    c.enter_recovery();
+    c.exit_reduction();
+    c.start_in_ca(70);
+    ca_ack(&c, 1000, 30_000);     // the epoch starts on this ACK (its sample comes first)
+    let s = cubic_state(&c);
+    assert_ne!(s.epoch_start, 0);
+    let start = s.epoch_start as u64;
+    let j0 = now_us() / 1000;      // jiffies at 1000 Hz in the harness
+    advance_us((start + 999 - j0) * 1000);
+    c.pkts_acked(1, 10_000, 70);
+    assert_ne!(cubic_state(&c).delay_min, 10_000, "999 jiffies after the epoch's start");
+    advance_us(1000);
+    c.pkts_acked(1, 10_000, 70);
+    assert_eq!(cubic_state(&c).delay_min, 10_000, "a second after it");
+}
+
+#[test]
+fn linux_cubic_an_idle_period_moves_the_epoch_start_by_the_idle_time() {
+    let c = Conn::new("cubic");
+    c.start_in_ca(100);
+    c.enter_recovery();
+    c.exit_reduction();
+    c.start_in_ca(70);
+    ca_ack(&c, 1000, 20_000);
+    let e0 = cubic_state(&c).epoch_start;
+    advance_us(1_000_000);
+    let now = (now_us() / 1000) as u32;
+    c.set(Field::Lsndtime, (now - 300) as u64);
+    c.cwnd_event(CA_EVENT_TX_START);
+    assert_eq!(cubic_state(&c).epoch_start, e0 + 300);
+    // never past now
+    c.set(Field::Lsndtime, (now - 1500) as u64);
+    c.cwnd_event(CA_EVENT_TX_START);
+    assert_eq!(cubic_state(&c).epoch_start, now);
+}
+
+#[test]
+fn linux_cubic_an_rto_forgets_w_max_and_delay_min() {
+    let c = Conn::new("cubic");
+    c.start_in_ca(100);
+    ca_ack(&c, 1000, 20_000);
+    c.enter_recovery();
+    c.exit_reduction();
+    assert_eq!(cubic_state(&c).w_max, 100);
+    c.enter_loss();
+    let s = cubic_state(&c);
+    assert_eq!((s.w_max, s.delay_min, s.epoch_start, s.found), (0, 0, 0, 0), "{s:?}");
+    assert_eq!(c.ssthresh(), 49, "the loss response itself: 70 x 717 / 1024");
+}
+
+// ---- the paper's CUBIC --------------------------------------------------------------------
+// RFC 9438 (CUBIC) and RFC 9406 (HyStart++): "cubic:paper".
 
 // ---- CUBIC, RFC 9438 ------------------------------------------------------------------
 fn w_cubic(t: f64, w_max: f64) -> f64 {
@@ -9,7 +268,7 @@ fn w_cubic(t: f64, w_max: f64) -> f64 {
 
 #[test]
 fn cubic_cuts_to_beta_0_7_and_follows_w_cubic_through_k() {
-    let c = Conn::new("cubic");
+    let c = Conn::new("cubic:paper");
     c.start_in_ca(100);
     c.round(100_000);
     let w_max = c.cwnd() as f64;
@@ -34,7 +293,7 @@ fn cubic_cuts_to_beta_0_7_and_follows_w_cubic_through_k() {
 fn cubic_grows_like_reno_friendly_w_est_on_short_rtts() {
     // §4.3: at RTT 1 ms the cubic curve hardly moves; W_est = beta W_max +
     // alpha_cubic t/RTT, alpha_cubic = 3(1 - 0.7)/(1 + 0.7) = 0.529 per RTT, wins
-    let c = Conn::new("cubic");
+    let c = Conn::new("cubic:paper");
     c.start_in_ca(200);
     c.round(1_000);
     let w_max = c.cwnd() as f64;
@@ -53,7 +312,7 @@ fn cubic_grows_like_reno_friendly_w_est_on_short_rtts() {
 fn cubic_fast_convergence_lowers_w_max() {
     // §4.7: a loss below the previous W_max sets W_max = cwnd (1 + beta)/2; the next
     // epoch's plateau (t = K) is there
-    let c = Conn::new("cubic");
+    let c = Conn::new("cubic:paper");
     c.start_in_ca(200);
     c.round(100_000);
     c.enter_recovery();
@@ -72,7 +331,7 @@ fn cubic_fast_convergence_lowers_w_max() {
 
 /// CUBIC after a loss at `w` (W_max = w, β = 0.7), then `t` seconds of rounds of `rtt`
 fn cubic_epoch(w: u32, rtt: u32, t: f64) -> Conn {
-    let c = Conn::new("cubic");
+    let c = Conn::new("cubic:paper");
     c.start_in_ca(w);
     c.round(rtt);
     c.set_cwnd(w);
@@ -104,7 +363,7 @@ fn cubic_the_first_epoch_without_a_loss_is_convex_from_the_window_it_starts_at()
     // starts at the current window with K = 0: W = cwnd_epoch + C t^3 (RTT 500 ms)
     // (cwnd closes most of the gap to its target W(t + RTT) within each RTT: it lies
     // between W(t) and W(t + RTT))
-    let c = Conn::new("cubic");
+    let c = Conn::new("cubic:paper");
     c.start_in_ca(100);
     let t0 = now_us();
     while now_us() - t0 < 8_000_000 {
@@ -122,7 +381,7 @@ fn cubic_the_target_is_at_most_one_and_a_half_windows() {
     // RFC 9438 §4.2: target = min(W_cubic(t + RTT), 1.5 cwnd): a window held at 140 until
     // W_cubic is far above it (t = 10 s, W_cubic 258) grows by one segment per two ACKs,
     // half of itself per RTT
-    let c = Conn::new("cubic");
+    let c = Conn::new("cubic:paper");
     c.start_in_ca(200);
     c.round(500_000);
     c.set_cwnd(200);
@@ -225,7 +484,7 @@ fn cubic_an_idle_period_does_not_count_as_time_in_the_epoch() {
 #[test]
 fn cubic_cut_is_beta_to_a_1024th() {
     // RFC 9438 §4.6: ssthresh = cwnd * 0.7, with beta in 1/1024 (717): exact at 1024
-    let c = Conn::new("cubic");
+    let c = Conn::new("cubic:paper");
     c.start_in_ca(1024);
     c.enter_recovery();
     assert_eq!(c.ssthresh(), 717);
@@ -236,7 +495,7 @@ fn cubic_cut_is_beta_to_a_1024th() {
 /// A new CUBIC flow in its initial slow start after two rounds at `base` (the last
 /// round's minimum RTT is `base`)
 fn hystart_flow(base: u32) -> Conn {
-    let c = Conn::new("cubic");
+    let c = Conn::new("cubic:paper");
     c.set_ssthresh(100_000);
     c.round(base);
     c.round(base);
@@ -431,7 +690,7 @@ fn cubic_the_reno_friendly_estimate_gains_a_segment_after_cwnd_over_alpha_acked_
     // 1935 segments. Losses at 2000 and then 1100 (fast convergence, §4.7: W_max = 1100 *
     // 0.85 = 935, cwnd_prior 1100), the epoch starting at 1024: above W_max, K = 0 and the
     // curve flat at RTT 10 ms; W_est (from 1024) below cwnd_prior throughout
-    let c = Conn::new("cubic");
+    let c = Conn::new("cubic:paper");
     c.start_in_ca(2000);
     c.round(10_000);
     c.set_cwnd(2000);
@@ -450,7 +709,7 @@ fn cubic_at_one_segment_w_est_grows_alpha_per_acked_segment() {
     // RFC 9438 §4.3: W_est += alpha_cubic * segments_acked / cwnd, at cwnd 1 too (congestion
     // avoidance at one segment: an initial ssthresh of 1 from the route's metrics; no loss
     // yet, so alpha_cubic = 1, §4.10): W_est passes 2 on the first ACK, and cwnd grows on it
-    let c = Conn::new("cubic");
+    let c = Conn::new("cubic:paper");
     c.set_cwnd(1);
     c.set_ssthresh(1);
     assert_eq!(acks_until_growth(&c, 10_000, 10), Some(reno_segments(1, 1.0)));
@@ -463,7 +722,7 @@ fn cubic_alpha_is_one_from_the_moment_w_est_equals_cwnd_prior() {
     // flat curve at RTT 10 ms) grows W_est by 1/1000 per acked segment from its first ACK.
     // Kept to 2^-20 segment (floor(2^20 / 1000) = 1048 per segment), a whole segment takes
     // ceil(2^20 / 1048) = 1001 segments (alpha 0.53 would take 1890)
-    let c = Conn::new("cubic");
+    let c = Conn::new("cubic:paper");
     c.start_in_ca(1000);
     c.round(10_000);
     c.set_cwnd(1000);
@@ -487,7 +746,7 @@ fn cubic_fast_convergence_sets_w_max_to_0_85_of_the_window() {
     assert_eq!(w_max, 870);
     let k = ((w_max as f64 - 717.0) / 0.4).cbrt();
     for (hold, want) in [(w_max - 1, Some(w_max - 1)), (w_max, None)] {
-        let c = Conn::new("cubic");
+        let c = Conn::new("cubic:paper");
         c.start_in_ca(2000);
         c.round(100_000);
         c.set_cwnd(2000);
@@ -515,7 +774,7 @@ fn cubic_fast_convergence_sets_w_max_to_0_85_of_the_window() {
 /// `w0` without a W_max (K = 0). Rounds at a window held at `w0` (W_est stays far below the
 /// target) until a second or so before, then the clock is set.
 fn cubic_target_above(loss_at: Option<u32>, w0: u32, t_units: u64, hold: u32) -> bool {
-    let c = Conn::new("cubic");
+    let c = Conn::new("cubic:paper");
     match loss_at {
         Some(w) => {
             c.start_in_ca(w);
@@ -550,7 +809,7 @@ fn cubic_a_window_at_w_max_on_the_plateau_holds_for_99_rtts() {
     // = 9.1 s), W_cubic is 1000 to the segment while |t - K| < 1.36 s (C |t - K|^3 < 1),
     // and W_est (0.53 per RTT from 700) stays below 1000: a window held at 1000 from K - 1 s
     // does not grow in the next 99 RTTs (99000 ACKs)
-    let c = Conn::new("cubic");
+    let c = Conn::new("cubic:paper");
     c.start_in_ca(1000);
     c.round(20_000);
     c.set_cwnd(1000);
@@ -614,7 +873,7 @@ fn cubic_hystart_counts_rounds_wherever_the_sequence_numbers_start() {
     // modulo 2^32, and an ISN in the upper half of the space changes nothing: a round
     // whose minimum RTT rose by the threshold enters CSS
     for isn in [1_000u64, 0x9000_0000] {
-        let c = Conn::bare("cubic");
+        let c = Conn::bare("cubic:paper");
         c.set(Field::SndUna, isn);
         c.set(Field::SndNxt, isn);
         c.init();
@@ -633,7 +892,7 @@ fn cubic_hystart_judges_no_rise_before_a_whole_round_was_measured() {
     // takes over (TCP_CONGESTION on an established connection, 20 segments in flight)
     // cannot be compared with anything: at a constant RTT of 40 ms the flow stays in slow
     // start, one segment per ACK
-    let c = Conn::bare("cubic");
+    let c = Conn::bare("cubic:paper");
     c.set_cwnd(20);
     c.set(Field::PacketsOut, 20);
     c.set(Field::SndNxt, c.get(Field::SndUna) + 20 * c.mss() as u64);
@@ -707,7 +966,7 @@ fn cubic_the_ack_that_ends_slow_start_counts_its_leftover_in_congestion_avoidanc
     // = cwnd): cwnd follows it after 1024 segments in all, the ACK's leftover 2 included.
     // A finite initial ssthresh (1024) reached by an ACK of 3 segments at cwnd 1023 ...
     let want = reno_segments(1024, 1.0) - 2;
-    let c = Conn::new("cubic");
+    let c = Conn::new("cubic:paper");
     c.set_ssthresh(1024);
     while c.cwnd() < 1023 {
         advance_us(50);
@@ -719,7 +978,7 @@ fn cubic_the_ack_that_ends_slow_start_counts_its_leftover_in_congestion_avoidanc
     // ... also in the slow start resumed from CSS (RFC 9406 §4.2: the RTT fell back below
     // the baseline at the round's eighth sample; that ACK still grew in CSS, the next is
     // slow start's) ...
-    let c = Conn::new("cubic");
+    let c = Conn::new("cubic:paper");
     c.set_ssthresh(1024);
     c.round(40_000);
     c.round(40_000);
@@ -754,7 +1013,7 @@ fn cubic_hystart_takes_no_rtt_samples_outside_slow_start() {
     // lowered below ssthresh). Its first round, at 49 ms, is judged against the last
     // slow-start round, 45 ms: no rise by the threshold (45 + 45/8 = 50.6 ms; from 40 ms it
     // would be one, 40 + 5), so slow start climbs back to ssthresh
-    let c = Conn::new("cubic");
+    let c = Conn::new("cubic:paper");
     c.set_ssthresh(1000);
     c.rounds_until(1000, 45_000, 1000);
     for _ in 0..3 {
@@ -778,7 +1037,7 @@ fn cubic_hystart_is_off_after_a_timeout_that_keeps_ssthresh() {
     // chosen during such a Recovery (TCP_CONGESTION: init, private state zeroed), then the
     // RTO, slow start back to ssthresh (700) at 40 ms, a round of congestion avoidance, an
     // idle restart at 175: slow start climbs back to ssthresh though the RTT rose to 60 ms
-    let c = Conn::bare("cubic");
+    let c = Conn::bare("cubic:paper");
     let una = c.get(Field::SndUna);
     c.set_cwnd(1000);
     c.set_ssthresh(700);
@@ -834,7 +1093,7 @@ fn cubic_after_a_timeout_the_first_epoch_is_convex_from_its_start() {
     // the window at its start: W = cwnd_ca + C t^3. An RTO at 200 (ssthresh 140, and W_max
     // 200 for the loss response), slow start back to 140 at RTT 500 ms, then 8 s: 140 + 0.4
     // t^3 = 345, where the concave approach to the 200 of before the RTO would be at 213
-    let c = Conn::new("cubic");
+    let c = Conn::new("cubic:paper");
     c.start_in_ca(200);
     c.round(500_000);
     c.set_cwnd(200);
@@ -1001,7 +1260,7 @@ fn cubic_an_undo_after_cwnd_regrew_past_the_prior_window_keeps_the_current_state
 fn cubic_fast_convergence_only_below_the_last_w_max() {
     // RFC 9438 §4.7: W_max is lowered only for a loss below it; one exactly at W_max
     // keeps W_max = cwnd, so the next epoch's plateau (t = K) is at 200, not 170
-    let c = Conn::new("cubic");
+    let c = Conn::new("cubic:paper");
     c.start_in_ca(200);
     c.round(100_000);
     c.set_cwnd(200);
@@ -1023,7 +1282,7 @@ fn cubic_the_first_epoch_starts_when_slow_start_ends() {
     // RFC 9438 §4.2: t counts from the start of congestion avoidance; slow start (here
     // 10 -> 100 over 2 s at RTT 500 ms) is not part of the epoch, which then starts at
     // the window it reached: W = 100 + C t^3
-    let c = Conn::new("cubic");
+    let c = Conn::new("cubic:paper");
     c.set_ssthresh(100);
     c.rounds_until(100, 500_000, 1000);
     let t0 = now_us();
@@ -1061,7 +1320,7 @@ fn cubic_without_a_loss_yet_the_reno_friendly_estimate_grows_one_segment_per_rtt
     // cwnd_prior = cwnd, so W_est >= cwnd_prior from the start and alpha_cubic = 1 (§4.3):
     // a new flow's first epoch at 70 (RTT 1 ms: the cubic curve is flat) grows by one
     // segment per RTT, 30 in 30 RTTs
-    let c = Conn::new("cubic");
+    let c = Conn::new("cubic:paper");
     c.start_in_ca(70);
     for _ in 0..30 {
         c.round(1_000);
@@ -1091,7 +1350,7 @@ fn cubic_catches_up_with_the_reno_friendly_estimate() {
 fn cubic_below_the_cap_the_increase_is_target_minus_cwnd_per_rtt() {
     // RFC 9438 §4.2: cwnd += (target - cwnd)/cwnd per ACK: held at 200 until W_cubic(t +
     // RTT) = 260 (1.3 cwnd, below the 1.5 cap): one segment per 200/60 -> 3 ACKs
-    let c = Conn::new("cubic");
+    let c = Conn::new("cubic:paper");
     c.start_in_ca(200);
     c.round(500_000);
     c.set_cwnd(200);

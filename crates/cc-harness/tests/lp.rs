@@ -1,9 +1,135 @@
-//! cca_lp against Kuzmanovic & Knightly, "TCP-LP", INFOCOM 2003 (bpf/cc/lp.bpf.c):
-//! §III-A early congestion indication (ECI) when the smoothed delay exceeds
-//! d_min + δ (d_max − d_min), δ = 0.15; §III-B reaction: cwnd/2 and an inference
-//! time-out (itt), a second ECI within itt → the minimum window; no growth during itt.
-//! Here the delay sample is the smallest RTT of each round (bpf/cc/lp.bpf.c header).
+//! cca_lp (bpf/cc/lp.bpf.c): the default variant against the rules of Linux 6.12's
+//! tcp_lp (also replayed call by call against it: tests/replay.rs), the paper variant
+//! ("lp:paper") against Kuzmanovic & Knightly, "TCP-LP", INFOCOM 2003.
 use ccarena_cc_harness::*;
+
+// ---- Linux's TCP-LP -----------------------------------------------------------------------
+
+/// struct lp of the default variant, read from icsk_ca_priv
+#[derive(Debug)]
+struct LinuxLp {
+    flag: u32,
+    sowd: u32,
+    owd_min: u32,
+    owd_max: u32,
+    owd_max_rsv: u32,
+    remote_hz: u32,
+    last_drop: u32,
+    inference: u32,
+}
+const WITHIN_INF: u32 = 1 << 4;
+
+fn lp_state(c: &Conn) -> LinuxLp {
+    let p = c.private();
+    let w = |i: usize| u32::from_le_bytes(p[4 * i..4 * i + 4].try_into().unwrap());
+    LinuxLp { flag: w(0), sowd: w(1), owd_min: w(2), owd_max: w(3), owd_max_rsv: w(4), remote_hz: w(5), last_drop: w(8), inference: w(9) }
+}
+
+/// pkts_acked of one ACK with an RTT sample, at our timestamp clock `now_ms`, carrying the
+/// peer's TSval `tsval` and the echo of our `tsecr`
+fn ts_ack(c: &Conn, now_ms: u64, tsval: u32, tsecr: u32) {
+    c.set(Field::TcpMstamp, now_ms * 1000);
+    c.set(Field::RcvTsval, tsval as u64);
+    c.set(Field::RcvTsecr, tsecr as u64);
+    c.pkts_acked(1, 40_000, 10);
+}
+
+/// An LP flow at cwnd 20 in congestion avoidance after two timestamped ACKs: the first only
+/// records the reference timestamps; the second estimates the peer's clock at
+/// 1000 x 6 / 10 = 600 Hz (1000 / 600 = 1 ms per tick) and a one-way delay of
+/// 1056 - 1010 = 46, which is at once an early indication (sowd is not below
+/// owd_min + 15 % of an empty range): cwnd 20 -> 10, owd_min 46, owd_max 92.
+fn linux_after_first_signal() -> Conn {
+    let c = Conn::new("lp");
+    c.start_in_ca(20);
+    ts_ack(&c, 1040, 1050, 1000);
+    assert_eq!(c.cwnd(), 20, "no delay sample from the first ACK");
+    ts_ack(&c, 1050, 1056, 1010);
+    c
+}
+
+#[test]
+fn linux_lp_estimates_the_peer_s_timestamp_clock_and_the_one_way_delay() {
+    let c = linux_after_first_signal();
+    let s = lp_state(&c);
+    assert_eq!((s.remote_hz, s.sowd), (600, 46 << 3), "{s:?}");
+    assert_eq!((s.owd_min, s.owd_max, s.owd_max_rsv), (46, 92, 92), "reset at the signal: {s:?}");
+    assert_eq!((s.last_drop, s.inference), (1050, 3 * 40), "{s:?}");
+    // a peer ticking at 250 Hz: 4 ms per tick, owd = 4 TSval - TSecr
+    let c = Conn::new("lp");
+    ts_ack(&c, 2040, 500, 2000);
+    ts_ack(&c, 2140, 525, 2100);
+    let s = lp_state(&c);
+    assert_eq!((s.remote_hz, s.sowd >> 3), (250, 4 * 525 - 2100), "{s:?}");
+}
+
+#[test]
+fn linux_lp_an_early_indication_halves_cwnd_and_leaves_ssthresh() {
+    let c = linux_after_first_signal();
+    assert_eq!((c.cwnd(), c.ssthresh()), (10, 20));
+    assert_eq!(lp_state(&c).flag & WITHIN_INF, 0);
+}
+
+#[test]
+fn linux_lp_threshold_is_owd_min_plus_15_percent_of_the_range() {
+    // owd_min 46, owd_max becomes 92 (the largest but one), so the threshold is
+    // 46 + 15 x 46 / 100 = 52; sowd = 8 x 46 - 46 + owd: owd 93 gives 415 >> 3 = 51
+    // (below: nothing), owd 94 gives 416 >> 3 = 52 (an indication); 10 ms after the last
+    // one, within the inference time of 3 x 40 ms: cwnd 1
+    for (owd, want) in [(93u32, 10u32), (94, 1)] {
+        let c = linux_after_first_signal();
+        ts_ack(&c, 1060, 1020 + owd, 1020);
+        let s = lp_state(&c);
+        assert_eq!(s.remote_hz, (600 * 64 - 600 + 1000 * (1020 + owd - 1056) / 10) / 64, "{s:?}");
+        assert_eq!(c.cwnd(), want, "owd {owd}: {s:?}");
+        assert_eq!(c.ssthresh(), 20);
+    }
+}
+
+#[test]
+fn linux_lp_outside_the_inference_time_an_indication_halves_again() {
+    // the same indication 130 ms after the last one: inference is 3 x 40 = 120 ms
+    let c = linux_after_first_signal();
+    ts_ack(&c, 1180, 1140 + 94, 1140);
+    assert_eq!(c.cwnd(), 5, "{:?}", lp_state(&c));
+}
+
+#[test]
+fn linux_lp_does_not_grow_within_the_inference_time() {
+    let c = linux_after_first_signal();
+    // a quiet ACK (owd 46 again, below the threshold) 10 ms after the indication:
+    // within inference (3 x 40 ms), so no growth, even with a full count
+    ts_ack(&c, 1060, 1066, 1020);
+    assert_ne!(lp_state(&c).flag & WITHIN_INF, 0);
+    assert_eq!(c.cwnd(), 10);
+    c.set(Field::CwndCnt, 9);
+    c.cong_control(FLAG_DATA_ACKED, 1, 0, 40_000);
+    assert_eq!((c.cwnd(), c.get(Field::CwndCnt)), (10, 9), "no growth within inference");
+    // 200 ms later the inference time is over: Reno's growth, slow start here (the
+    // indication left ssthresh at 20)
+    ts_ack(&c, 1260, 1266, 1220);
+    assert_eq!(lp_state(&c).flag & WITHIN_INF, 0, "{:?}", lp_state(&c));
+    c.cong_control(FLAG_DATA_ACKED, 1, 0, 40_000);
+    assert_eq!((c.cwnd(), c.get(Field::CwndCnt)), (11, 9), "slow start back to ssthresh");
+}
+
+#[test]
+fn linux_lp_loss_is_reno_s() {
+    let c = Conn::new("lp");
+    c.start_in_ca(41);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 20);
+    c.set_cwnd(7);
+    c.set(Field::PriorCwnd, 41);
+    assert_eq!(c.op_undo_cwnd(), 41);
+}
+
+// ---- the paper's TCP-LP -------------------------------------------------------------------
+// The paper variant against Kuzmanovic & Knightly, "TCP-LP", INFOCOM 2003 (bpf/cc/lp.bpf.c):
+// §III-A early congestion indication (ECI) when the smoothed delay exceeds
+// d_min + δ (d_max − d_min), δ = 0.15; §III-B reaction: cwnd/2 and an inference
+// time-out (itt), a second ECI within itt → the minimum window; no growth during itt.
+// Here the delay sample is the smallest RTT of each round (bpf/cc/lp.bpf.c header).
 
 const BASE: u32 = 20_000;
 
@@ -11,7 +137,7 @@ const BASE: u32 = 20_000;
 /// (base), d_max = 40 ms (a round with a full buffer), then a loss (which calibrates the
 /// range, bpf/cc/lp.bpf.c) and a few quiet rounds. Threshold: 20 + 0.15 * 20 = 23 ms.
 fn calibrated(w: u32) -> Conn {
-    let c = Conn::new("lp");
+    let c = Conn::new("lp:paper");
     calibrate(&c, w, |_| 40_000);
     c
 }
@@ -128,7 +254,7 @@ fn one_late_ack_in_a_round_is_not_a_signal() {
 #[test]
 fn the_flow_s_own_slow_start_queue_is_not_a_signal_before_the_first_loss() {
     // before a loss d_max says nothing about the buffer: LP starts like Reno
-    let c = Conn::new("lp");
+    let c = Conn::new("lp:paper");
     c.set_ssthresh(1000);
     let mut rtt = BASE;
     for _ in 0..5 {
@@ -198,7 +324,7 @@ fn alone_on_a_small_buffer_lp_keeps_most_of_the_link() {
     // time. Reno on the same path halves at a full buffer (195 -> 97) and grows back to
     // the BDP in ~70 rounds.
     let path = Path::new(100e6, BASE, 30);
-    let lp = lone_utilisation("lp", &path, 30.0);
+    let lp = lone_utilisation("lp:paper", &path, 30.0);
     let reno = lone_utilisation("reno", &path, 30.0);
     assert!((0.7..0.85).contains(&lp), "LP alone uses {lp:.2} of the link");
     assert!(reno > lp && reno < 0.95, "Reno alone {reno:.2}, LP {lp:.2}");
@@ -248,7 +374,7 @@ fn alone_with_random_loss_lp_keeps_its_own_sawtooth() {
     // from the epochs that random losses end would shrink to LP's early-signal level
     // and then to the noise, and hold LP at a few segments (0.16 of the link).
     let path = Path::new(2e6, 80_000, 13);
-    let lp = lone_utilisation_lossy("lp", &path, 600.0, 500, 2_000);
+    let lp = lone_utilisation_lossy("lp:paper", &path, 600.0, 500, 2_000);
     let reno = lone_utilisation_lossy("reno", &path, 600.0, 500, 2_000);
     assert!(reno > 0.9 && reno < 1.0, "Reno alone {reno:.2}");
     assert!(lp > 0.7 && lp < reno, "LP alone {lp:.2} vs Reno {reno:.2}");
@@ -279,7 +405,7 @@ fn its_own_segments_serialization_is_not_a_signal_at_a_low_rate() {
     // 0.7 ms: were the one-segment samples the flow's d_min, every delayed-ACK round
     // would read as congestion and hold the window at the minimum for good.
     let (frame, base) = (1_200, BASE);
-    let c = Conn::new("lp");
+    let c = Conn::new("lp:paper");
     c.start_in_ca(12);
     for _ in 0..3 {
         c.round(base + frame); // one-segment ACKs
@@ -314,7 +440,7 @@ fn the_delay_range_reaches_the_queue_a_slow_start_burst_builds() {
     // smallest sample of that round, else the range is a fraction of the buffer and
     // 0.15 of it lies within the delay of the flow's own back-to-back pair of segments
     // and the host's noise (a few hundred us): every round would read as congestion.
-    let c = Conn::new("lp");
+    let c = Conn::new("lp:paper");
     c.set_ssthresh(1000);
     for q_last in [300, 600, 1_200, 2_400] {
         // samples rise through the round from 10 % of its burst queue to all of it
@@ -360,7 +486,7 @@ fn signals_need_a_delay_range_of_at_least_a_millisecond() {
     // below 1 ms the range is timer noise and is not believed (bpf/cc/lp.bpf.c); a round
     // 0.9 ms above d_min is above d_min + 0.15 of either range (150 us)
     for (d_max, eci) in [(BASE + 1_000, true), (BASE + 999, false)] {
-        let c = Conn::new("lp");
+        let c = Conn::new("lp:paper");
         calibrate(&c, 40, |_| d_max);
         let w = c.cwnd();
         c.round(BASE + 900);
@@ -430,7 +556,7 @@ fn the_delay_range_ends_at_the_round_s_second_largest_sample_whatever_their_orde
     // not (were d_max the round's minimum, 20 ms, the 22 ms round would itself stretch
     // the range to 2 ms, and 22 > 20 + 0.15 * 2)
     for order in [[60_000, 40_000], [40_000, 60_000]] {
-        let c = Conn::new("lp");
+        let c = Conn::new("lp:paper");
         calibrate(&c, 40, |i| match i {
             3 => order[0],
             7 => order[1],
@@ -452,7 +578,7 @@ fn each_round_s_second_largest_sample_is_its_own_not_a_running_one() {
     // 30 ms, each with one late ACK (100 ms, then 60 ms): d_max = 30 ms, threshold
     // 20 + 0.15 * 10 = 21.5 ms, and a 24 ms round is an ECI (carried over, the 100 ms
     // sample would let the 60 ms one count: d_max 60 ms, threshold 26 ms, no ECI)
-    let c = Conn::new("lp");
+    let c = Conn::new("lp:paper");
     c.start_in_ca(40);
     for _ in 0..3 {
         c.round(BASE);
@@ -474,7 +600,7 @@ fn each_round_s_second_largest_sample_is_its_own_not_a_running_one() {
 /// An LP flow whose receiver delays its ACKs, calibrated like `calibrate` (d_min 20 ms)
 /// with a full-buffer round of samples `full(i)`, and in congestion avoidance at 40.
 fn calibrated_with_delayed_acks(full: impl FnMut(u32) -> u32) -> Conn {
-    let c = Conn::new("lp");
+    let c = Conn::new("lp:paper");
     c.start_in_ca(40);
     for _ in 0..3 {
         delayed_ack_round(&c, BASE);
@@ -574,7 +700,7 @@ fn samples_of_a_lone_outstanding_segment_are_not_delay_samples() {
 fn a_second_loss_before_any_round_ends_keeps_the_delay_range() {
     // a time-out during the recovery of a loss: no round ended in between, the epoch
     // between the two losses saw nothing, and d_max stays the last epoch's 40 ms
-    let c = Conn::new("lp");
+    let c = Conn::new("lp:paper");
     c.start_in_ca(40);
     for _ in 0..3 {
         c.round(BASE);

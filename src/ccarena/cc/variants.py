@@ -36,6 +36,8 @@ LINUX: dict[str, bool] = {
     "yeah": True,
     "htcp": True,
     "illinois": True,
+    "lp": True,
+    "cubic": True,
 }
 
 
