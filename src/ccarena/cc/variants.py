@@ -36,6 +36,7 @@ LINUX: dict[str, bool] = {
     "yeah": True,
     "htcp": True,
     "illinois": True,
+    "westwood": True,
 }
 
 
