@@ -63,7 +63,7 @@ TESTS = {
     "yeah": [("yeah", None), ("replay", "yeah::")],
     "htcp": [("htcp", None)],
     "highspeed": [("highspeed", None), ("replay", "highspeed::")],
-    "westwood": [("westwood", None)],
+    "westwood": [("westwood", None), ("replay", "westwood::")],
     "dctcp": [("dctcp", None)],
     "illinois": [("illinois", None)],
     "cubic": [("cubic", None)],
