@@ -64,7 +64,7 @@ TESTS = {
     "htcp": [("htcp", None)],
     "highspeed": [("highspeed", None), ("replay", "highspeed::")],
     "westwood": [("westwood", None), ("replay", "westwood::")],
-    "dctcp": [("dctcp", None)],
+    "dctcp": [("dctcp", None), ("replay", "dctcp::")],
     "illinois": [("illinois", None)],
     "cubic": [("cubic", None)],
     "scalable": [("scalable", None), ("replay", "scalable::")],

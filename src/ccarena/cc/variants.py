@@ -37,6 +37,7 @@ LINUX: dict[str, bool] = {
     "htcp": True,
     "illinois": True,
     "westwood": True,
+    "dctcp": True,
 }
 
 
