@@ -149,6 +149,28 @@ fn linux_westwood_has_no_estimate_before_its_first_window_closes() {
 }
 
 #[test]
+fn linux_westwood_starts_with_an_rtt_of_twenty_seconds() {
+    // without an RTT sample the RTT (and RTT_min, taken from it on the first ACK) is
+    // 20·HZ jiffies, so the first window closes only after more than 20 s: at jiffy 21001,
+    // not at 21000, with the 10 segments ACKed at 11000 and 21000: 28960 / 20001 = 1 byte
+    // per jiffy; 1·20000 / 1448 = 13 segments at the end of the next reduction
+    set_now_us(1_000_000);
+    let c = Conn::new("westwood");
+    c.start_in_ca(100);
+    for (t, segs) in [(1001u64, 1u32), (11_000, 10), (21_000, 10), (21_001, 0)] {
+        set_now_us(t * 1000);
+        if segs > 0 {
+            c.ack(Ack { segs, rtt_us: -1, ece: false, ce_segs: 0 });
+        } else {
+            c.in_ack_event(CA_ACK_WIN_UPDATE);
+        }
+    }
+    c.enter_cwr();
+    c.exit_reduction();
+    assert_eq!(c.cwnd(), 13);
+}
+
+#[test]
 fn linux_westwood_grows_as_reno() {
     let c = Conn::new("westwood");
     c.start_in_ca(40);
