@@ -171,6 +171,28 @@ fn linux_westwood_starts_with_an_rtt_of_twenty_seconds() {
 }
 
 #[test]
+fn linux_westwood_takes_the_first_ack_s_rtt_as_rtt_min_whatever_it_is() {
+    // RTT_min starts from the first ACK's RTT, not from the smaller of it and the initial
+    // 20 s: a first sample of 30 s is RTT_min. 4000 segments ACKed in a window that
+    // closes 30002 jiffies after it began: 5792000 / 30002 = 193 bytes per jiffy;
+    // 193·30000 / 1448 = 3998 (with RTT_min 20 s: 2665)
+    set_now_us(1_000_000);
+    let c = Conn::new("westwood");
+    c.start_in_ca(5000);
+    set_now_us(1_001_000);
+    c.ack(Ack::new(1, 30_000_000));
+    for t in [20_000u64, 31_000] {
+        set_now_us(t * 1000);
+        c.ack(Ack { segs: 2000, rtt_us: -1, ece: false, ce_segs: 0 });
+    }
+    set_now_us(31_002_000);
+    c.in_ack_event(CA_ACK_WIN_UPDATE);
+    c.enter_cwr();
+    c.exit_reduction();
+    assert_eq!(c.cwnd(), 3998);
+}
+
+#[test]
 fn linux_westwood_grows_as_reno() {
     let c = Conn::new("westwood");
     c.start_in_ca(40);
