@@ -105,9 +105,9 @@ fn linux_westwood_restarts_rtt_min_after_a_time_out() {
 fn linux_westwood_counts_duplicate_acks_once() {
     // on the slow path a duplicate ACK counts one MSS, and a cumulative ACK only what the
     // duplicates did not count already: 40 duplicates (40 MSS), an ACK of 10 segments
-    // (1 MSS: 30 left to discount), an ACK of 100 (70): 111 MSS = 160728 bytes; the window
-    // closes 52 jiffies after it began: 3090 bytes per jiffy; RTT_min 50: 106 (counting
-    // each ACK in full, 150 MSS, would give 144)
+    // (1 MSS: 30 left to discount), one of 30 (1 MSS: all 30 discounted), one of 100
+    // (100): 142 MSS = 205616 bytes; the window closes 52 jiffies after it began: 3954
+    // bytes per jiffy; RTT_min 50: 136 (counting each ACK in full, 180 MSS, would give 173)
     set_now_us(1_000_000);
     let c = Conn::new("westwood");
     c.start_in_ca(200);
@@ -118,7 +118,7 @@ fn linux_westwood_counts_duplicate_acks_once() {
         set_now_us(t * 1000);
         c.in_ack_event(CA_ACK_SLOWPATH);
     }
-    for (t, segs) in [(1042u64, 10u64), (1043, 100)] {
+    for (t, segs) in [(1042u64, 10u64), (1043, 30), (1044, 100)] {
         set_now_us(t * 1000);
         c.set(Field::SndUna, c.get(Field::SndUna) + segs * MSS);
         c.in_ack_event(CA_ACK_SLOWPATH);
@@ -127,7 +127,32 @@ fn linux_westwood_counts_duplicate_acks_once() {
     c.in_ack_event(CA_ACK_WIN_UPDATE);
     c.enter_cwr();
     c.exit_reduction();
-    assert_eq!(c.cwnd(), 106);
+    assert_eq!(c.cwnd(), 136);
+}
+
+#[test]
+fn linux_westwood_takes_rtt_samples_above_zero_microseconds() {
+    // a sample of 1 us is one jiffy (rounded up): the first window closes at 51 jiffies
+    // (max(1, HZ/20) = 50), with a sample of 1391 (see linux_one_sample); one of 0 us is no
+    // sample. After a time-out RTT_min restarts at 40 ms: 1391·40/1448 = 38
+    set_now_us(1_000_000);
+    let c = Conn::new("westwood");
+    c.start_in_ca(100);
+    set_now_us(1_001_000);
+    c.ack(Ack::new(1, 1));
+    c.pkts_acked(1, 0, 100);
+    for t in 1002..=1051u64 {
+        set_now_us(t * 1000);
+        c.ack(Ack { segs: 1, rtt_us: -1, ece: false, ce_segs: 0 });
+    }
+    c.enter_loss();
+    set_now_us(1_060_000);
+    c.ack(Ack::new(1, 40_000));
+    c.exit_reduction();
+    c.set_cwnd(100);
+    c.enter_cwr();
+    c.exit_reduction();
+    assert_eq!(c.cwnd(), 38);
 }
 
 #[test]
