@@ -187,6 +187,20 @@ fn linux_dctcp_receiver_sends_the_delayed_ack_with_the_old_ece() {
     assert_ne!(c.get(Field::EcnFlags) & TCP_ECN_DEMAND_CWR, 0);
 }
 
+#[test]
+fn linux_dctcp_receiver_starts_unmarked_at_the_rcv_nxt_of_init() {
+    // the CE state starts at "not marked" and the data before a change at rcv_nxt as init
+    // found it: a first segment with CE, while an ACK is delayed, sends that ACK at once
+    // for the data received before init, without ECE
+    let c = linux_ecn();
+    let r0 = c.get(Field::RcvNxt) as u32;
+    let calls = send_ack_calls();
+    linux_receive(&c, true, true);
+    assert_eq!(send_ack_calls(), calls + 1);
+    assert_eq!(send_ack_rcv_nxt(), r0);
+    assert!(!send_ack_ece());
+}
+
 // ---- RFC 8257's DCTCP (dctcp:paper) ---------------------------------------------------------
 
 const RTT: u32 = 1_000;
