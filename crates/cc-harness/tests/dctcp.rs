@@ -60,6 +60,14 @@ fn linux_dctcp_alpha_is_updated_in_1024ths_once_per_window() {
     // at most 1024: 955 − 59 + (300 << 6) / 100 = 1088
     linux_window(&c, 100, 300, 100);
     assert_eq!(linux_alpha(&c), 1024);
+    // a window of one segment, marked: 1024 − 64 + 64 / 1
+    linux_window(&c, 1, 1, 100);
+    assert_eq!(linux_alpha(&c), 1024);
+    linux_window(&c, 1, 1, 100);
+    assert_eq!(linux_alpha(&c), 1024);
+    linux_window(&c, 0, 0, 100);
+    linux_window(&c, 1, 1, 100);
+    assert_eq!(linux_alpha(&c), 900 + 64, "(960 − 60) + 64");
 }
 
 #[test]
@@ -110,6 +118,11 @@ fn linux_dctcp_entering_recovery_halves_the_window_of_that_moment() {
     assert_eq!(c.ssthresh(), 35);
     c.set_cwnd(30);
     assert_eq!(c.op_undo_cwnd(), 70, "undo: the window of the last reduction");
+    // at least 2, also from a window of 1
+    let c = linux_ecn();
+    c.set_cwnd(1);
+    c.set_ca_state(RECOVERY);
+    assert_eq!(c.ssthresh(), 2);
 }
 
 #[test]
