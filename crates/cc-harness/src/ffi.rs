@@ -70,6 +70,7 @@ mod c {
         pub fn cch_now_ns() -> u64;
         pub fn cch_send_ack_calls() -> u64;
         pub fn cch_send_ack_rcv_nxt() -> u32;
+        pub fn cch_send_ack_ece() -> u32;
         pub fn cch_get(s: *mut c_void, f: c_int) -> u64;
         pub fn cch_set(s: *mut c_void, f: c_int, v: u64) -> c_int;
         pub fn cch_has_op(s: *mut c_void, op: c_int) -> c_int;
@@ -136,6 +137,10 @@ pub fn send_ack_calls() -> u64 {
 pub fn send_ack_rcv_nxt() -> u32 {
     // SAFETY: reads a thread-local of the model.
     unsafe { c::cch_send_ack_rcv_nxt() }
+}
+pub fn send_ack_ece() -> bool {
+    // SAFETY: reads a thread-local of the model.
+    unsafe { c::cch_send_ack_ece() != 0 }
 }
 
 // ---- cca_common.h's pure arithmetic ---------------------------------------------------

@@ -116,6 +116,11 @@ pub fn send_ack_calls() -> u64 {
 pub fn send_ack_rcv_nxt() -> u32 {
     ffi::send_ack_rcv_nxt()
 }
+/// Whether the last bpf_tcp_send_ack call's ACK carried ECE (TCP_ECN_DEMAND_CWR set as
+/// it was sent).
+pub fn send_ack_ece() -> bool {
+    ffi::send_ack_ece()
+}
 
 /// One synthetic ACK (see [`Conn::ack`]).
 #[derive(Clone, Copy, Debug)]

@@ -28,8 +28,17 @@
 //!   where the kernel leaves it to the same ACK's tcp_cwnd_reduction: cwnd is not
 //!   compared at that set_state (it is at the ACK's `cc_post`);
 //! - leaving Recovery, the kernel sets cwnd = ssthresh in tcp_end_cwnd_reduction just
-//!   after tcp_set_ca_state (tcp_fastretrans_alert), ours in set_state: our cwnd is
-//!   compared with the kernel's at the next record, after its tcp_end_cwnd_reduction.
+//!   after tcp_set_ca_state (tcp_fastretrans_alert), ours in set_state: our cwnd and
+//!   ssthresh are compared with the kernel's at the next record, after its
+//!   tcp_end_cwnd_reduction (and after the module's CA_EVENT_COMPLETE_CWR, when it has a
+//!   cwnd_event op: the record after that op's `_out`).
+//!
+//! CA_EVENT_COMPLETE_CWR is the one event the kernel sends only to a module without
+//! cong_control (tcp_end_cwnd_reduction returns first for one): our cwnd_event is not
+//! called with it, and what the module does there is ours to do in set_state (compared
+//! as above, or at the `set_state_out` of leaving CWR, which follows the event). After
+//! any other event our cwnd, ssthresh, snd_cwnd_cnt and pacing rate are compared with
+//! the kernel's at the op's `_out`.
 use std::path::Path;
 
 use crate::rate::RateSample;
@@ -139,11 +148,14 @@ struct Replayer<'t> {
     pending_ret: Option<i64>,
     /// fields not compared at the next `_out` (the Recovery entry exception)
     skip: Vec<&'static str>,
-    /// cwnd compared with the next record's instead (leaving Recovery, see below)
-    deferred: Option<i64>,
+    /// cwnd and ssthresh compared with the next record's instead (leaving Recovery, see
+    /// below)
+    deferred: Option<(i64, i64)>,
     leaving: bool,
     /// our pkts_acked ran: its window compared at `op_pkts_acked_out` (TCP-LP's acts there)
     acked_called: bool,
+    /// our cwnd_event was called: compare at its `_out`
+    event_called: bool,
 }
 
 impl<'t> Replayer<'t> {
@@ -190,11 +202,19 @@ impl<'t> Replayer<'t> {
     }
 
     fn step(&mut self, i: usize) {
-        if let Some(ours) = self.deferred.take() {
-            let kernel = self.trace.recs[i].snap[self.trace.field("cwnd")] as i64;
-            self.report.compared += 1;
-            if kernel != ours {
-                self.diverge(i, "cwnd after leaving Recovery".into(), kernel, ours);
+        let trace: &'t Trace = self.trace;
+        let r = &trace.recs[i];
+        // leaving Recovery: the module's CA_EVENT_COMPLETE_CWR (its in and out) comes
+        // before the record our values are compared with
+        let complete_cwr = |r: &Rec| r.kind.starts_with("op_cwnd_event_") && r.a[0] == crate::CA_EVENT_COMPLETE_CWR as i64;
+        if self.deferred.is_some() && !(r.kind == "op_cwnd_event_in" && complete_cwr(r)) {
+            let (cwnd, ssthresh) = self.deferred.take().unwrap();
+            for (name, ours) in [("cwnd", cwnd), ("ssthresh", ssthresh)] {
+                let kernel = r.snap[trace.field(name)] as i64;
+                self.report.compared += 1;
+                if kernel != ours {
+                    self.diverge(i, format!("{name} after leaving Recovery"), kernel, ours);
+                }
             }
         }
         let r = &self.trace.recs[i];
@@ -218,6 +238,7 @@ impl<'t> Replayer<'t> {
                 }
                 if old == RECOVERY && new < crate::CWR {
                     self.skip.push("cwnd");
+                    self.skip.push("ssthresh");
                     self.leaving = true;
                 }
             }
@@ -248,9 +269,15 @@ impl<'t> Replayer<'t> {
             }
             "op_cwnd_event_in" => {
                 self.load(r);
-                if c.has_op(Op::CwndEvent) {
+                if c.has_op(Op::CwndEvent) && !complete_cwr(r) {
                     c.cwnd_event(r.a[0] as i32);
                     self.report.calls += 1;
+                    self.event_called = true;
+                }
+            }
+            "op_cwnd_event_out" => {
+                if std::mem::take(&mut self.event_called) {
+                    self.compare_fields(i);
                 }
             }
             "cc_pre" => {
@@ -279,7 +306,7 @@ impl<'t> Replayer<'t> {
             "set_state_out" => {
                 self.compare_fields(i);
                 if std::mem::take(&mut self.leaving) {
-                    self.deferred = Some(self.conn.cwnd() as i64);
+                    self.deferred = Some((self.conn.cwnd() as i64, self.conn.ssthresh() as i64));
                 }
             }
             "op_ssthresh_out" | "op_undo_cwnd_out" => {
@@ -313,7 +340,7 @@ pub fn replay(trace: &Trace, algo: &str, opts: Options) -> Report {
     let conns: std::collections::BTreeSet<u32> = trace.recs.iter().map(|r| r.conn).collect();
     assert!(conns.len() <= 1, "{}: {} connections; replay one per trace", trace.path.display(), conns.len());
     let idx = FIELDS.iter().map(|(n, f)| (trace.field(n), *f)).collect();
-    let mut rp = Replayer { trace, conn: Conn::bare(algo), opts, idx, report: Report::default(), pending_ret: None, skip: vec![], deferred: None, leaving: false, acked_called: false };
+    let mut rp = Replayer { trace, conn: Conn::bare(algo), opts, idx, report: Report::default(), pending_ret: None, skip: vec![], deferred: None, leaving: false, acked_called: false, event_called: false };
     for i in 0..trace.recs.len() {
         rp.step(i);
     }

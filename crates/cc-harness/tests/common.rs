@@ -295,8 +295,10 @@ fn dctcp_asks_for_ecn_and_nothing_else() {
 #[test]
 fn dctcps_receiver_sets_and_clears_only_demand_cwr() {
     // TCP_ECN_DEMAND_CWR = 4; TCP_ECN_OK (1) and TCP_ECN_QUEUE_CWR (2) are the stack's
-    let c = Conn::new("dctcp");
+    // (the connection negotiated ECN before init: without it DCTCP is Reno's rules)
+    let c = Conn::bare("dctcp");
     c.set(Field::EcnFlags, 1 | 2);
+    c.init();
     c.cwnd_event(CA_EVENT_ECN_IS_CE);
     assert_eq!(c.get(Field::EcnFlags), 1 | 2 | 4);
     c.cwnd_event(CA_EVENT_ECN_NO_CE);

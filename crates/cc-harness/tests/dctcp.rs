@@ -1,7 +1,220 @@
-//! cca_dctcp against RFC 8257 (bpf/cc/dctcp.bpf.c): per observation window (one RTT)
+//! cca_dctcp (bpf/cc/dctcp.bpf.c): the default variant against the rules of Linux 6.12's
+//! tcp_dctcp (also replayed call by call against it: tests/replay.rs), the paper variant
+//! ("dctcp:paper") against RFC 8257: per observation window (one RTT)
 //! α ← (1 − g)α + g·F, g = 1/16, α₀ = 1 (§3.3); on ECE cwnd·(1 − α/2) (§3.4); a loss,
 //! also by RTO, halves (§3.5).
 use ccarena_cc_harness::*;
+
+// ---- Linux's DCTCP --------------------------------------------------------------------------
+
+const MSS: u64 = 1448;
+
+/// A connection that negotiated ECN (TCP_ECN_OK before init, as the kernel's handshake
+/// leaves it)
+fn linux_ecn() -> Conn {
+    let c = Conn::bare("dctcp");
+    c.set(Field::EcnFlags, 1);
+    c.init();
+    c
+}
+
+/// α in 1/1024, as the ssthresh op shows it at a window of 2048: 2048 − (2048·α >> 11)
+fn linux_alpha(c: &Conn) -> u32 {
+    let w = c.cwnd();
+    c.set_cwnd(2048);
+    let a = 2048 - c.op_ssthresh();
+    c.set_cwnd(w);
+    a
+}
+
+/// One observation window ends on this ACK: `delivered` segments delivered since the last
+/// one ended, `ce` of them CE-marked; the next ends `next` segments later
+fn linux_window(c: &Conn, delivered: u64, ce: u64, next: u64) {
+    c.set(Field::Delivered, c.get(Field::Delivered) + delivered);
+    c.set(Field::DeliveredCe, c.get(Field::DeliveredCe) + ce);
+    c.set(Field::SndUna, c.get(Field::SndNxt));
+    c.set(Field::SndNxt, c.get(Field::SndUna) + next * MSS);
+    c.in_ack_event(CA_ACK_WIN_UPDATE);
+}
+
+#[test]
+fn linux_dctcp_alpha_is_updated_in_1024ths_once_per_window() {
+    let c = linux_ecn();
+    assert_eq!(linux_alpha(&c), 1024, "dctcp_alpha_on_init");
+    // the window that began at init ends on the first ACK (snd_una at its snd_nxt):
+    // unmarked, 1024 − 1024 >> 4 = 960
+    linux_window(&c, 0, 0, 100);
+    assert_eq!(linux_alpha(&c), 960);
+    // 25 of 100 marked: 960 − 60 + (25 << 6) / 100 = 916
+    linux_window(&c, 100, 25, 100);
+    assert_eq!(linux_alpha(&c), 916);
+    // an ACK before the window's end changes nothing, whatever it counts
+    c.set(Field::Delivered, c.get(Field::Delivered) + 50);
+    c.set(Field::DeliveredCe, c.get(Field::DeliveredCe) + 75);
+    c.set(Field::SndUna, c.get(Field::SndNxt) - MSS);
+    c.in_ack_event(CA_ACK_WIN_UPDATE | CA_ACK_ECE);
+    assert_eq!(linux_alpha(&c), 916);
+    // its end counts all of it: 75 of 50 marked, 916 − 57 + (75 << 6) / 50 = 955
+    linux_window(&c, 0, 0, 100);
+    assert_eq!(linux_alpha(&c), 955);
+    // at most 1024: 955 − 59 + (300 << 6) / 100 = 1088
+    linux_window(&c, 100, 300, 100);
+    assert_eq!(linux_alpha(&c), 1024);
+    // a window of one segment, marked: 1024 − 64 + 64 / 1
+    linux_window(&c, 1, 1, 100);
+    assert_eq!(linux_alpha(&c), 1024);
+    linux_window(&c, 1, 1, 100);
+    assert_eq!(linux_alpha(&c), 1024);
+    linux_window(&c, 0, 0, 100);
+    linux_window(&c, 1, 1, 100);
+    assert_eq!(linux_alpha(&c), 900 + 64, "(960 − 60) + 64");
+}
+
+#[test]
+fn linux_dctcp_alpha_decays_to_exactly_zero() {
+    // 74 unmarked windows take α from 1024 to 15, where α >> 4 is 0: the 75th takes all
+    // of it, and the ssthresh op cuts nothing
+    let c = linux_ecn();
+    for _ in 0..74 {
+        linux_window(&c, 100, 0, 100);
+    }
+    assert_eq!(linux_alpha(&c), 15);
+    linux_window(&c, 100, 0, 100);
+    assert_eq!(linux_alpha(&c), 0);
+    c.set_cwnd(300);
+    assert_eq!(c.op_ssthresh(), 300);
+}
+
+#[test]
+fn linux_dctcp_cuts_by_alpha_over_two_in_32_bits_with_a_floor_of_two() {
+    let c = linux_ecn(); // α = 1024: cwnd − cwnd/2 rounded down, so odd windows keep more
+    for (w, want) in [(101u32, 51u32), (3, 2), (2, 2)] {
+        c.set_cwnd(w);
+        assert_eq!(c.op_ssthresh(), want, "cwnd {w}");
+    }
+    c.set_cwnd(1 << 22); // cwnd·α = 2^32 wraps to 0: no cut (the module's arithmetic)
+    assert_eq!(c.op_ssthresh(), 1 << 22);
+}
+
+#[test]
+fn linux_dctcp_entering_recovery_halves_the_window_of_that_moment() {
+    // whatever α is (0 here): the ssthresh op asks for no cut, set_state halves
+    let c = linux_ecn();
+    for _ in 0..75 {
+        linux_window(&c, 100, 0, 100);
+    }
+    c.start_in_ca(100);
+    c.enter_recovery();
+    assert_eq!(c.ssthresh(), 50);
+    c.set_cwnd(30);
+    assert_eq!(c.op_undo_cwnd(), 100, "undo: the window at the loss");
+    // from CWR: the window PRR left (70 here), not the one at the ECN echo (100)
+    let c = linux_ecn();
+    c.start_in_ca(100);
+    c.enter_cwr();
+    assert_eq!(c.ssthresh(), 50, "α = 1");
+    c.set_cwnd(70);
+    c.set_ca_state(RECOVERY);
+    assert_eq!(c.ssthresh(), 35);
+    c.set_cwnd(30);
+    assert_eq!(c.op_undo_cwnd(), 70, "undo: the window of the last reduction");
+    // at least 2, also from a window of 1
+    let c = linux_ecn();
+    c.set_cwnd(1);
+    c.set_ca_state(RECOVERY);
+    assert_eq!(c.ssthresh(), 2);
+}
+
+#[test]
+fn linux_dctcp_halves_at_a_time_out_and_keeps_alpha() {
+    let c = linux_ecn();
+    for _ in 0..75 {
+        linux_window(&c, 100, 0, 100);
+    }
+    c.start_in_ca(100);
+    c.enter_loss(); // the op (no cut at α = 0), then CA_EVENT_LOSS halves
+    assert_eq!(c.ssthresh(), 50);
+    c.exit_reduction();
+    assert_eq!(linux_alpha(&c), 0, "α is not reset by a time-out");
+}
+
+#[test]
+fn linux_dctcp_without_ecn_is_reno() {
+    // init without TCP_ECN_OK: the module's dctcp-reno (halving, undo to the window
+    // before the reduction, no α)
+    let c = Conn::new("dctcp");
+    c.start_in_ca(101);
+    assert_eq!(c.op_ssthresh(), 50);
+    for _ in 0..100 {
+        linux_window(&c, 100, 0, 100);
+    }
+    c.set_cwnd(2048);
+    assert_eq!(c.op_ssthresh(), 1024);
+    c.set_cwnd(101);
+    c.enter_cwr();
+    c.set_cwnd(30);
+    assert_eq!(c.op_undo_cwnd(), 101);
+    c.cwnd_event(CA_EVENT_ECN_IS_CE);
+    assert_eq!(c.get(Field::EcnFlags) & TCP_ECN_DEMAND_CWR, 0, "no receiver rule");
+}
+
+#[test]
+fn linux_dctcp_grows_as_reno() {
+    let c = linux_ecn();
+    c.start_in_ca(40);
+    for k in 1..=3 {
+        c.ack_segments(40 + k - 1, 10, 1_000);
+        assert_eq!(c.cwnd(), 40 + k);
+    }
+}
+
+/// One data segment arriving at the receiver (see `receive` below)
+fn linux_receive(c: &Conn, ce: bool, timer: bool) {
+    c.set(Field::AckPending, if timer { ICSK_ACK_TIMER } else { 0 });
+    c.set(Field::RcvNxt, c.get(Field::RcvNxt) + MSS);
+    c.cwnd_event(if ce { CA_EVENT_ECN_IS_CE } else { CA_EVENT_ECN_NO_CE });
+}
+
+#[test]
+fn linux_dctcp_receiver_sends_the_delayed_ack_with_the_old_ece() {
+    // the delayed ACK for the data before a change carries the ECE of that data, whatever
+    // the socket's ECN flags became meanwhile (a CWR from the sender clears the demand)
+    let c = linux_ecn();
+    let calls = send_ack_calls();
+    linux_receive(&c, true, false);
+    c.set(Field::EcnFlags, c.get(Field::EcnFlags) & !TCP_ECN_DEMAND_CWR); // CWR received
+    linux_receive(&c, true, true);
+    assert_ne!(c.get(Field::EcnFlags) & TCP_ECN_DEMAND_CWR, 0, "CE again: ECE");
+    c.set(Field::EcnFlags, c.get(Field::EcnFlags) & !TCP_ECN_DEMAND_CWR);
+    let before = c.get(Field::RcvNxt) as u32;
+    linux_receive(&c, false, true);
+    assert_eq!(send_ack_calls(), calls + 1);
+    assert_eq!(send_ack_rcv_nxt(), before);
+    assert!(send_ack_ece(), "the delayed ACK of CE-marked data carries ECE");
+    assert_ne!(c.get(Field::AckPending) & ICSK_ACK_NOW, 0, "the change is ACKed at once");
+    assert_eq!(c.get(Field::EcnFlags) & TCP_ECN_DEMAND_CWR, 0);
+    // and the other way: unmarked data's delayed ACK goes out without ECE
+    linux_receive(&c, true, true);
+    assert_eq!(send_ack_calls(), calls + 2);
+    assert!(!send_ack_ece());
+    assert_ne!(c.get(Field::EcnFlags) & TCP_ECN_DEMAND_CWR, 0);
+}
+
+#[test]
+fn linux_dctcp_receiver_starts_unmarked_at_the_rcv_nxt_of_init() {
+    // the CE state starts at "not marked" and the data before a change at rcv_nxt as init
+    // found it: a first segment with CE, while an ACK is delayed, sends that ACK at once
+    // for the data received before init, without ECE
+    let c = linux_ecn();
+    let r0 = c.get(Field::RcvNxt) as u32;
+    let calls = send_ack_calls();
+    linux_receive(&c, true, true);
+    assert_eq!(send_ack_calls(), calls + 1);
+    assert_eq!(send_ack_rcv_nxt(), r0);
+    assert!(!send_ack_ece());
+}
+
+// ---- RFC 8257's DCTCP (dctcp:paper) ---------------------------------------------------------
 
 const RTT: u32 = 1_000;
 
@@ -16,7 +229,7 @@ fn alpha_after(w: u32, n: u32, k: u32) -> f64 {
 }
 
 fn run(w: u32, n: u32, k: u32) -> Conn {
-    let c = Conn::new("dctcp");
+    let c = Conn::new("dctcp:paper");
     c.start_in_ca(w);
     let mut i = 0u32;
     for _ in 0..n {
@@ -108,7 +321,7 @@ fn a_loss_during_an_ece_reduction_halves() {
 
 #[test]
 fn needs_ecn() {
-    assert_eq!(Conn::new("dctcp").ops_flags() & TCP_CONG_NEEDS_ECN, TCP_CONG_NEEDS_ECN);
+    assert_eq!(Conn::new("dctcp:paper").ops_flags() & TCP_CONG_NEEDS_ECN, TCP_CONG_NEEDS_ECN);
 }
 
 /// One data segment arriving at the receiver, CE-marked or not: the kernel queues it
@@ -125,7 +338,7 @@ fn the_receiver_echoes_ce_exactly_and_acks_at_once_when_it_flips() {
     // RFC 8257 §3.2: ECE mirrors the CE codepoint of the data; when it changes while an
     // ACK is delayed, the ACK for the data before the change goes out at once (with the
     // ECE those segments deserve), so the sender can count marks per segment
-    let c = Conn::new("dctcp");
+    let c = Conn::new("dctcp:paper");
     let r0 = c.get(Field::RcvNxt) as u32;
     let echo = |c: &Conn| c.get(Field::EcnFlags) & TCP_ECN_DEMAND_CWR != 0;
     let calls = send_ack_calls();
@@ -146,7 +359,7 @@ fn the_receiver_echoes_ce_exactly_and_acks_at_once_when_it_flips() {
     assert_ne!(c.get(Field::AckPending) & ICSK_ACK_NOW, 0);
     assert!(!echo(&c), "no ECE for an unmarked segment");
     // a change at the very first segment acknowledges what the connection had received
-    let c = Conn::new("dctcp");
+    let c = Conn::new("dctcp:paper");
     receive(&c, true, true);
     assert_eq!((send_ack_calls(), send_ack_rcv_nxt()), (calls + 2, r0));
 }
@@ -154,7 +367,7 @@ fn the_receiver_echoes_ce_exactly_and_acks_at_once_when_it_flips() {
 #[test]
 fn growth_is_reno_s() {
     // RFC 8257 §3.4: apart from the ECE reaction, RFC 5681's increase
-    let c = Conn::new("dctcp");
+    let c = Conn::new("dctcp:paper");
     c.start_in_ca(40);
     for k in 1..=3 {
         c.ack_segments(40 + k - 1, 10, RTT);
@@ -172,7 +385,7 @@ fn a_reduction_without_an_ecn_echo_halves() {
     c.enter_cwr();
     assert_eq!(c.ssthresh(), w / 2);
     // also before the connection's first ACK (no ECE seen yet)
-    let c = Conn::new("dctcp");
+    let c = Conn::new("dctcp:paper");
     c.start_in_ca(41);
     c.enter_cwr();
     assert_eq!(c.ssthresh(), 20);
@@ -252,7 +465,7 @@ fn a_window_s_marked_fraction_is_at_most_one() {
     // the rest of what was sent before that ACK, acknowledged at once with twice as many CE counts as
     // segments: M = 1, α2 = (15/16)² + 1/16 = 241/256, an ECE cut of 2048 by 964 (with
     // M = 2, α would be clamped at 1: 1024)
-    let c = Conn::new("dctcp");
+    let c = Conn::new("dctcp:paper");
     c.start_in_ca(400);
     let window_end = c.get(Field::SndNxt); // the second window: what is out before the first ACK
     c.ack(Ack::new(1, RTT));

@@ -76,12 +76,22 @@ mod cubic {
     replays!("cubic": bulk, nosack, rto, reorder, idle, stretch);
 }
 
+mod westwood {
+    use super::*;
+    replays!("westwood": bulk, nosack, rto, reorder, idle, stretch);
+}
+
+mod dctcp {
+    use super::*;
+    replays!("dctcp": bulk, nosack, rto, reorder, idle, stretch, ecn);
+}
+
 /// The replay can tell algorithms apart: the papers' variants, which differ from Linux's
 /// rules, diverge on the same traces (so an identical replay is a finding, not a harness
 /// that compares nothing).
 #[test]
 fn the_paper_variants_diverge_from_linux_on_the_same_traces() {
-    for (algo, variant) in [("bic", "bic:paper"), ("scalable", "scalable:paper"), ("highspeed", "highspeed:paper"), ("vegas", "vegas:paper"), ("hybla", "hybla:paper"), ("veno", "veno:paper"), ("yeah", "yeah:paper"), ("htcp", "htcp:paper"), ("illinois", "illinois:paper"), ("lp", "lp:paper"), ("cubic", "cubic:paper")] {
+    for (algo, variant) in [("bic", "bic:paper"), ("scalable", "scalable:paper"), ("highspeed", "highspeed:paper"), ("vegas", "vegas:paper"), ("hybla", "hybla:paper"), ("veno", "veno:paper"), ("yeah", "yeah:paper"), ("htcp", "htcp:paper"), ("illinois", "illinois:paper"), ("lp", "lp:paper"), ("cubic", "cubic:paper"), ("westwood", "westwood:paper"), ("dctcp", "dctcp:paper")] {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("traces").join(algo).join("bulk.csv.gz");
         let trace = Trace::load(&path).unwrap_or_else(|e| panic!("{e}"));
         let rep = replay(&trace, variant, Options::default());

@@ -38,6 +38,8 @@ LINUX: dict[str, bool] = {
     "illinois": True,
     "lp": True,
     "cubic": True,
+    "westwood": True,
+    "dctcp": True,
 }
 
 
