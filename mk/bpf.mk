@@ -52,5 +52,8 @@ bpf-loader:
 bpf-clean:
 	rm -rf $(BPF_BUILD)/bpf/cc $(BPF_BUILD)/bpf/cc-extra $(BPF_BUILD)/bpf/test $(BPF_VMLINUX)
 
+# CUBIC's paper variant is a header of its own
+$(BPF_BUILD)/bpf/cc/cubic.bpf.o $(BPF_BUILD)/bpf/cc/paper/cubic.bpf.o: bpf/cc/cubic_paper.h
+
 # BBRv2 and BBRv3 share their model and state machine
 $(BPF_BUILD)/bpf/cc/bbr2.bpf.o $(BPF_BUILD)/bpf/cc/bbr3.bpf.o: $(wildcard bpf/cc/bbr_*.h)
