@@ -791,13 +791,28 @@ def corrupted(tr):
     return (tr["ssthresh"] >= ABSURD) & (tr["ssthresh"] != 0x7fffffff)
 
 
+def acted(tr) -> list[int]:
+    """The corrupted rows where the value may have acted. The tracepoint samples a socket
+    as an ACK arrives, before the ACK's cong_control: a reduction a timer began (the RACK
+    reordering timer, an RTO) shows its ssthresh there, which cong_control then replaces.
+    Such a row is harmless when cwnd is the one of the row before (nothing cut with it)
+    and the next row holds a sane ssthresh again; any other corrupted row is returned."""
+    bad = corrupted(tr).to_numpy()
+    cwnd = tr["snd_cwnd"].to_numpy()
+    return [i for i in bad.nonzero()[0]
+            if i == 0 or cwnd[i] != cwnd[i - 1] or i + 1 >= len(bad) or bad[i + 1]]
+
+
 def test_guard_redoes_a_skipped_ssthresh_before_it_is_used(tmp_path, monkeypatch, no_leaks):
     """An ssthresh op that returns garbage on every other call (as the kernel's skipped
     op does). With ccarena's own per-ACK update (CCA_CONG_CONTROL_OP) and no check in
-    set_state on the ACK path, the value is replaced before PRR or growth use it. With the entry check (CCA_STATE_GUARD in set_state) a corrupted ssthresh is
-    replaced by the algorithm's own rule before anything uses it: every reduction in the
-    per-ACK trace is Reno's halving, no corrupted value is ever visible, the redo is
-    counted and the run stays valid. With only the per-ACK guard the corrupted value is
+    set_state, the value is replaced before PRR or growth use it: every reduction in the
+    per-ACK trace is Reno's halving, and a corrupted value is seen only where a timer began
+    the reduction, in the next ACK's sample, before that ACK's cong_control replaced it
+    (it acted on nothing: `acted`). With the entry check (CCA_STATE_GUARD in set_state) a
+    corrupted ssthresh is replaced by the algorithm's own rule before anything can see it:
+    no corrupted value is ever visible. Either way the redo is counted and the run stays
+    valid. With only the per-ACK guard the corrupted value is
     seen for an ACK, the repair is counted as late and the run is marked invalid."""
     for name, (guards, ops) in FAULT_VARIANTS.items():
         src = FAULTY_CC.replace("@GUARDS@", guards).replace("@OPS@", ops).replace("NAME", name)
@@ -810,8 +825,9 @@ def test_guard_redoes_a_skipped_ssthresh_before_it_is_used(tmp_path, monkeypatch
     for name in ("faultcc", "faulty"):
         tr, red = sender_trace(m[name]), _ratios(m[name], n_min=4)
         assert red["ratio"].between(0.4, 0.6).all(), f"{name}: {red.to_dict('records')} {note(m[name])}"
-        assert not corrupted(tr).any() and (tr["snd_cwnd"] < ABSURD).all(), \
-            f"{name}: a corrupted value was visible {note(m[name])}"
+        seen = acted(tr) if name == "faultcc" else corrupted(tr).to_numpy().nonzero()[0]
+        assert len(seen) == 0 and (tr["snd_cwnd"] < ABSURD).all(), \
+            f"{name}: a corrupted value was visible at rows {list(seen)[:5]} {note(m[name])}"
         # every other ssthresh call was corrupted: about half the reductions were redone
         redone = m[name].get("cc_guard_at_entry", {}).get(f"cca_{name}", 0)
         assert redone >= len(red) // 2 - 1 and redone >= 1, f"{name}: {redone} {note(m[name])}"
