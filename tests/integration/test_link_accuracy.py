@@ -13,6 +13,7 @@ import pytest
 from scipy.stats import binom
 
 from ccarena.errors import CcarenaError, SpecError
+from ccarena.measure import validity
 from ccarena.run.study import run_study
 from ccarena.study.load import loads_study
 
@@ -54,10 +55,19 @@ def test_unloaded_ping_sees_the_configured_rtt(tmp_path, no_leaks, rtt_ms):
     # probes give well over 50 replies either way)
     assert len(rtt) >= 50, f"only {len(rtt)} ping replies"
     tol = max(50e-6, 0.01 * base)
+    # a run the machine's noise made invalid (the link released packets late, after its
+    # re-run too) delays replies by up to what the run measured: the link's late releases
+    # and its timer wake-ups (99th percentiles) widen the upper bound; the floor below
+    # holds whatever the noise
+    slack = 0.0
+    if not meta["valid"]:
+        assert validity.noise_only(meta), meta["invalid_reasons"]
+        slack = (meta["link"]["p99_late_ns"] + meta["link"]["timer_wake_late_p99_ns"]) / 1e9
     # ping prints 0.1 ms steps: a median printed as 20.2 ms is 200 us off up to float
     # rounding (1.99999e-4 or 2.00001e-4), so compare at nanosecond resolution
-    assert round(abs(rtt.median() - base), 9) <= tol, (
-        f"median {rtt.median() * 1e3:.3f} ms vs {rtt_ms} ms ± {tol * 1e6:.0f} us {noise(meta)}")
+    assert round(rtt.median() - base, 9) <= tol + slack, (
+        f"median {rtt.median() * 1e3:.3f} ms vs {rtt_ms} ms ± {tol * 1e6:.0f} us "
+        f"(+{slack * 1e6:.0f} us of measured noise) {noise(meta)}")
     # the emulated delay is a floor: nothing arrives early. ping (iputils 20221126) rounds
     # RTTs of 10-100 ms to 0.1 ms (a run here printed 232 of 330 replies as 20.2 ms with a
     # mean of 20.169 ms), so this holds every reply to no more than 50 us early.
