@@ -665,6 +665,9 @@ def test_dctcp_reduces_in_proportion_to_the_marked_fraction(tmp_path, no_leaks):
 
 
 # -- BPF against the kernel -----------------------------------------------------------------
+# A second proof (make verify): both defaults are held to Linux's modules call by call
+# (crates/cc-harness/tests/replay.rs); this compares them with the running kernel's own.
+@pytest.mark.verify
 def test_bpf_reno_and_cubic_match_the_kernels(tmp_path, no_leaks):
     """cca_reno (RFC 5681) and cca_cubic (Linux 6.12's rules) against the kernel's reno and
     cubic on the same path (20 Mbit/s, 20 ms, a 1-BDP buffer of 33 packets), event by event: the
