@@ -196,20 +196,6 @@ static __always_inline void dctcp_cong_avoid(struct sock *sk, u32 ack, u32 acked
 	cca_cong_avoid_ai(tp, tp->snd_cwnd, acked);
 }
 
-CCA_CONG_CONTROL_OP(cca_dctcp, dctcp_ssthresh_for, dctcp_cong_avoid)
-
-CCA_OPS(cca_dctcp) = {
-	.init         = (void *)cca_dctcp_init,
-	.ssthresh     = (void *)cca_dctcp_ssthresh,
-	.cong_control = (void *)cca_dctcp_cong_control,
-	.in_ack_event = (void *)cca_dctcp_in_ack_event,
-	.cwnd_event   = (void *)cca_dctcp_cwnd_event,
-	.set_state    = (void *)cca_dctcp_set_state,
-	.undo_cwnd    = (void *)cca_dctcp_undo_cwnd,
-	.flags        = CCA_TCP_CONG_NEEDS_ECN,
-	.name         = CCA_NAME("cca_dctcp"),
-};
-
 #else /* CCA_PAPER */
 
 /*
@@ -379,6 +365,9 @@ static __always_inline void dctcp_cong_avoid(struct sock *sk, u32 ack, u32 acked
 
 CCA_UNDO_PRIOR_OP(cca_dctcp)
 
+#endif /* CCA_PAPER */
+
+/* the same registration for both variants */
 CCA_CONG_CONTROL_OP(cca_dctcp, dctcp_ssthresh_for, dctcp_cong_avoid)
 
 CCA_OPS(cca_dctcp) = {
@@ -392,5 +381,3 @@ CCA_OPS(cca_dctcp) = {
 	.flags        = CCA_TCP_CONG_NEEDS_ECN,
 	.name         = CCA_NAME("cca_dctcp"),
 };
-
-#endif /* CCA_PAPER */

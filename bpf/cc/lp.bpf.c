@@ -197,24 +197,6 @@ static __always_inline u32 lp_ssthresh_for(struct sock *sk, u32 cwnd)
 	return cca_rfc5681_ssthresh(cwnd);
 }
 
-CCA_SSTHRESH_OP(cca_lp, lp_ssthresh_for)
-
-CCA_UNDO_PRIOR_OP(cca_lp)
-
-CCA_STATE_GUARD_OP(cca_lp, lp_ssthresh_for)
-
-CCA_CONG_CONTROL_OP(cca_lp, lp_ssthresh_for, lp_cong_avoid)
-
-CCA_OPS(cca_lp) = {
-	.set_state  = (void *)cca_lp_state_guard,
-	.init       = (void *)cca_lp_init,
-	.ssthresh   = (void *)cca_lp_ssthresh,
-	.cong_control = (void *)cca_lp_cong_control,
-	.pkts_acked = (void *)cca_lp_pkts_acked,
-	.undo_cwnd  = (void *)cca_lp_undo_cwnd,
-	.name       = CCA_NAME("cca_lp"),
-};
-
 #else /* CCA_PAPER */
 
 /*
@@ -420,6 +402,9 @@ static __always_inline u32 lp_ssthresh_for(struct sock *sk, u32 cwnd)
 	return cca_rfc5681_ssthresh(cwnd);
 }
 
+#endif /* CCA_PAPER */
+
+/* the same registration for both variants */
 CCA_SSTHRESH_OP(cca_lp, lp_ssthresh_for)
 
 CCA_UNDO_PRIOR_OP(cca_lp)
@@ -437,5 +422,3 @@ CCA_OPS(cca_lp) = {
 	.undo_cwnd  = (void *)cca_lp_undo_cwnd,
 	.name       = CCA_NAME("cca_lp"),
 };
-
-#endif /* CCA_PAPER */
