@@ -15,31 +15,7 @@
 //! runner (tools/mutants/cc_mutants.py) points it at a copy holding one mutant, so the real
 //! tree is never edited.
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn vmlinux_dir(root: &Path, out: &Path) -> PathBuf {
-    println!("cargo:rerun-if-env-changed=CCARENA_VMLINUX_H");
-    if let Ok(p) = std::env::var("CCARENA_VMLINUX_H") {
-        return Path::new(&p).parent().unwrap().to_path_buf();
-    }
-    let built = root.join("build/vmlinux.h");
-    if built.exists() {
-        println!("cargo:rerun-if-changed={}", built.display());
-        return root.join("build");
-    }
-    let dump = Command::new("bpftool")
-        .args(["btf", "dump", "file", "/sys/kernel/btf/vmlinux", "format", "c"])
-        .output()
-        .expect("ccarena-cc-harness build: run bpftool (needed for vmlinux.h; or run `make bpf` first)");
-    assert!(
-        dump.status.success(),
-        "ccarena-cc-harness build: bpftool btf dump failed: {}",
-        String::from_utf8_lossy(&dump.stderr)
-    );
-    std::fs::write(out.join("vmlinux.h"), dump.stdout).unwrap();
-    out.to_path_buf()
-}
+use std::path::PathBuf;
 
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
@@ -50,7 +26,7 @@ fn main() {
         Some(d) => PathBuf::from(d),
         None => root.join("bpf/cc"),
     };
-    let vmlinux = vmlinux_dir(&root, &out);
+    let vmlinux = ccarena_buildinfo::bpf::vmlinux_dir(&root, &out, "ccarena-cc-harness");
     println!("cargo:rerun-if-changed={}", cc_dir.display());
     for f in ["shim/bpf/bpf_helpers.h", "shim/bpf/bpf_tracing.h", "csrc/model.c", "csrc/common.c", "csrc/bbr_view.c"] {
         println!("cargo:rerun-if-changed={}", manifest.join(f).display());

@@ -103,6 +103,9 @@ class Runner:
         self.crate = self.snap / "crates" / "cc-harness"
         shutil.copytree(ROOT / "crates" / "cc-harness", self.crate,
                         ignore=shutil.ignore_patterns("target"))
+        # its build script's vmlinux.h lookup (a path dependency)
+        shutil.copytree(ROOT / "crates" / "buildinfo", self.snap / "crates" / "buildinfo",
+                        ignore=shutil.ignore_patterns("target"))
         self.copy = self.snap / "bpf" / "cc"
         shutil.copytree(CC_DIR, self.copy)
         (self.snap / "Cargo.toml").write_text('[workspace]\nresolver = "2"\nmembers = ["crates/cc-harness"]\n')
