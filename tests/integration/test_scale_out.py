@@ -211,18 +211,34 @@ def test_a_worker_killed_mid_study(study_file, scheduler, workers, tmp_path, no_
                     return rec
             return None
         rec = wait_for(building, 120, "a run on the first worker")
-        runs_then = set(victim.run_processes())
         victim.p.send_signal(signal.SIGKILL)
         victim.p.wait()
         # its run tears itself down (SIGTERM on its parent's death): its processes,
-        # namespaces and task directory go
-        wait_for(lambda: not any(os.path.exists(f"/proc/{p}") for p in runs_then), 60,
-                 "the killed worker's run process to end")
+        # namespaces and task directories go. The run processes are found by their task
+        # directory (named after the worker's pid), not by ancestry, which ends with the
+        # worker: that also covers a run the worker started just before it was killed,
+        # after the run found above had ended.
+        tasks = f"ccarena-task-{victim.p.pid}-"
+
+        def torn_down():
+            procs = subprocess.run(["pgrep", "-f", tasks], capture_output=True,
+                                   text=True).stdout.split()
+            dirs = list(Path(tempfile.gettempdir()).glob(tasks + "*"))
+            return not procs and not dirs
+
+        try:
+            wait_for(torn_down, 90, "the killed worker's runs to tear themselves down")
+        except AssertionError:
+            ps = subprocess.run(["pgrep", "-af", tasks], capture_output=True,
+                                text=True).stdout
+            logs = {str(d): (d / "stderr").read_text(errors="replace")[-2000:]
+                    for d in Path(tempfile.gettempdir()).glob(tasks + "*")
+                    if (d / "stderr").exists()}
+            raise AssertionError(f"the killed worker's runs were not torn down: "
+                                 f"processes {ps!r}, task directories' stderr {logs!r}")
         from ccarena.testbed import netns
         left = set(netns.list_names("cca")) & set(rec["namespaces"])
         assert left == set(), "the killed worker's run left its namespaces"
-        dirs = list(Path(tempfile.gettempdir()).glob(f"ccarena-task-{victim.p.pid}-*"))
-        assert dirs == [], "the killed worker's run left its task directory"
         out, err = sub.communicate(timeout=300)
     finally:
         if sub.poll() is None:

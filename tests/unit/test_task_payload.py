@@ -3,6 +3,8 @@
 run on every machine, a run stored as a serial one, never half of one, re-runs as in a
 serial study. No root, no Dask cluster."""
 import io
+import os
+import subprocess
 import json
 import tarfile
 import textwrap
@@ -348,3 +350,20 @@ def test_a_parent_that_ended_is_not_alive():
         p.kill()
         p.wait()
     assert not _alive(p.pid)
+
+
+def test_stale_task_directories_are_those_of_dead_workers(tmp_path):
+    """A worker killed between making a task's directory and starting its run process
+    leaves the directory: `ccarena worker` and `ccarena cleanup` remove it once the
+    worker (the pid in its name) is gone, and never a live worker's."""
+    from ccarena.run.scaleout.remote import TASK_PREFIX, cleanup_stale_tasks
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    gone = tmp_path / f"{TASK_PREFIX}{dead.pid}-c000-r1-abc"
+    live = tmp_path / f"{TASK_PREFIX}{os.getpid()}-c000-r2-def"
+    other = tmp_path / "ccarena-taskless"
+    for d in (gone, live, other):
+        d.mkdir()
+        (d / "payload.json").write_text("{}")
+    assert cleanup_stale_tasks(str(tmp_path)) == [str(gone)]
+    assert not gone.exists() and live.exists() and other.exists()

@@ -226,6 +226,12 @@ def cmd_cleanup(args) -> int:
         print(f"removed {what} {n}")
     for n in (cc.cleanup_stale() if not args.run else []):
         print(f"unregistered congestion control {n}")
+    if not args.run:
+        # a Dask worker killed before its run process could remove its task directory
+        from ccarena.run.scaleout.remote import cleanup_stale_tasks
+        for n in cleanup_stale_tasks():
+            removed.append(n)
+            print(f"removed folder {n}")
     if not removed:
         print("no leftover namespaces")
     return 0
