@@ -855,6 +855,15 @@ fn cubic_w_cubic_is_exact_a_hundred_seconds_past_k() {
 }
 
 #[test]
+fn cubic_w_cubic_past_a_hundred_seconds_never_falls_back() {
+    // RFC 9438 §4.2: W_cubic rises for ever past K. The code holds C (t - K)^3 at its value
+    // at 100 s beyond that (4 (t - K)^3 in 100 us units would leave u64 soon after); an
+    // epoch of 2^21 units (209.7 s), where 4 (t - K)^3 is 2^65 and wraps to 0, still aims at
+    // least where it aimed at 100 s, W + 400000, not back at W
+    assert!(cubic_target_above(None, 1000, 1 << 21, 400_999), "target below W + 400000");
+}
+
+#[test]
 fn cubic_hystart_s_threshold_is_4_ms_down_to_the_clock_s_resolution() {
     // RFC 9406 §4.2: RttThresh = clamp(lastRoundMinRTT / 8, MIN_RTT_THRESH = 4 ms, 16 ms);
     // every RTT sample counts, down to the 1 us the kernel measures in (a loopback path's
