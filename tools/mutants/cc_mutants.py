@@ -81,7 +81,12 @@ TESTS = {
 BBR_HEADERS = ("bbr_state.h", "bbr_model.h", "bbr_signals.h", "bbr_machine.h", "bbr_control.h")
 for _h in BBR_HEADERS:
     TESTS[_h.removesuffix(".h")] = TESTS["bbr2"]
-HEADERS = ("cca_common.h", "cca_cong_control.h") + BBR_HEADERS
+# an algorithm's part in a header of its own: that algorithm's tests (CUBIC's paper variant;
+# Linux's Vegas bookkeeping, which Vegas and YeAH share)
+TESTS["cubic_paper"] = TESTS["cubic"]
+TESTS["cca_vegas"] = TESTS["vegas"] + TESTS["yeah"]
+PART_HEADERS = ("cubic_paper.h", "cca_vegas.h")
+HEADERS = ("cca_common.h", "cca_cong_control.h") + BBR_HEADERS + PART_HEADERS
 PRIORITY = ["lp", "yeah", "htcp", "highspeed", "westwood", "dctcp", "illinois",
             "cubic", "bic", "vegas", "veno", "hybla", "scalable", "reno", "bbr3", "bbr2"]
 
@@ -198,6 +203,32 @@ def tests_for(name: str) -> list[tuple[str, str | None]]:
     return [(f, None) for f in files]
 
 
+def parts(fname: str) -> dict[str, range]:
+    """The ids of the mutants of each variant of `fname`: an algorithm with a paper variant
+    keeps Linux's rules under `#ifndef CCA_PAPER` and the paper's under `#else /* CCA_PAPER
+    */` -> {"linux": ids, "paper": ids, "shared": ids of what both compile}; any other file
+    -> {"all": its ids}. docs/dev/testing.md scores each part on its own row."""
+    src = (CC_DIR / fname).read_text()
+    muts = mutants_of(src, fname, every_source())
+    start, other, end = (src.find("#ifndef CCA_PAPER"), src.find("#else /* CCA_PAPER */"),
+                         src.find("#endif /* CCA_PAPER */"))
+    if start < 0 or other < 0 or end < 0:
+        return {"all": range(len(muts))}
+    ids: dict[str, list[int]] = {}
+    for m in muts:
+        part = "shared" if m.start < start or m.start > end else \
+            "linux" if m.start < other else "paper"
+        ids.setdefault(part, []).append(m.id)
+    out = {}
+    for part, v in ids.items():
+        if part != "shared":
+            assert v == list(range(v[0], v[-1] + 1)), f"{fname}: {part} ids not contiguous"
+            out[part] = range(v[0], v[-1] + 1)
+    if "shared" in ids:
+        out["shared"] = ids["shared"]
+    return out
+
+
 def source_of(arg: str) -> str:
     """'lp', 'bpf/cc/lp.bpf.c', 'cca_common.h' -> the file name in bpf/cc"""
     base = Path(arg).name
@@ -307,6 +338,8 @@ def main(argv: list[str] | None = None) -> int:
                     "cca_common.h / cca_cong_control.h, or 'all'")
     ap.add_argument("--list", action="store_true", help="print the mutants, build nothing")
     ap.add_argument("--ids", help="only these mutant ids (comma-separated; one source)")
+    ap.add_argument("--part", choices=["linux", "paper"], help="only the mutants of that "
+                    "variant's code (one source with a CCA_PAPER part)")
     ap.add_argument("--timeout", type=float, help="seconds per mutant's tests "
                     "(default: 4 x the unmutated run + 5, at least 15)")
     ap.add_argument("--build-timeout", type=float, default=600)
@@ -335,6 +368,10 @@ def main(argv: list[str] | None = None) -> int:
         if len(files) != 1:
             raise SystemExit("cc_mutants: --ids needs exactly one source")
         ids = {int(x) for x in a.ids.split(",")}
+    if a.part:
+        if len(files) != 1 or a.part not in parts(files[0]):
+            raise SystemExit(f"cc_mutants: --part {a.part} needs one source with that variant")
+        ids = (ids or set(parts(files[0])[a.part])) & set(parts(files[0])[a.part])
     OUT.mkdir(parents=True, exist_ok=True)
     runner = Runner(Path(a.target_dir), a.test_threads, a.verbose)
 
