@@ -164,7 +164,19 @@ def check(results, study=None):
     study None: the results' own checks, also stored (checks.json; not into a read-only
     archive); a Study, file or built-in name: its checks, only evaluated."""
     from ccarena.analysis.checks import check as _check
-    return _check(_opened(results), None if study is None else _study(study))
+    res = _opened(results)
+    if study is not None and (isinstance(study, (str, bytes)) or hasattr(study, "__fspath__")):
+        # a study file or name: its checks at the scale the results were run at, where it
+        # has that scale (a scale may replace or add checks)
+        study = _study_at_scale(study, (res.plan or {}).get("scale"))
+    return _check(res, None if study is None else _study(study))
+
+
+def _study_at_scale(study, scale):
+    from ccarena.study.load import resolve_extends, resolve_study_path
+    if scale and scale in (resolve_extends(resolve_study_path(study)).get("scale") or {}):
+        return load_study(study, scale=scale)
+    return load_study(study)
 
 
 def ls(results_base="results") -> list:

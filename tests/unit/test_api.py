@@ -160,3 +160,50 @@ def test_the_cli_calls_the_api(stored, tmp_path, monkeypatch, capsys):
     main(["cc", "list", "--json"])
     capsys.readouterr()
     assert called == ["plan", "check", "ls", "compare", "doctor", "cc_list"]
+
+
+def test_another_study_s_checks_are_taken_at_the_scale_the_results_ran_at(stored, tmp_path):
+    """`ccarena check RESULTS --study FILE`: FILE's checks at the results' scale where FILE
+    has that scale (a scale replaces or adds checks), else at its default."""
+    import shutil
+    d = tmp_path / stored.name
+    shutil.copytree(stored, d)
+    plan = json.loads((d / "plan.json").read_text())
+    st = json.loads((d / "study.json").read_text())
+    assert st["sweep"] == {"bottleneck.buffer": ["20p", "100p"], "flow.bulk.cc": ["cubic", "reno"]}
+    f = tmp_path / "other.toml"
+    text = f"""[study]
+name = "synthetic"
+duration = "{st['study']['duration']}"
+[bottleneck]
+rate = "10mbit"
+delay = "10ms"
+[[flow]]
+name = "bulk"
+from = "s1"
+to = "r1"
+[sweep]
+"bottleneck.buffer" = ["20p", "100p"]
+"flow.bulk.cc" = ["cubic", "reno"]
+[[expect]]
+name = "utilisation"
+metric = "utilisation"
+level = "run"
+min = 0.0
+max = 1.0
+[scale.tight]
+study = {{ duration = "10s" }}
+[[scale.tight.expect]]
+replaces = "utilisation"
+name = "utilisation above one"
+metric = "utilisation"
+level = "run"
+min = 1.5
+"""
+    f.write_text(text)
+    assert ccarena.check(d, f).passed is True              # no scale: the default's
+    (d / "plan.json").write_text(json.dumps({**plan, "scale": "tight"}))
+    checks = ccarena.check(d, f)
+    assert checks.passed is False and {c["what"] for c in checks} == {"utilisation above one"}
+    (d / "plan.json").write_text(json.dumps({**plan, "scale": "elsewhere"}))
+    assert ccarena.check(d, f).passed is True              # FILE has no such scale

@@ -514,7 +514,8 @@ def register(subparsers) -> None:
                               "stored (RESULTS/checks.json); another study's are only "
                               "printed. Exit status 3 when a check fails.")
     p.add_argument("results_dir", metavar="RESULTS")
-    p.add_argument("--study", help="take the checks from this study file or built-in name")
+    p.add_argument("--study", help="take the checks from this study file or built-in name "
+                   "(at the scale the results ran at, where it has that scale)")
     p.add_argument("--json", action="store_true", help="print the checks, what the cells "
                    "lack and the anomalies as JSON (same exit status)")
     results_opt(p)
