@@ -5,6 +5,7 @@ study that loads has no invalid cell left to fail half-way through a sweep."""
 from __future__ import annotations
 
 import copy
+import json
 import tomllib
 from pathlib import Path
 
@@ -177,7 +178,25 @@ def load_study(path, overrides: dict | None = None, extra_algorithms=(),
 def check_scales(raw: dict, chosen: str | None, path: str, extra_algorithms=()) -> dict:
     """The study at every scale it has, and as written, is valid: a typo in a scale
     is found when the study is validated, not when someone first runs that scale.
-    -> {scale: its checks} (for the checks of metric names, analysis.check_spec)."""
+    -> {scale: its checks} (for the checks of metric names, analysis.check_spec).
+    Resolving every cell of every scale takes a second for a large study: a process that
+    loads the same study again (the API, a notebook, the tests) reuses the answer for the
+    same text."""
+    from ccarena.cc.catalog import known_names
+    # the algorithm names a study may use depend on the user's directories of their own
+    key = (path, json.dumps(raw, sort_keys=True, default=str), chosen, tuple(extra_algorithms),
+           tuple(sorted(known_names())))
+    if key not in _checked:
+        if len(_checked) >= 64:
+            _checked.pop(next(iter(_checked)))
+        _checked[key] = _check_scales(raw, chosen, path, extra_algorithms)
+    return copy.deepcopy(_checked[key])
+
+
+_checked: dict[tuple, dict] = {}
+
+
+def _check_scales(raw: dict, chosen: str | None, path: str, extra_algorithms=()) -> dict:
     out = {}
     scales = raw.get("scale", {})
     names = [n for n in scales if n != chosen]
