@@ -207,15 +207,24 @@ def kernel_delay(study, tables: dict) -> dict:
     return validity.kernel_delay(paths, tol, unloaded)
 
 
+# A module's own second set of ops, which it switches a connection to by its rule: Linux's
+# dctcp runs a connection that did not negotiate ECN (its SYN is ECT, which a listener
+# not on an ECN-needing algorithm refuses) as dctcp-reno, Reno's rules. That is DCTCP as
+# Linux defines it (the BPF pack's dctcp follows the same rules under its own name); the
+# connection's recorded algorithm says which ran.
+OWN_FALLBACK = {"dctcp": {"dctcp-reno"}}
+
+
 def check_algorithms(conns: pd.DataFrame | None, meta: dict) -> list[str]:
-    """The data sender of each flow must have run the algorithm asked for (kernel's word)."""
+    """The data sender of each flow must have run the algorithm asked for (kernel's word),
+    or that algorithm's own fallback (OWN_FALLBACK)."""
     if conns is None or not len(conns) or "cc" not in conns:
         return []
     out = []
     for f in meta["flows"]:
         rows = conns[(conns["flow"] == f["flow"]) & (conns.get("side") == "send")]
         got = set(rows["cc"].dropna())
-        if got and got != {f["cc_kernel"]}:
+        if got and not got <= {f["cc_kernel"]} | OWN_FALLBACK.get(f["cc_kernel"], set()):
             out.append(f"flow {f['name']}: asked for {f['cc_kernel']}, the kernel ran "
                        f"{', '.join(sorted(got))}")
     return out
