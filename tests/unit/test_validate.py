@@ -268,3 +268,28 @@ def test_show_with_an_ambiguous_prefix_lists_the_matches(tmp_path, capsys):
     write_synthetic_study(tmp_path / "syn-20260101-000000-b", reps=1, duration_s=2.0)
     assert main(["show", "syn-20260101-000000", "--results", str(tmp_path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["results"].endswith("syn-20260101-000000")
+
+
+def test_delay_correlation_on_the_kernel_backend_is_warned_of(tmp_path):
+    """netem's delay correlation has no measurable effect (docs/link.md, "Measured against
+    netem"): said where a cell runs on the kernel backend, chosen or given by preflight."""
+    text = STUDY.replace('delay = "10ms"', 'delay = "10ms"\njitter = "2ms"\n'
+                         'delay_correlation = "50%"')
+    s = load_study(write(tmp_path, text))
+    plan = make_plan(s, seed=1)
+
+    def said(pf=None):
+        return [x for x in dryrun.warnings(s, plan, None, pf) if "delay_correlation" in x]
+    assert said() == []                                     # auto, nothing known yet
+    kernel = {"cells": {c.index: {"backend": "kernel"} for c in s.cells}}
+    user = {"cells": {c.index: {"backend": "user"} for c in s.cells}}
+    w = said(kernel)
+    assert len(w) == 2 and all("uncorrelated" in x and "backend = \"user\"" in x for x in w), w
+    assert said(user) == []
+    chosen = load_study(write(tmp_path, text.replace('jitter = "2ms"',
+                                                     'jitter = "2ms"\nbackend = "kernel"')))
+    assert len([x for x in dryrun.warnings(chosen, make_plan(chosen, seed=1))
+                if "delay_correlation" in x]) == 2
+    plain = load_study(write(tmp_path, STUDY))
+    assert not [x for x in dryrun.warnings(plain, make_plan(plain, seed=1), None, kernel)
+                if "delay_correlation" in x]

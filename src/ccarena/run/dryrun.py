@@ -172,6 +172,13 @@ def warnings(study, plan, capacity=None, pf: dict | None = None) -> list[str]:
         if b.rate_bps and b.rate_bps > limit:
             out.append(f"{units.format_rate(b.rate_bps)} is {why}{at}: runs will be "
                        "CPU-limited and flagged invalid")
+        backend = _cell_backend(pf, c).get("backend") or b.backend
+        if b.delay_correlation and b.jitter_s and backend == "kernel":
+            # sch_netem's tabledist keeps the low bits of its correlated draw (modulo the
+            # jitter's span or the table's size), where the correlation is not
+            out.append(f"delay_correlation has no measurable effect on the kernel backend{at}: "
+                       "netem's delays come out uncorrelated (docs/link.md, \"Measured "
+                       "against netem\"); the user-space link (backend = \"user\") gives it")
     t = total_s(study, plan)
     if t > LONG_STUDY_S:
         out.append(f"the study takes about {hmm(t)} (h:mm); a smaller --scale, or --jobs / "
