@@ -99,14 +99,18 @@ def _dips(tr, frac=0.4, window_s=2.0):
 def test_probe_rtt_halves_the_window_every_five_seconds(deep_runs, no_leaks):
     """§5.3.4: ProbeRTT after 5 s without a lower RTT sample, cwnd = max(BDP/2, 4) for at
     least 200 ms and a round; the next one at least 5 s after its end. In 22 s: at least
-    three, each ≥ 5 s after the one before, each a fall to at most 0.4 of the window
-    before it (ProbeRTT's is about a quarter of ProbeBW's)."""
+    two, each ≥ 5 s after the one before, each a fall to at most 0.4 of the window
+    before it (ProbeRTT's is about a quarter of ProbeBW's). Not three: a sample a
+    microsecond below the minimum (ProbeBW's DOWN phase drains the queue to the base RTT,
+    and the host's timing decides the last microseconds) restarts the 5 s by the draft's
+    rule (BBRUpdateMinRTT: rs.rtt < probe_rtt_min_delay), so a ProbeRTT due may come
+    later than every 5 s; never earlier."""
     for cc in ("bbr3",):
         m = deep_runs[cc]
         check_valid(m)
         tr = sender_trace(m)
         dips = _dips(tr)
-        assert len(dips) >= 3, f"{cc}: window cuts {dips} {note(m)}"
+        assert len(dips) >= 2, f"{cc}: window cuts {dips} {note(m)}"
         starts = [a for a, _ in dips]
         assert all(b - a >= 5.0 for a, b in zip(starts, starts[1:])), f"{cc}: {starts}"
         assert all(b - a >= 0.2 for a, b in dips), f"{cc}: ProbeRTT shorter than 200 ms: {dips}"
