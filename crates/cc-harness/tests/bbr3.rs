@@ -348,17 +348,6 @@ fn refill_lasts_one_round_then_up() {
     }
 }
 
-/// A connection in ProbeBW_UP on a path of `bw` segments/s and 20 ms, rounds of
-/// `per_round` ACKs.
-fn in_up(algo: &str, bw: f64, per_round: u32) -> Drv {
-    let mut d = Drv::new(algo, bw, 20_000);
-    d.to_probe_bw();
-    d.per_round = per_round;
-    d.acks_until(State::Refill, true, 2000);
-    d.acks_until(State::Up, true, 10);
-    d
-}
-
 /// §5.3.3.7, §5.3.3.9 IsTimeToGoDown (v3): UP ends on a bandwidth plateau: three
 /// rounds without 25 % more delivery rate (the full-pipe estimator, reset at UP's start).
 #[test]
@@ -460,5 +449,23 @@ fn bbr3_precautionary_probe_then_growth_by_doubling_steps() {
     // growing with the limit, so within a segment or two of exact doubling)
     for w in steps.windows(2) {
         assert!(w[0] >= 1 && 2 * w[1] >= 3 * w[0] && 2 * w[1] <= 5 * w[0], "bbr3: steps {steps:?}");
+    }
+}
+
+/// §5.3.3.8.3: T_reno is at most 63 rounds; here BDP = 100 segments and rounds of 10 ms,
+/// so the round bound (630 ms) comes before the clock's 2-3 s, after exactly 63 rounds
+/// counted from the last probe's end, as min(BDP, 63) rounds for a small BDP.
+#[test]
+fn the_reno_coexistence_probe_waits_at_most_sixty_three_rounds() {
+    for (algo, bw, want) in [("bbr3", 10_000.0, 63), ("bbr2", 10_000.0, 63), ("bbr3", 500.0, 10), ("bbr2", 500.0, 10)] {
+        let mut d = Drv::new(algo, bw, if bw > 1000.0 { 10_000 } else { 20_000 });
+        d.to_probe_bw();
+        let v0 = d.v();
+        let start = v0.round_count - v0.rounds_since_probe_up;
+        while !matches!(d.v().state, State::Refill | State::Up) {
+            d.round();
+        }
+        assert_eq!(d.v().round_count - start, want, "{algo} at {bw} segments/s");
+        assert!(now_us() < v0.cycle_stamp + 2_000_000, "{algo}: the probe waited for the clock");
     }
 }

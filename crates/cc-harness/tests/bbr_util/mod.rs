@@ -91,6 +91,17 @@ pub fn with_headroom(v: &View) -> u64 {
     v.inflight_longterm.saturating_sub(h).max(4)
 }
 
+/// A connection in ProbeBW_UP on a path of `bw` segments/s and 20 ms, rounds of
+/// `per_round` ACKs.
+pub fn in_up(algo: &str, bw: f64, per_round: u32) -> Drv {
+    let mut d = Drv::new(algo, bw, 20_000);
+    d.to_probe_bw();
+    d.per_round = per_round;
+    d.acks_until(State::Refill, true, 2000);
+    d.acks_until(State::Up, true, 10);
+    d
+}
+
 /// A simulation of one flow of `algo` on `rate_bps`, RTT `rtt_us`, a buffer of
 /// `buffer` packets.
 pub fn one_flow(algo: &str, rate_bps: f64, rtt_us: u64, buffer: usize) -> Sim {
