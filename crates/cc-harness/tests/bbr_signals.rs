@@ -277,6 +277,59 @@ fn probe_rtt_holds_half_the_bdp_for_200_ms_and_a_round() {
     }
 }
 
+/// [v3] §5.3.4.3: the RTT timers fire strictly after their intervals, to the
+/// microsecond: ProbeRTT 1 µs after 5 s without a lower RTT sample (not at 5 s), and
+/// ProbeRTT left 1 µs after its 200 ms once its round is done.
+#[test]
+fn probe_rtt_starts_and_ends_one_microsecond_after_its_intervals() {
+    for algo in BOTH {
+        let mut d = Drv::new(algo, 2000.0, 20_000);
+        d.to_probe_bw();
+        let stamp = d.v().probe_rtt_min_stamp;
+        let gap = d.rtt_us / d.per_round as u64;
+        while now_us() + 2 * gap < stamp + 5_000_000 {
+            d.ack(1, false, 0);
+        }
+        d.ack_in(stamp + 5_000_000 - now_us(), 1, false, 0);
+        assert_ne!(d.v().state, State::ProbeRtt, "{algo}: ProbeRTT at exactly 5 s");
+        d.ack_in(1, 1, false, 0);
+        assert_eq!(d.v().state, State::ProbeRtt, "{algo}: no ProbeRTT 1 µs after 5 s");
+        let v = d.v();
+        d.inflight = Some(bdp_multiple(&v, v.bw, 500, 10).max(4) as u32);
+        d.ack(1, false, 0);
+        let t0 = now_us();
+        d.ack(1, true, 0);
+        while now_us() + 2 * gap < t0 + 200_000 {
+            d.ack(1, true, 0);
+        }
+        d.ack_in(t0 + 200_000 - now_us(), 1, true, 0);
+        assert_eq!(d.v().state, State::ProbeRtt, "{algo}: ProbeRTT left at exactly 200 ms");
+        d.ack_in(1, 1, true, 0);
+        assert_ne!(d.v().state, State::ProbeRtt, "{algo}: still in ProbeRTT 1 µs after 200 ms");
+    }
+}
+
+/// [v3] §5.3.4.3 UpdateMinRTT: a higher RTT replaces min_rtt 1 µs after its 10 s window,
+/// not at 10 s.
+#[test]
+fn min_rtt_rises_one_microsecond_after_ten_seconds() {
+    for algo in BOTH {
+        let mut d = Drv::new(algo, 1000.0, 30_000);
+        d.rtt_us = 20_000;
+        d.ack(1, true, 0);
+        let t0 = d.v().min_rtt_stamp;
+        d.rtt_us = 25_000;
+        let gap = d.rtt_us / d.per_round as u64;
+        while now_us() + 2 * gap < t0 + 10_000_000 {
+            d.ack(1, true, 0);
+        }
+        d.ack_in(t0 + 10_000_000 - now_us(), 1, true, 0);
+        assert_eq!(d.v().min_rtt, 20_000, "{algo}: min_rtt rose at exactly 10 s");
+        d.ack_in(1, 1, true, 0);
+        assert_eq!(d.v().min_rtt, 25_000, "{algo}: min_rtt 1 µs after 10 s");
+    }
+}
+
 /// [v3] §5.6.3 send quantum: at least 2 segments; the min_tso_segs op gives the floor.
 #[test]
 fn bbr3_send_quantum_floor_is_two_segments() {

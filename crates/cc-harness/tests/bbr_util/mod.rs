@@ -191,7 +191,12 @@ impl Drv {
     /// One ACK of `acked` segments, `losses` newly lost (C.lost grows by them), ending a
     /// round if `new_round`; the clock moves one ACK gap first.
     pub fn ack(&mut self, acked: u32, new_round: bool, losses: u32) {
-        advance_us(self.rtt_us / self.per_round as u64);
+        self.ack_in(self.rtt_us / self.per_round as u64, acked, new_round, losses)
+    }
+
+    /// The same ACK `dt_us` after the last one (timers tested to the microsecond).
+    pub fn ack_in(&mut self, dt_us: u64, acked: u32, new_round: bool, losses: u32) {
+        advance_us(dt_us);
         let c = &self.c;
         let before = c.get(Field::Delivered) as u32;
         let prior = if new_round { before } else { self.round_start_delivered.wrapping_sub(1) };
