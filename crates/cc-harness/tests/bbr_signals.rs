@@ -532,3 +532,105 @@ fn the_send_quantum_is_capped_at_64_kb() {
         assert_eq!(d.c.cwnd(), 3 * 64, "{algo}: three quanta of 64 KB / 1024 B");
     }
 }
+
+/// ECN while probing (v3): a sample is mostly marked when strictly more than half of
+/// what it delivered carries CE: 500 of 1000 is not, 501 is, and so is a one-segment
+/// sample that was marked.
+#[test]
+fn bbr3_a_sample_is_mostly_marked_above_half() {
+    for (delivered, ce, ends) in [(1000u32, 500, false), (1000, 501, true), (1, 1, true)] {
+        let mut d = in_cruise("bbr3");
+        d.c.set(Field::EcnFlags, 1);
+        d.acks_until(State::Refill, true, 2000);
+        d.acks_until(State::Up, true, 5);
+        d.ack(1, true, 0);
+        d.bw_pps = delivered as f64 * 1e6 / d.rtt_us as f64;
+        d.ce = ce as i32;
+        d.ack(1, false, 0);
+        let st = d.v().state;
+        assert_eq!(st == State::Down, ends, "bbr3: {ce} of {delivered} marked: {st:?}");
+    }
+}
+
+/// The ECN cut, inflight_shortterm × (1 − alpha/3), on a window of about 2000 segments,
+/// where 332/1000 or 334/1000 in place of 1/3 would move it by whole segments.
+#[test]
+fn bbr3_the_ecn_cut_is_a_third_of_alpha_on_a_large_window() {
+    let mut d = in_cruise_at("bbr3", 50_000.0);
+    d.per_round = 1000;
+    d.acks(2500);
+    d.c.set(Field::EcnFlags, 1);
+    d.per_round = 10;
+    assert_eq!(d.v().state, State::Cruise);
+    marked_round(&mut d, 0);
+    marked_round(&mut d, 5);
+    let cwnd = d.c.cwnd() as u64;
+    assert!(cwnd >= 1000, "bbr3: cwnd {cwnd}");
+    d.ack(1, true, 0);
+    let v = d.v();
+    let a = v.ecn_alpha as u64;
+    assert_eq!(v.inflight_shortterm as u64, cwnd - cwnd * a * 333 / (1024 * 1000), "bbr3: alpha {a}, cwnd {cwnd}");
+}
+
+/// After Startup, marked rounds move only the short-term model (v3): inflight_longterm
+/// stays unset however many rounds are mostly marked, and a round without marks after
+/// a marked one cuts nothing more.
+#[test]
+fn bbr3_marks_after_startup_cut_only_the_short_term_model_and_only_once() {
+    let mut d = in_cruise("bbr3");
+    d.c.set(Field::EcnFlags, 1);
+    marked_round(&mut d, 8);
+    marked_round(&mut d, 8);
+    marked_round(&mut d, 8);
+    d.ack(1, true, 0);
+    let v = d.v();
+    assert_eq!(v.inflight_longterm, INF, "bbr3: marked rounds in CRUISE set inflight_longterm");
+    let cut = v.inflight_shortterm;
+    assert_ne!(cut, INF);
+    marked_round(&mut d, 0);
+    d.ack(1, true, 0);
+    assert_eq!(d.v().inflight_shortterm, cut, "bbr3: a round without marks cut inflight_shortterm");
+}
+
+/// ECN in Startup (v3): a round counts towards the exit only with strictly more than half
+/// of its data marked; two rounds at exactly half, or at 30 %, do not end Startup.
+#[test]
+fn bbr3_startup_counts_only_rounds_more_than_half_marked() {
+    for marked in [5u32, 3] {
+        let mut d = Drv::new("bbr3", 1000.0, 20_000);
+        d.c.set(Field::EcnFlags, 1);
+        for _ in 0..4 {
+            d.bw_pps *= 1.3;
+            marked_round(&mut d, marked);
+        }
+        assert_eq!(d.v().state, State::Startup, "bbr3: rounds {marked} of 10 marked ended Startup");
+    }
+}
+
+/// [v3] §5.5.11.1 SaveStateUponLoss, §5.5.11.2: entering recovery saves the short-term
+/// model; a spurious recovery brings it back after further cuts.
+#[test]
+fn bbr3_an_undo_restores_the_short_term_model_saved_at_the_loss() {
+    let mut d = in_cruise("bbr3");
+    // a lossy round sets the short-term model
+    d.bw_pps = 500.0;
+    d.ack(1, true, 0);
+    d.ack(1, false, 1);
+    d.acks(8);
+    d.ack(1, true, 0);
+    let saved = d.v();
+    assert!(saved.inflight_shortterm != INF && saved.bw_shortterm != INF64);
+    // recovery, and another lossy round cuts both again
+    d.c.set_ca_state(RECOVERY);
+    d.ack(1, false, 1);
+    d.acks(8);
+    d.ack(1, true, 0);
+    let cut = d.v();
+    assert!(cut.inflight_shortterm < saved.inflight_shortterm && cut.bw_shortterm < saved.bw_shortterm,
+            "bbr3: the second lossy round cut nothing");
+    d.c.op_undo_cwnd();
+    let v = d.v();
+    assert_eq!(v.inflight_shortterm, saved.inflight_shortterm, "bbr3: inflight_shortterm after the undo");
+    assert_eq!(v.bw_shortterm, saved.bw_shortterm, "bbr3: bw_shortterm after the undo");
+    assert_eq!(v.state, State::Cruise, "bbr3: an undo outside a probe changes no state");
+}
