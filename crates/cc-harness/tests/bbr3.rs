@@ -503,3 +503,19 @@ fn startup_judges_loss_per_round() {
         assert!(d.v().full_bw_reached, "{algo}: an earlier round's deliveries diluted the rate");
     }
 }
+
+/// §5.3.1.2: "grew by 25 % or more" includes exactly 25 %: rounds of 64, 80, 100 and 125
+/// segments (each exactly 1.25 × the last, also in the model's fixed point) keep Startup
+/// going where three rounds short of 25 % would end it.
+#[test]
+fn startup_counts_exactly_a_quarter_more_as_growth() {
+    for algo in BOTH {
+        let mut d = Drv::new(algo, 3200.0, 20_000);
+        for seg in [64.0, 80.0, 100.0, 125.0, 125.0 * 1.25 + 0.5] {
+            d.bw_pps = seg / 0.020;
+            d.round();
+            assert_eq!(d.v().state, State::Startup, "{algo}: left Startup at {seg} segments a round");
+        }
+        assert_eq!(d.v().full_bw_count, 0, "{algo}: a 25 % step counted as a plateau");
+    }
+}

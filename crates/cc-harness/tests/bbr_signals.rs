@@ -421,7 +421,12 @@ fn bbr3_startup_ends_after_two_rounds_mostly_marked() {
         grow(&mut d, 6);
         grow(&mut d, 0);
         grow(&mut d, 6);
+        // a round is judged at the next round's start
+        d.ack(1, true, 0);
         assert_eq!(d.v().state, State::Startup, "{algo}: a marked round between clean ones ended Startup");
+        // (that ACK began a round without marks) then two marked rounds, judged by the
+        // next two round starts
+        grow(&mut d, 6);
         grow(&mut d, 6);
         grow(&mut d, 0);
         let v = d.v();
