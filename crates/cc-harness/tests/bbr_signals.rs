@@ -60,6 +60,40 @@ fn each_lossy_round_outside_probing_cuts_the_short_term_model_by_beta() {
     }
 }
 
+/// §5.5.10.3 LossLowerBounds: inflight_shortterm = max(inflight_latest, Beta ×
+/// inflight_shortterm), inflight_latest being the most one sample delivered in the loss
+/// round just ended: its maximum over that round, restarted at each loss round's start.
+/// A longer sample interval at the same rate delivers more (38 segments against Beta ×
+/// cwnd ≈ 28) without moving max_bw or min_rtt.
+#[test]
+fn the_short_term_cut_keeps_the_round_s_largest_delivery() {
+    for algo in BOTH {
+        // (a) the largest sample after the round's first ACK
+        let mut d = in_cruise(algo);
+        let cwnd0 = d.c.cwnd() as u64;
+        assert!(cwnd0 * 7 / 10 < 38, "{algo}: cwnd {cwnd0}");
+        d.ack(1, true, 0);
+        d.rtt_us = 38_000;
+        d.ack(1, false, 1);
+        d.acks(8);
+        d.rtt_us = 20_000;
+        d.ack(1, true, 0);
+        assert_eq!(d.v().inflight_shortterm, 38, "{algo}: the round's largest delivery");
+        // (b) a round without loss delivering 38, then a lossy one delivering 20: the earlier
+        // round's samples do not count
+        let mut d = in_cruise(algo);
+        let cwnd0 = d.c.cwnd() as u64;
+        d.rtt_us = 38_000;
+        d.round();
+        d.rtt_us = 20_000;
+        d.ack(1, true, 0);
+        d.ack(1, false, 1);
+        d.acks(8);
+        d.ack(1, true, 0);
+        assert_eq!(d.v().inflight_shortterm as u64, cwnd0 * 7 / 10, "{algo}: an earlier round's delivery counted");
+    }
+}
+
 /// The same cut on a window of about 2000 segments, where 0.699 or 0.701 in place of
 /// Beta = 0.7 would change both bounds by whole segments and tens of segments/s.
 #[test]
