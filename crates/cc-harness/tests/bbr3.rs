@@ -519,3 +519,25 @@ fn startup_counts_exactly_a_quarter_more_as_growth() {
         assert_eq!(d.v().full_bw_count, 0, "{algo}: a 25 % step counted as a plateau");
     }
 }
+
+/// §5.5.11.1 SaveStateUponLoss: each recovery starts with BBR.undo_state = None, so an
+/// undo of a later, spurious recovery does not replay an older one: after Startup ended
+/// on loss (undo_state Startup) and that recovery ended, a spurious recovery in ProbeBW
+/// is undone without going back to Startup.
+#[test]
+fn bbr3_a_later_undo_does_not_replay_the_startup_loss_exit() {
+    let mut d = growing("bbr3", 10);
+    lossy_round(&mut d, 6);
+    assert_eq!(d.v().undo_state, State::Startup, "bbr3");
+    d.c.set_ca_state(OPEN);
+    // in-flight data low: Drain ends, DOWN gives way to CRUISE
+    d.inflight = Some(1);
+    d.acks_until(State::Cruise, true, 500);
+    d.inflight = None;
+    d.c.set_ca_state(RECOVERY);
+    d.ack(1, false, 1);
+    assert_eq!(d.v().undo_state, State::None, "bbr3: a new recovery kept an older undo_state");
+    d.c.op_undo_cwnd();
+    let v = d.v();
+    assert!(v.full_bw_reached && v.state.in_probe_bw(), "bbr3: {:?} after the undo", v.state);
+}
