@@ -541,3 +541,20 @@ fn bbr3_a_later_undo_does_not_replay_the_startup_loss_exit() {
     let v = d.v();
     assert!(v.full_bw_reached && v.state.in_probe_bw(), "bbr3: {:?} after the undo", v.state);
 }
+
+/// §5.5.11.2 HandleSpuriousLossDetection: undoing Startup's loss exit resumes Startup
+/// with the plateau estimator reset (ResetFullBW): at a flat rate the first round sets the
+/// baseline, and only three more rounds without 25 % growth end Startup again.
+#[test]
+fn bbr3_startup_resumed_by_an_undo_judges_its_plateau_afresh() {
+    let mut d = growing("bbr3", 10);
+    lossy_round(&mut d, 6);
+    assert!(d.v().full_bw_reached, "bbr3");
+    d.c.op_undo_cwnd();
+    d.c.set_ca_state(OPEN);
+    let v = d.v();
+    assert_eq!(v.state, State::Startup, "bbr3: the undo resumes Startup");
+    assert_eq!((v.full_bw, v.full_bw_count), (0, 0), "bbr3: the plateau estimator after the undo");
+    let rounds = d.rounds_until(State::Drain, 10);
+    assert_eq!(rounds, 4, "bbr3: Startup resumed at a flat rate lasted {rounds} rounds");
+}
