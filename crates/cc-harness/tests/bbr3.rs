@@ -558,3 +558,34 @@ fn bbr3_startup_resumed_by_an_undo_judges_its_plateau_afresh() {
     let rounds = d.rounds_until(State::Drain, 10);
     assert_eq!(rounds, 4, "bbr3: Startup resumed at a flat rate lasted {rounds} rounds");
 }
+
+/// [v3] §5.3.3.1 StartProbeBW_DOWN: ResetCongestionSignals: what the probe saw before the
+/// ACK that ended it does not count in the loss round that ends in DOWN. After UP ended on
+/// excess loss (its last sample at 2000 segments/s, the earlier ones at 5000), that
+/// round's end leaves the short-term model unset; with a loss in DOWN, bw_shortterm is
+/// max(2000, 0.7 × max_bw), not the probe's 5000. (The ACK that ended the probe counts:
+/// the losses it reports are handled before its delivery signals are taken.)
+#[test]
+fn bbr3_the_probe_s_signals_do_not_carry_into_down() {
+    for lossy_down in [false, true] {
+        let mut d = in_up("bbr3", 5000.0, 100);
+        d.ack(1, true, 0);
+        for _ in 0..89 {
+            d.ack(1, false, 0);
+        }
+        let max_bw = pps(d.v().max_bw);
+        d.bw_pps = 2000.0;
+        d.ack(1, false, 5);
+        assert_eq!(d.v().state, State::Down, "bbr3: UP ends on excess loss");
+        d.ack(1, false, lossy_down as u32);
+        d.acks(5);
+        d.ack(1, true, 0);
+        let v = d.v();
+        if lossy_down {
+            let want = 0.7 * max_bw;
+            assert!((pps(v.bw_shortterm) - want).abs() < 5.0, "bbr3: bw_shortterm {:.0}, want {want:.0}", pps(v.bw_shortterm));
+        } else {
+            assert_eq!((v.inflight_shortterm, v.bw_shortterm), (INF, INF64), "bbr3: the probe's losses cut the model in DOWN");
+        }
+    }
+}
