@@ -505,18 +505,25 @@ fn startup_judges_loss_per_round() {
 }
 
 /// §5.3.1.2: "grew by 25 % or more" includes exactly 25 %: rounds of 64, 80, 100 and 125
-/// segments (each exactly 1.25 × the last, also in the model's fixed point) keep Startup
-/// going where three rounds short of 25 % would end it.
+/// segments (each exactly 1.25 × the last, also in the model's fixed point) each reset the
+/// plateau count; 24.95 % more (10 000 then 12 495 segments a round) counts one round of
+/// plateau.
 #[test]
 fn startup_counts_exactly_a_quarter_more_as_growth() {
     for algo in BOTH {
         let mut d = Drv::new(algo, 3200.0, 20_000);
-        for seg in [64.0, 80.0, 100.0, 125.0, 125.0 * 1.25 + 0.5] {
+        for seg in [64.0, 80.0, 100.0, 125.0] {
             d.bw_pps = seg / 0.020;
             d.round();
-            assert_eq!(d.v().state, State::Startup, "{algo}: left Startup at {seg} segments a round");
+            assert_eq!(d.v().state, State::Startup, "{algo}");
+            assert_eq!(d.v().full_bw_count, 0, "{algo}: {seg} segments, 25 % over the last round, counted as a plateau");
         }
-        assert_eq!(d.v().full_bw_count, 0, "{algo}: a 25 % step counted as a plateau");
+        let mut d = Drv::new(algo, 500_000.0, 20_000);
+        d.round();
+        assert_eq!(d.v().full_bw_count, 0, "{algo}");
+        d.bw_pps = 12_495.0 / 0.020;
+        d.round();
+        assert_eq!(d.v().full_bw_count, 1, "{algo}: 24.95 % more counted as growth");
     }
 }
 
