@@ -568,16 +568,22 @@ fn bbr3_startup_resumed_by_an_undo_judges_its_plateau_afresh() {
 
 /// [v3] §5.3.3.1 StartProbeBW_DOWN: ResetCongestionSignals: what the probe saw before the
 /// ACK that ended it does not count in the loss round that ends in DOWN. After UP ended on
-/// excess loss (its last sample at 2000 segments/s, the earlier ones at 5000), that
-/// round's end leaves the short-term model unset; with a loss in DOWN, bw_shortterm is
-/// max(2000, 0.7 × max_bw), not the probe's 5000. (The ACK that ended the probe counts:
+/// excess loss (its last sample at 2000 segments/s, the earlier ones at 5000, one of them
+/// with CE marks), that round's end leaves the short-term model unset (neither the
+/// losses nor the marks count); with a loss in DOWN, bw_shortterm is max(2000, 0.7 ×
+/// max_bw), not the probe's 5000, and inflight_shortterm ignores the probe's deliveries. (The ACK that ended the probe counts:
 /// the losses it reports are handled before its delivery signals are taken.)
 #[test]
 fn bbr3_the_probe_s_signals_do_not_carry_into_down() {
     for lossy_down in [false, true] {
         let mut d = in_up("bbr3", 5000.0, 100);
+        d.c.set(Field::EcnFlags, 1);
         d.ack(1, true, 0);
-        for _ in 0..89 {
+        // one sample of the probe with a few CE marks (not mostly marked)
+        d.ce = 6;
+        d.ack(1, false, 0);
+        d.ce = 0;
+        for _ in 0..88 {
             d.ack(1, false, 0);
         }
         let max_bw = pps(d.v().max_bw);
@@ -586,11 +592,14 @@ fn bbr3_the_probe_s_signals_do_not_carry_into_down() {
         assert_eq!(d.v().state, State::Down, "bbr3: UP ends on excess loss");
         d.ack(1, false, lossy_down as u32);
         d.acks(5);
+        let w = d.c.cwnd() as u64;
         d.ack(1, true, 0);
         let v = d.v();
         if lossy_down {
             let want = 0.7 * max_bw;
             assert!((pps(v.bw_shortterm) - want).abs() < 5.0, "bbr3: bw_shortterm {:.0}, want {want:.0}", pps(v.bw_shortterm));
+            // DOWN's samples delivered 40 segments each, the probe's 100
+            assert_eq!(v.inflight_shortterm as u64, (w * 7 / 10).max(40), "bbr3: inflight_shortterm (cwnd {w})");
         } else {
             assert_eq!((v.inflight_shortterm, v.bw_shortterm), (INF, INF64), "bbr3: the probe's losses cut the model in DOWN");
         }
