@@ -571,8 +571,9 @@ fn bbr3_startup_resumed_by_an_undo_judges_its_plateau_afresh() {
 /// excess loss (its last sample at 2000 segments/s, the earlier ones at 5000, one of them
 /// with CE marks), that round's end leaves the short-term model unset (neither the
 /// losses nor the marks count); with a loss in DOWN, bw_shortterm is max(2000, 0.7 ×
-/// max_bw), not the probe's 5000, and inflight_shortterm ignores the probe's deliveries. (The ACK that ended the probe counts:
-/// the losses it reports are handled before its delivery signals are taken.)
+/// max_bw), not the probe's 5000, and inflight_shortterm ignores the probe's deliveries.
+/// (The ACK that ended the probe counts: the losses it reports are handled before its
+/// delivery signals are taken, as the draft's loss handling precedes BBRUpdateOnACK.)
 #[test]
 fn bbr3_the_probe_s_signals_do_not_carry_into_down() {
     for lossy_down in [false, true] {
