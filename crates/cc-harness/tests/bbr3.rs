@@ -606,3 +606,52 @@ fn bbr3_the_probe_s_signals_do_not_carry_into_down() {
         }
     }
 }
+
+/// TCP_CONGESTION may select BBR on an established connection (the kernel zeroes the
+/// private area, then calls init): the round, the loss round, Startup's loss counts and
+/// ECN's alpha start from the connection's counts at that moment, not from zero. Here
+/// 100 000 segments delivered, 3 000 lost and 40 000 CE-marked before the switch.
+#[test]
+fn init_on_an_established_connection_counts_from_its_current_state() {
+    for algo in BOTH {
+        let c = Conn::bare(algo);
+        c.set(Field::SrttUs, 20_000);
+        c.set(Field::Delivered, 100_000);
+        c.set(Field::Lost, 3_000);
+        c.set(Field::DeliveredCe, 40_000);
+        c.set(Field::EcnFlags, 1);
+        c.init();
+        let mut d = Drv::with_conn(c, 1000.0, 20_000);
+        let r0 = d.v().round_count;
+        // a round whose first ACK and five more are marked, then one without marks: alpha
+        // is judged at each round start over the segments since the last (the first
+        // round start judges that one marked segment alone: alpha stays 1024)
+        for k in 0..d.per_round {
+            let mark = k <= 5;
+            if mark {
+                d.c.set(Field::DeliveredCe, d.c.get(Field::DeliveredCe) + 1);
+            }
+            d.ce = if mark { 2 } else { 0 };
+            d.ack(1, k == 0, 0);
+        }
+        d.ce = 0;
+        d.round();
+        let v = d.v();
+        assert_eq!(v.round_count, r0 + 2, "{algo}: two rounds of ACKs made {} rounds", v.round_count - r0);
+        if algo == "bbr3" {
+            // then the rest of the marked round, 5 of 10: 1024 − 64 + 512/16 = 992
+            assert_eq!(v.ecn_alpha, 992, "bbr3: alpha after a half-marked round");
+        }
+        if algo == "bbr2" {
+            continue;    // bbr2 leaves Startup on loss events only
+        }
+        // Startup's loss exit judges this round's 6 losses in 406 (1.5 %), not the 3 000 before
+        d.per_round = 400;
+        for _ in 0..3 {
+            d.bw_pps *= 1.3;
+            d.round();
+        }
+        lossy_round(&mut d, params(algo).full_loss_cnt);
+        assert_eq!(d.v().state, State::Startup, "{algo}: losses before the switch ended Startup");
+    }
+}

@@ -169,7 +169,11 @@ pub struct Drv {
 
 impl Drv {
     pub fn new(algo: &str, bw_pps: f64, rtt_us: u64) -> Drv {
-        let c = fresh(algo, rtt_us);
+        Drv::with_conn(fresh(algo, rtt_us), bw_pps, rtt_us)
+    }
+
+    /// The same driver for a connection made elsewhere (e.g. BBR set on an established one).
+    pub fn with_conn(c: Conn, bw_pps: f64, rtt_us: u64) -> Drv {
         let d = c.get(Field::Delivered) as u32;
         Drv { c, bw_pps, rtt_us, per_round: 10, inflight: None, app_limited: false, ce: 0, round_start_delivered: d }
     }
