@@ -320,11 +320,7 @@ fn probe_rtt_starts_and_ends_one_microsecond_after_its_intervals() {
         let mut d = Drv::new(algo, 2000.0, 20_000);
         d.to_probe_bw();
         let stamp = d.v().probe_rtt_min_stamp;
-        let gap = d.rtt_us / d.per_round as u64;
-        while now_us() + 2 * gap < stamp + 5_000_000 {
-            d.ack(1, false, 0);
-        }
-        d.ack_in(stamp + 5_000_000 - now_us(), 1, false, 0);
+        d.acks_up_to(stamp + 5_000_000, false);
         assert_ne!(d.v().state, State::ProbeRtt, "{algo}: ProbeRTT at exactly 5 s");
         d.ack_in(1, 1, false, 0);
         assert_eq!(d.v().state, State::ProbeRtt, "{algo}: no ProbeRTT 1 µs after 5 s");
@@ -332,11 +328,7 @@ fn probe_rtt_starts_and_ends_one_microsecond_after_its_intervals() {
         d.inflight = Some(bdp_multiple(&v, v.bw, 500, 10).max(4) as u32);
         d.ack(1, false, 0);
         let t0 = now_us();
-        d.ack(1, true, 0);
-        while now_us() + 2 * gap < t0 + 200_000 {
-            d.ack(1, true, 0);
-        }
-        d.ack_in(t0 + 200_000 - now_us(), 1, true, 0);
+        d.acks_up_to(t0 + 200_000, true);
         assert_eq!(d.v().state, State::ProbeRtt, "{algo}: ProbeRTT left at exactly 200 ms");
         d.ack_in(1, 1, true, 0);
         assert_ne!(d.v().state, State::ProbeRtt, "{algo}: still in ProbeRTT 1 µs after 200 ms");
@@ -353,11 +345,7 @@ fn min_rtt_rises_one_microsecond_after_ten_seconds() {
         d.ack(1, true, 0);
         let t0 = d.v().min_rtt_stamp;
         d.rtt_us = 25_000;
-        let gap = d.rtt_us / d.per_round as u64;
-        while now_us() + 2 * gap < t0 + 10_000_000 {
-            d.ack(1, true, 0);
-        }
-        d.ack_in(t0 + 10_000_000 - now_us(), 1, true, 0);
+        d.acks_up_to(t0 + 10_000_000, true);
         assert_eq!(d.v().min_rtt, 20_000, "{algo}: min_rtt rose at exactly 10 s");
         d.ack_in(1, 1, true, 0);
         assert_eq!(d.v().min_rtt, 25_000, "{algo}: min_rtt 1 µs after 10 s");

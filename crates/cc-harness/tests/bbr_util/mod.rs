@@ -216,6 +216,16 @@ impl Drv {
         }
     }
 
+    /// ACKs of one segment at the usual spacing (each ending a round if `new_round`) until
+    /// the next would come within a spacing of `t_us`, then one exactly at `t_us`.
+    pub fn acks_up_to(&mut self, t_us: u64, new_round: bool) {
+        let gap = self.rtt_us / self.per_round as u64;
+        while now_us() + 2 * gap < t_us {
+            self.ack(1, new_round, 0);
+        }
+        self.ack_in(t_us - now_us(), 1, new_round, 0);
+    }
+
     /// `n` ACKs of one segment within the round.
     pub fn acks(&mut self, n: u32) {
         for _ in 0..n {
