@@ -414,11 +414,7 @@ fn two_percent_loss_in_up_is_no_excess() {
 #[test]
 fn bbr3_precautionary_probe_then_growth_by_doubling_steps() {
     let mut d = in_up("bbr3", 5000.0, 100);
-    d.ack(1, true, 0);
-    for _ in 0..89 {
-        d.ack(1, false, 0);
-    }
-    d.ack(1, false, 5);
+    d.round_then_loss(89, 5);
     let cut = d.v().inflight_longterm;
     assert!(cut != INF && d.v().state == State::Down);
     // the next probe: REFILL, then UP ends at once with in-flight at the limit

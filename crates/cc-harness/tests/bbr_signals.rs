@@ -25,6 +25,15 @@ fn in_cruise_at(algo: &str, bw: f64) -> Drv {
     d
 }
 
+/// A round of ten ACKs, the second marking one segment lost, judged (as a loss round) by
+/// the first ACK of the next round.
+fn lossy_round_judged(d: &mut Drv) {
+    d.ack(1, true, 0);
+    d.ack(1, false, 1);
+    d.acks(8);
+    d.ack(1, true, 0);
+}
+
 /// §5.5.10.3 AdaptLowerBoundsFromCongestion: outside probing, at the end of each round
 /// with loss, bw_shortterm = max(bw_latest, 0.7 × bw_shortterm) and inflight_shortterm =
 /// max(inflight_latest, 0.7 × inflight_shortterm), starting from max_bw and cwnd; a round
@@ -37,10 +46,7 @@ fn each_lossy_round_outside_probing_cuts_the_short_term_model_by_beta() {
         let cwnd0 = d.c.cwnd() as u64;
         // a round at half the rate with a loss; judged at the next round's start
         d.bw_pps = 500.0;
-        d.ack(1, true, 0);
-        d.ack(1, false, 1);
-        d.acks(8);
-        d.ack(1, true, 0);
+        lossy_round_judged(&mut d);
         let v = d.v();
         let want_bw = 0.7 * pps(v0.max_bw);
         assert!((pps(v.bw_shortterm) - want_bw).abs() < 2.0, "{algo}: bw_shortterm {:.1}, want {want_bw:.1}", pps(v.bw_shortterm));
@@ -86,10 +92,7 @@ fn the_short_term_cut_keeps_the_round_s_largest_delivery() {
         d.rtt_us = 38_000;
         d.round();
         d.rtt_us = 20_000;
-        d.ack(1, true, 0);
-        d.ack(1, false, 1);
-        d.acks(8);
-        d.ack(1, true, 0);
+        lossy_round_judged(&mut d);
         assert_eq!(d.v().inflight_shortterm as u64, cwnd0 * 7 / 10, "{algo}: an earlier round's delivery counted");
     }
 }
@@ -108,10 +111,7 @@ fn the_short_term_cut_is_beta_exactly_on_a_large_window() {
         let cwnd0 = d.c.cwnd() as u64;
         assert!(cwnd0 >= 1000, "{algo}: cwnd {cwnd0}");
         d.bw_pps = 25_000.0;
-        d.ack(1, true, 0);
-        d.ack(1, false, 1);
-        d.acks(8);
-        d.ack(1, true, 0);
+        lossy_round_judged(&mut d);
         let v = d.v();
         assert_eq!(v.inflight_shortterm as u64, cwnd0 * 700 / 1000, "{algo}: inflight_shortterm of cwnd {cwnd0}");
         let want = 0.7 * pps(v0.max_bw);
@@ -494,11 +494,7 @@ fn bbr3_a_mostly_marked_sample_ends_the_probe() {
 fn cruise_leaves_fifteen_percent_of_inflight_longterm_free() {
     for algo in BOTH {
         let mut d = in_up(algo, 50_000.0, 1200);
-        d.ack(1, true, 0);
-        for _ in 0..1149 {
-            d.ack(1, false, 0);
-        }
-        d.ack(1, false, 40);
+        d.round_then_loss(1149, 40);
         let ilt = d.v().inflight_longterm as u64;
         assert!(ilt != INF as u64 && ilt >= 1000, "{algo}: inflight_longterm {ilt} after excess loss in UP");
         assert_eq!(d.v().state, State::Down, "{algo}");
@@ -641,10 +637,7 @@ fn bbr3_an_undo_restores_the_short_term_model_saved_at_the_loss() {
     let mut d = in_cruise("bbr3");
     // a lossy round sets the short-term model
     d.bw_pps = 500.0;
-    d.ack(1, true, 0);
-    d.ack(1, false, 1);
-    d.acks(8);
-    d.ack(1, true, 0);
+    lossy_round_judged(&mut d);
     let saved = d.v();
     assert!(saved.inflight_shortterm != INF && saved.bw_shortterm != INF64);
     // recovery, and another lossy round cuts both again

@@ -226,6 +226,17 @@ impl Drv {
         self.ack_in(t_us - now_us(), 1, new_round, 0);
     }
 
+    /// A round's first ACK, `acks` more, then one that marks `lost` segments lost (in UP:
+    /// the probe's excess-loss test sees RS.lost = `lost` of RS.tx_in_flight = `acks` +
+    /// 1 + `lost`).
+    pub fn round_then_loss(&mut self, acks: u32, lost: u32) {
+        self.ack(1, true, 0);
+        for _ in 0..acks {
+            self.ack(1, false, 0);
+        }
+        self.ack(1, false, lost);
+    }
+
     /// `n` ACKs of one segment within the round.
     pub fn acks(&mut self, n: u32) {
         for _ in 0..n {
