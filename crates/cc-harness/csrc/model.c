@@ -126,6 +126,12 @@ long cch_map_update(void *map, const void *key, const void *value, u64 flags, u3
 	return 0;
 }
 
+/* bpf_sk_storage_get may fail to create (the kernel's -ENOMEM, or the map's limit): a
+ * test sets this to make every creation on its thread fail */
+static __thread int storage_fails;
+
+void cch_set_storage_fails(int on) { storage_fails = on; }
+
 void *cch_sk_storage_get(void *map, void *sk, void *value, u64 flags, u32 value_size)
 {
 	struct cch_entry *e;
@@ -133,7 +139,7 @@ void *cch_sk_storage_get(void *map, void *sk, void *value, u64 flags, u32 value_
 	for (e = entries; e; e = e->next)
 		if (e->map == map && e->owner == sk)
 			return e->value;
-	if (!(flags & BPF_SK_STORAGE_GET_F_CREATE))
+	if (!(flags & BPF_SK_STORAGE_GET_F_CREATE) || storage_fails)
 		return 0;
 	e = calloc(1, sizeof(*e) + value_size);
 	if (!e)

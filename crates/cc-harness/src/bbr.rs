@@ -49,7 +49,7 @@ pub const ACKS_PROBE_FEEDBACK: u64 = 3;
 pub const ACKS_PROBE_STOPPING: u64 = 4;
 
 /// One reading of the model (the order is csrc/bbr_view.c's enum cch_bbr_field).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct View {
     pub state: State,
     pub pacing_gain: u64,

@@ -87,6 +87,7 @@ mod c {
         pub fn cch_op_min_tso_segs(s: *mut c_void) -> u32;
         pub fn cch_set_jiffies(j: u64);
         pub fn cch_set_prandom_seed(seed: u64);
+        pub fn cch_set_storage_fails(on: c_int);
         pub fn cch_bbr_view(s: *mut c_void, out: *mut u64, n: u32) -> c_int;
         pub fn cch_op_cong_avoid(s: *mut c_void, ack: u32, acked: u32);
         pub fn cch_op_undo_cwnd(s: *mut c_void) -> u32;
@@ -129,6 +130,10 @@ pub fn set_jiffies(j: u64) {
 pub fn set_prandom_seed(seed: u64) {
     // SAFETY: writes a thread-local of the model.
     unsafe { c::cch_set_prandom_seed(seed) }
+}
+pub fn set_storage_fails(on: bool) {
+    // SAFETY: writes a thread-local of the model.
+    unsafe { c::cch_set_storage_fails(on as c_int) }
 }
 pub fn send_ack_calls() -> u64 {
     // SAFETY: reads a thread-local of the model.
