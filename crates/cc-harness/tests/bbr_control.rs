@@ -182,9 +182,18 @@ fn only_recovery_and_loss_are_loss_recovery() {
 
 /// [v2] §4.6.4.4 BBRModulateCwndForRecovery: losses take cwnd down by the segments lost,
 /// to one segment at least; packet conservation keeps it at in-flight + newly acked,
-/// here nothing: an ACK that marks everything outstanding lost leaves one segment.
+/// here nothing: an ACK that marks everything outstanding lost leaves one segment. After
+/// the first round of recovery (no conservation) the ACK's acknowledged segments grow
+/// that one segment (§4.6.4.5: cwnd + acked, below the target).
 #[test]
 fn bbr2_losses_in_recovery_take_cwnd_down_to_one_segment_at_least() {
+    let mut d = cruising("bbr2", 1000.0);
+    d.c.set_ca_state(RECOVERY);
+    d.ack(1, true, 0);
+    assert!(!d.v().packet_conservation, "bbr2: conservation past the first round");
+    d.c.set_cwnd(8);
+    d.ack(10, false, 8);
+    assert_eq!(d.c.cwnd(), 11, "bbr2: 8 lost of 8, then 10 acknowledged");
     for extra in [0, 3] {
         let d = cruising("bbr2", 1000.0);
         d.c.set_ca_state(RECOVERY);
@@ -232,8 +241,7 @@ fn cwnd_grows_below_max_inflight_or_within_the_initial_window() {
         d.c.set_cwnd(1);
         d.ack(1, false, 0);
         assert_eq!(d.c.cwnd(), 4, "{algo}: Startup's window from 1 segment");
-        let d = cruising(algo, 1000.0);
-        let mut d = d;
+        let mut d = cruising(algo, 1000.0);
         d.c.set_cwnd(2);
         d.ack(1, false, 0);
         assert_eq!(d.c.cwnd(), 4, "{algo}: ProbeBW's window from 2 segments");
@@ -309,6 +317,23 @@ fn only_a_transmission_start_after_an_application_limited_idle_is_a_restart() {
         assert_eq!(d.c.get(Field::PacingRate), p, "{algo}");
         d.c.cwnd_event(CA_EVENT_TX_START);
         assert!(d.v().idle_restart, "{algo}: the restart");
+    }
+}
+
+/// [v3] §5.4.1 with §5.5.9: a restart from idle begins a new aggregation epoch. The first
+/// ACK after it, 100 µs on (a tenth of a segment's time at bw), counts only its own
+/// segment as extra, nothing of the epoch before the idle period.
+#[test]
+fn a_restart_from_idle_begins_a_new_aggregation_epoch() {
+    for algo in BOTH {
+        let mut d = cruising(algo, 1000.0);
+        d.rounds(11);
+        assert_eq!(d.v().extra_acked, 1, "{algo}: ACKs at bw count one segment as extra");
+        advance_us(1_000_000);
+        d.c.set(Field::AppLimited, 1);
+        d.c.cwnd_event(CA_EVENT_TX_START);
+        d.ack_in(100, 1, false, 0);
+        assert_eq!(d.v().extra_acked, 1, "{algo}: the first ACK after the restart");
     }
 }
 
