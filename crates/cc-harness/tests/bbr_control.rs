@@ -57,7 +57,8 @@ fn init_during_loss_recovery_starts_in_recovery() {
     }
 }
 
-/// The fields of the kernel's socket BBR reads, copied from `from` to `to`.
+/// The kernel socket's state (the harness model's fields but its namespace), copied from
+/// `from` to `to`.
 fn copy_socket(from: &Conn, to: &Conn) {
     use Field::*;
     for f in [Cwnd, Ssthresh, SrttUs, PacketsOut, SackedOut, LostOut, RetransOut, IsCwndLimited,
