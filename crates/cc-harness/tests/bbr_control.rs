@@ -280,6 +280,48 @@ fn the_pacing_rate_is_exact_at_a_high_rate() {
         let want = v.pacing_gain as f64 / 1000.0 * 1e6 * MSS * 0.99;
         let got = d.c.get(Field::PacingRate) as f64;
         assert!((got - want).abs() <= want * 1e-7, "{algo}: pacing {got}, want {want}");
+        // BDPMultiple rounds up, and an exact BDP stays as it is: 10^6 segments/s × 20 ms
+        d.c.set_ssthresh(GARBAGE);
+        assert_eq!(d.c.op_ssthresh(), 20_000, "{algo}: the BDP of 10^6 segments/s over 20 ms");
+    }
+}
+
+/// [v3] §5.5.9 UpdateACKAggregation: extra_acked is what an aggregation epoch delivered
+/// beyond bw × its duration. On a path of 1000 segments/s, after a quiet 10 ms, 30 ACKs
+/// of one segment 200 µs apart: the epoch starts at the first (its 1 segment is not above
+/// the 9 expected since the last epoch began), and at the 30th it has delivered 30
+/// segments in 5.8 ms, where bw explains 5 (floor): 25 extra.
+#[test]
+fn extra_acked_is_the_delivery_beyond_bw_over_the_epoch() {
+    for algo in BOTH {
+        let mut d = cruising(algo, 1000.0);
+        d.rounds(11);
+        assert_eq!(d.v().extra_acked, 1, "{algo}");
+        d.ack_in(10_000, 1, false, 0);
+        for _ in 0..29 {
+            d.ack_in(200, 1, false, 0);
+        }
+        assert_eq!(d.v().extra_acked, 25, "{algo}: the epoch's extra delivery");
+    }
+}
+
+/// [v3] §5.5.9: in Startup the extra_acked filter's window is one round: a burst (the
+/// round's first ACK starts an epoch, nine more at the same instant: 10 extra) counts in
+/// its own round and is forgotten at the next.
+#[test]
+fn startup_s_extra_acked_lasts_one_round() {
+    for algo in BOTH {
+        let mut d = Drv::new(algo, 1000.0, 20_000);
+        d.round();
+        d.ack(1, true, 0);
+        for _ in 0..9 {
+            d.ack_in(0, 1, false, 0);
+        }
+        assert_eq!(d.v().state, State::Startup, "{algo}");
+        assert_eq!(d.v().extra_acked, 10, "{algo}: an epoch of ten segments in no time");
+        d.ack_in(20_000, 1, true, 0);
+        d.ack(1, false, 0);
+        assert!(d.v().extra_acked <= 1, "{algo}: extra_acked {} a round after the burst", d.v().extra_acked);
     }
 }
 
