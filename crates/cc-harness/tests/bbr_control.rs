@@ -185,7 +185,7 @@ fn only_recovery_and_loss_are_loss_recovery() {
 /// to one segment at least; packet conservation keeps it at in-flight + newly acked,
 /// here nothing: an ACK that marks everything outstanding lost leaves one segment. After
 /// the first round of recovery (no conservation) the ACK's acknowledged segments grow
-/// that one segment (§4.6.4.5: cwnd + acked, below the target).
+/// that one segment (BBRSetCwnd: cwnd + acked, below the target).
 #[test]
 fn bbr2_losses_in_recovery_take_cwnd_down_to_one_segment_at_least() {
     let mut d = cruising("bbr2", 1000.0);
