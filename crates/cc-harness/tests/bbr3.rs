@@ -407,6 +407,38 @@ fn two_percent_loss_in_up_is_no_excess() {
     }
 }
 
+/// §5.5.10.2 (RS.lost, RS.tx_in_flight), v3: the losses of the previous round count as
+/// spread evenly over it. BDP 400; the first UP round loses 2 of its 400 segments (one
+/// mid-round, one at its end). A packet sent just before the next round began had seen
+/// ⌊2 × 399/400⌋ = 1 of them, so an ACK 300 segments into that round marking 5 lost
+/// sees RS.lost = 5 + 1 of RS.tx_in_flight = 301 + 6 = 307 (1.95 %): no excess. Counted
+/// from the previous round's start it would be 7 of 308 (2.27 %), from its end 5 of 306.
+/// BBR began on a connection that had delivered 100 000 segments and lost 1 000, so no
+/// count is near 0.
+#[test]
+fn bbr3_losses_of_the_previous_round_count_as_spread_over_it() {
+    let c = Conn::bare("bbr3");
+    c.set(Field::SrttUs, 20_000);
+    c.set(Field::Delivered, 100_000);
+    c.set(Field::Lost, 1_000);
+    c.init();
+    let mut d = Drv::with_conn(c, 20_000.0, 20_000);
+    d.to_probe_bw();
+    d.per_round = 400;
+    d.acks_until(State::Refill, true, 5000);
+    d.acks_until(State::Up, true, 10);
+    d.ack(1, true, 0);
+    for k in 1..400 {
+        d.ack(1, false, (k == 199 || k == 399) as u32);
+    }
+    d.ack(1, true, 0);
+    d.acks(299);
+    assert_eq!(d.v().state, State::Up);
+    d.ack(1, false, 5);
+    assert_eq!(d.v().state, State::Up, "bbr3: 6 lost of 307 in flight taken for an excess");
+    assert_eq!(d.v().inflight_longterm, INF);
+}
+
 /// §5.3.3.6 Precautionary Bandwidth Probing, §5.3.3.9 (v3): after a probe that went too
 /// high, the next UP ends as soon as in-flight reaches inflight_longterm; if that probe's
 /// feedback shows no excess loss, the flow refills and probes again at once (no cruise),
