@@ -243,6 +243,23 @@ fn bbr3_startup_ends_on_six_loss_events_above_two_percent() {
             "bbr3: inflight_longterm {} (BDP {bdp}, inflight_latest {})", v.inflight_longterm, v.inflight_latest);
 }
 
+/// §5.6.4.7 BoundCwndForModel: the 85 % headroom below inflight_longterm bounds cwnd in
+/// CRUISE and ProbeRTT only. After Startup's loss exit set inflight_longterm, Drain's
+/// window is not held to it.
+#[test]
+fn bbr3_the_headroom_bounds_no_window_in_drain() {
+    let mut d = growing("bbr3", 10);
+    lossy_round(&mut d, 6);
+    d.c.set_ca_state(OPEN);
+    d.inflight = Some(1000);
+    d.acks(3);
+    let v = d.v();
+    assert_eq!(v.state, State::Drain, "bbr3: Startup's loss exit");
+    assert_ne!(v.inflight_longterm, INF);
+    assert!(d.c.cwnd() as u64 > with_headroom(&v), "bbr3: Drain's cwnd {} held to the headroom {} of {}",
+            d.c.cwnd(), with_headroom(&v), v.inflight_longterm);
+}
+
 /// §5.3.1.3: without SACK only one loss per round is seen, so any loss in recovery ends
 /// Startup.
 #[test]

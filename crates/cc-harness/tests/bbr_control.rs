@@ -16,14 +16,6 @@ const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 /// a corrupted ssthresh: above cca_common.h's sane 2^24 segments, not the infinite value
 const GARBAGE: u32 = 0x4000_0000;
 
-/// A connection in ProbeBW_CRUISE on a path of `bw` segments/s and 20 ms.
-fn cruising(algo: &str, bw: f64) -> Drv {
-    let mut d = Drv::new(algo, bw, 20_000);
-    d.to_probe_bw();
-    d.acks_until(State::Cruise, false, 50);
-    d
-}
-
 /// [v3] §5.2.1 OnInit: the RTT timers start at init (min_rtt expires 10 s after it,
 /// ProbeRTT comes 5 s after it), nothing to undo, inflight_longterm not growing, no
 /// loss recovery, the full-pipe estimator and the latest delivery signals empty. Init at
@@ -133,7 +125,7 @@ fn a_corrupted_ssthresh_is_repaired_to_infinity_then_to_the_bdp() {
 
         // BDPs of 20 and of 2 segments (the floor of 4)
         for (bw, floor) in [(1000.0, false), (100.0, true)] {
-            let mut d = cruising(algo, bw);
+            let mut d = in_cruise_at(algo, bw);
             let v = d.v();
             let bdp = bdp_multiple(&v, v.bw, 1000, 10);
             assert_eq!(bdp < 4, floor, "{algo}: BDP {bdp}");
@@ -161,7 +153,7 @@ fn a_corrupted_ssthresh_is_repaired_to_infinity_then_to_the_bdp() {
 #[test]
 fn only_recovery_and_loss_are_loss_recovery() {
     for algo in BOTH {
-        let d = cruising(algo, 1000.0);
+        let d = in_cruise_at(algo, 1000.0);
         let w = d.c.cwnd();
         d.c.set_ca_state(RECOVERY);
         assert!(d.v().in_recovery, "{algo}");
@@ -188,7 +180,7 @@ fn only_recovery_and_loss_are_loss_recovery() {
 /// that one segment (BBRSetCwnd: cwnd + acked, below the target).
 #[test]
 fn bbr2_losses_in_recovery_take_cwnd_down_to_one_segment_at_least() {
-    let mut d = cruising("bbr2", 1000.0);
+    let mut d = in_cruise_at("bbr2", 1000.0);
     d.c.set_ca_state(RECOVERY);
     d.ack(1, true, 0);
     assert!(!d.v().packet_conservation, "bbr2: conservation past the first round");
@@ -196,7 +188,7 @@ fn bbr2_losses_in_recovery_take_cwnd_down_to_one_segment_at_least() {
     d.ack(10, false, 8);
     assert_eq!(d.c.cwnd(), 11, "bbr2: 8 lost of 8, then 10 acknowledged");
     for extra in [0, 3] {
-        let d = cruising("bbr2", 1000.0);
+        let d = in_cruise_at("bbr2", 1000.0);
         d.c.set_ca_state(RECOVERY);
         assert!(d.v().packet_conservation);
         let w = d.c.cwnd();
@@ -242,7 +234,7 @@ fn cwnd_grows_below_max_inflight_or_within_the_initial_window() {
         d.c.set_cwnd(1);
         d.ack(1, false, 0);
         assert_eq!(d.c.cwnd(), 4, "{algo}: Startup's window from 1 segment");
-        let mut d = cruising(algo, 1000.0);
+        let mut d = in_cruise_at(algo, 1000.0);
         d.c.set_cwnd(2);
         d.ack(1, false, 0);
         assert_eq!(d.c.cwnd(), 4, "{algo}: ProbeBW's window from 2 segments");
@@ -255,7 +247,7 @@ fn cwnd_grows_below_max_inflight_or_within_the_initial_window() {
 #[test]
 fn the_short_term_bound_leaves_at_least_four_segments() {
     for algo in BOTH {
-        let mut d = cruising(algo, 150.0);
+        let mut d = in_cruise_at(algo, 150.0);
         d.ack(1, true, 0);
         d.ack(1, false, 1);
         d.acks(8);
@@ -273,7 +265,7 @@ fn the_short_term_bound_leaves_at_least_four_segments() {
 #[test]
 fn the_pacing_rate_is_exact_at_a_high_rate() {
     for algo in BOTH {
-        let mut d = cruising(algo, 1_000_000.0);
+        let mut d = in_cruise_at(algo, 1_000_000.0);
         d.ack(1, false, 0);
         let v = d.v();
         assert_eq!(v.bw, 1 << 24, "{algo}: 1 segment/µs");
@@ -294,7 +286,7 @@ fn the_pacing_rate_is_exact_at_a_high_rate() {
 #[test]
 fn extra_acked_is_the_delivery_beyond_bw_over_the_epoch() {
     for algo in BOTH {
-        let mut d = cruising(algo, 1000.0);
+        let mut d = in_cruise_at(algo, 1000.0);
         d.rounds(11);
         assert_eq!(d.v().extra_acked, 1, "{algo}");
         d.ack_in(10_000, 1, false, 0);
@@ -347,7 +339,7 @@ fn startup_pacing_is_not_taken_again_from_a_grown_srtt() {
 #[test]
 fn only_a_transmission_start_after_an_application_limited_idle_is_a_restart() {
     for algo in BOTH {
-        let d = cruising(algo, 1000.0);
+        let d = in_cruise_at(algo, 1000.0);
         let p = d.c.get(Field::PacingRate);
         d.c.set(Field::AppLimited, 0);
         d.c.cwnd_event(CA_EVENT_TX_START);
@@ -369,7 +361,7 @@ fn only_a_transmission_start_after_an_application_limited_idle_is_a_restart() {
 #[test]
 fn a_restart_from_idle_begins_a_new_aggregation_epoch() {
     for algo in BOTH {
-        let mut d = cruising(algo, 1000.0);
+        let mut d = in_cruise_at(algo, 1000.0);
         d.rounds(11);
         assert_eq!(d.v().extra_acked, 1, "{algo}: ACKs at bw count one segment as extra");
         advance_us(1_000_000);
@@ -387,7 +379,7 @@ fn a_restart_from_idle_begins_a_new_aggregation_epoch() {
 fn a_restart_in_probe_rtt_ends_it_once_its_time_is_up() {
     for algo in BOTH {
         for late in [false, true] {
-            let mut d = cruising(algo, 2000.0);
+            let mut d = in_cruise_at(algo, 2000.0);
             d.acks_until(State::ProbeRtt, false, 5000);
             let half = d.c.cwnd();
             d.inflight = Some(half);
@@ -413,7 +405,7 @@ fn a_restart_in_probe_rtt_ends_it_once_its_time_is_up() {
 #[test]
 fn an_undo_forgets_the_round_s_loss_in_v3_only() {
     for algo in BOTH {
-        let mut d = cruising(algo, 1000.0);
+        let mut d = in_cruise_at(algo, 1000.0);
         d.ack(1, true, 0);
         d.c.set_ca_state(RECOVERY);
         d.ack(1, false, 1);
@@ -453,7 +445,7 @@ fn without_its_model_bbr_leaves_the_connection_to_the_kernel() {
 #[test]
 fn from_loss_to_recovery_is_still_loss_recovery() {
     for algo in BOTH {
-        let d = cruising(algo, 1000.0);
+        let d = in_cruise_at(algo, 1000.0);
         let w = d.c.cwnd();
         d.c.enter_loss();
         assert_eq!(d.c.cwnd(), 1, "{algo}");
@@ -463,31 +455,6 @@ fn from_loss_to_recovery_is_still_loss_recovery() {
         d.c.set_ca_state(OPEN);
         assert_eq!(d.c.cwnd(), w, "{algo}: the window before the RTO after the recovery");
     }
-}
-
-/// [v3] §5.6.4.7 BoundCwndForModel: the 85 % headroom below inflight_longterm bounds cwnd
-/// in CRUISE and ProbeRTT only. After Startup's loss exit set inflight_longterm, Drain's
-/// window is not held to it.
-#[test]
-fn bbr3_the_headroom_bounds_no_window_in_drain() {
-    let mut d = Drv::new("bbr3", 1000.0, 20_000);
-    for _ in 0..3 {
-        d.round();
-        d.bw_pps *= 1.3;
-    }
-    d.c.set_ca_state(RECOVERY);
-    for k in 0..d.per_round {
-        d.ack(1, k == 0, (1..=6).contains(&k) as u32);
-    }
-    d.ack(1, true, 0);
-    d.c.set_ca_state(OPEN);
-    d.inflight = Some(1000);
-    d.acks(3);
-    let v = d.v();
-    assert_eq!(v.state, State::Drain, "bbr3: Startup's loss exit");
-    assert_ne!(v.inflight_longterm, INF);
-    assert!(d.c.cwnd() as u64 > with_headroom(&v), "bbr3: Drain's cwnd {} held to the headroom {} of {}",
-            d.c.cwnd(), with_headroom(&v), v.inflight_longterm);
 }
 
 /// [v3] §5.3.1.3 CheckStartupHighLoss on a connection already in fast recovery when BBR

@@ -17,13 +17,6 @@ fn in_cruise(algo: &str) -> Drv {
     in_cruise_at(algo, 1000.0)
 }
 
-/// The same on a path of `bw` segments/s and 20 ms.
-fn in_cruise_at(algo: &str, bw: f64) -> Drv {
-    let mut d = Drv::new(algo, bw, 20_000);
-    d.to_probe_bw();
-    d.acks_until(State::Cruise, false, 50);
-    d
-}
 
 /// A round of ten ACKs, the second marking one segment lost, judged (as a loss round) by
 /// the first ACK of the next round.

@@ -102,6 +102,14 @@ pub fn in_up(algo: &str, bw: f64, per_round: u32) -> Drv {
     d
 }
 
+/// A connection in ProbeBW_CRUISE on a path of `bw` segments/s and 20 ms.
+pub fn in_cruise_at(algo: &str, bw: f64) -> Drv {
+    let mut d = Drv::new(algo, bw, 20_000);
+    d.to_probe_bw();
+    d.acks_until(State::Cruise, false, 50);
+    d
+}
+
 /// A simulation of one flow of `algo` on `rate_bps`, RTT `rtt_us`, a buffer of
 /// `buffer` packets.
 pub fn one_flow(algo: &str, rate_bps: f64, rtt_us: u64, buffer: usize) -> Sim {
