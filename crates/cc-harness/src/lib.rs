@@ -108,11 +108,8 @@ pub fn now_ns() -> u64 {
 pub fn set_prandom_seed(seed: u64) {
     ffi::set_prandom_seed(seed)
 }
-/// Make every bpf_sk_storage_get that would create an entry fail on this thread (as the
-/// kernel's does when it cannot allocate), or succeed again.
-pub fn set_storage_fails(on: bool) {
-    ffi::set_storage_fails(on)
-}
+/// Make bpf_sk_storage_get's creation fail on this thread (the kernel's -ENOMEM), or not.
+pub fn set_storage_fails(on: bool) { ffi::set_storage_fails(on) }
 /// Calls of bpf_tcp_send_ack on this thread.
 pub fn send_ack_calls() -> u64 {
     ffi::send_ack_calls()
