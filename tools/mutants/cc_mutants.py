@@ -72,12 +72,13 @@ TESTS = {
     "hybla": [("hybla", None), ("replay", "hybla::")],
     "bic": [("bic", None), ("replay", "bic::")],
     "veno": [("veno", None), ("replay", "veno::")],
-    # BBR: tests/bbr3.rs, tests/bbr_signals.rs and tests/bbr_control.rs check both
-    # versions, tests/bbr2.rs v2's own rules, tests/bbr_sim.rs both through the packet
-    # simulation
-    "bbr3": [("bbr3", None), ("bbr_signals", None), ("bbr_control", None), ("bbr_sim", None)],
-    "bbr2": [("bbr2", None), ("bbr3", None), ("bbr_signals", None), ("bbr_control", None),
+    # BBR: tests/bbr3.rs, tests/bbr_signals.rs, tests/bbr_model.rs and tests/bbr_control.rs
+    # check both versions, tests/bbr2.rs v2's own rules, tests/bbr_sim.rs both through the
+    # packet simulation
+    "bbr3": [("bbr3", None), ("bbr_signals", None), ("bbr_model", None), ("bbr_control", None),
              ("bbr_sim", None)],
+    "bbr2": [("bbr2", None), ("bbr3", None), ("bbr_signals", None), ("bbr_model", None),
+             ("bbr_control", None), ("bbr_sim", None)],
 }
 # BBR's shared headers (bbr2 and bbr3 include them): the BBR tests of both
 BBR_HEADERS = ("bbr_state.h", "bbr_model.h", "bbr_signals.h", "bbr_machine.h", "bbr_control.h")

@@ -208,6 +208,13 @@ impl Drv {
 
     /// The same ACK `dt_us` after the last one (timers tested to the microsecond).
     pub fn ack_in(&mut self, dt_us: u64, acked: u32, new_round: bool, losses: u32) {
+        self.ack_with(dt_us, acked, new_round, losses, |_| ())
+    }
+
+    /// The same ACK with its rate sample changed by `edit` before the op sees it (an
+    /// older packet, no RTT sample, another rate).
+    pub fn ack_with(&mut self, dt_us: u64, acked: u32, new_round: bool, losses: u32,
+                    edit: impl FnOnce(&mut RateSample)) {
         advance_us(dt_us);
         let c = &self.c;
         let before = c.get(Field::Delivered) as u32;
@@ -217,7 +224,8 @@ impl Drv {
         let inflight = self.inflight.unwrap_or(c.cwnd());
         c.set(Field::PacketsOut, inflight as u64);
         c.set(Field::IsCwndLimited, (inflight >= c.cwnd()) as u64);
-        let rs = self.sample(prior, acked, losses as i32);
+        let mut rs = self.sample(prior, acked, losses as i32);
+        edit(&mut rs);
         c.cong_control_rs(FLAG_DATA_ACKED, &rs);
         if new_round {
             self.round_start_delivered = before + acked;
