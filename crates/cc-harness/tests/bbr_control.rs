@@ -481,3 +481,30 @@ fn init_in_recovery_counts_startup_s_losses_from_init() {
         }
     }
 }
+
+/// [v3] §5.6.3, §5.6.4.2 (v2: [v2] §4.6.3): where twice the BDP is small, cwnd rests at
+/// the quantization budget, three send quanta (and at least 4 segments); a quantum is one
+/// millisecond at the pacing rate in whole segments, at least 2 (v2: 1 below 1.2 Mbit/s,
+/// 150 000 B/s). Paths: ~14 MB/s over 200 µs (9-segment quanta), ~1.4 MB/s over 1 ms
+/// (the floor of 2), and ~130 and ~158 KB/s over 11 and 9 ms (v2's floor on either side
+/// of its threshold). ACKs come at the path's rate, so extra_acked stays small.
+#[test]
+fn cwnd_rests_at_three_send_quanta_on_a_small_bdp() {
+    for (bw, rtt, per_round) in [(10_000.0, 200, 2), (1000.0, 1000, 1), (90.9, 11_000, 1), (110.0, 9_091, 1)] {
+        for algo in BOTH {
+            let mut d = Drv::new(algo, bw, rtt);
+            d.per_round = per_round;
+            d.to_probe_bw();
+            d.acks_until(State::Cruise, false, 500);
+            d.acks(400);
+            let v = d.v();
+            let pacing = d.c.get(Field::PacingRate);
+            let floor = if algo == "bbr2" && pacing < 150_000 { 1 } else { 2 };
+            let q = ((pacing / 1000).min(65_536) / 1448).max(floor);
+            let cap = bdp_multiple(&v, v.bw, v.cwnd_gain, 10) + v.extra_acked;
+            // below three quanta, and below three quanta of 2 segments: the budget decides
+            assert!(cap < (3 * q).max(6), "{algo} at {pacing} B/s: gain × BDP + extra_acked {cap}");
+            assert_eq!(d.c.cwnd() as u64, (3 * q).max(4), "{algo} at {pacing} B/s, quantum {q}");
+        }
+    }
+}
