@@ -500,6 +500,12 @@ fn bbr3_precautionary_probe_then_growth_by_doubling_steps() {
     for w in steps.windows(2) {
         assert!(w[0] >= 1 && 2 * w[1] >= 3 * w[0] && 2 * w[1] <= 5 * w[0], "bbr3: steps {steps:?}");
     }
+    // and their size: UP began the slope at 1 segment per round, the first round measured
+    // here doubled it at its start, so 2, 4, 8, 16 segments (one fewer where the window
+    // grew within the round)
+    for (k, s) in steps.iter().enumerate() {
+        assert!((2u64 << k) - 1 <= *s && *s <= 2 << k, "bbr3: steps {steps:?}");
+    }
 }
 
 /// §5.3.3.8.3: T_reno is at most 63 rounds; here BDP = 100 segments and rounds of 10 ms,
