@@ -647,3 +647,47 @@ fn bbr3_an_undo_restores_the_short_term_model_saved_at_the_loss() {
     assert_eq!(v.bw_shortterm, saved.bw_shortterm, "bbr3: bw_shortterm after the undo");
     assert_eq!(v.state, State::Cruise, "bbr3: an undo outside a probe changes no state");
 }
+
+/// [v3] §5.5.10.2 IsInflightTooHigh: a probe's losses are excessive strictly above 2 % of
+/// the data in flight when the lost packet was sent (2 of 100 are not, 3 of 100 are), and
+/// any loss is without SACK (its losses are seen one per round).
+#[test]
+fn up_s_loss_is_excessive_strictly_above_two_percent_or_any_without_sack() {
+    for algo in BOTH {
+        for (acks, lost, sack, excess) in [(97, 2, true, false), (96, 3, true, true), (98, 1, false, true)] {
+            let mut d = in_up(algo, 5000.0, 100);
+            d.c.set(Field::SackOk, sack as u64);
+            d.round_then_loss(acks, lost);
+            let v = d.v();
+            assert_eq!(v.inflight_longterm != INF, excess,
+                       "{algo}: {lost} lost of 100, SACK {sack}: inflight_longterm {}", v.inflight_longterm);
+            assert_eq!(v.state == State::Down, excess, "{algo}: {:?}", v.state);
+        }
+    }
+}
+
+/// [v3] §5.3.3.9 ProbeInflightLongtermUpward: inflight_longterm grows in UP only while the
+/// flow is cwnd-limited with cwnd at it; with in-flight data below cwnd it stays.
+#[test]
+fn inflight_longterm_grows_only_while_cwnd_limited_at_it() {
+    let mut d = in_up("bbr3", 5000.0, 100);
+    d.round_then_loss(89, 5);
+    let cut = d.v().inflight_longterm;
+    assert!(cut != INF && d.v().state == State::Down);
+    d.acks_until(State::Refill, true, 5000);
+    d.acks_until(State::Up, true, 5);
+    d.inflight = Some(cut as u32);
+    d.ack(1, false, 0);
+    d.inflight = None;
+    d.ack(1, true, 0);
+    d.acks_until(State::Up, true, 5);
+    d.per_round = cut as u32;
+    d.round();
+    let l = d.v().inflight_longterm;
+    assert!(l > cut, "growing while cwnd-limited: {l} after {cut}");
+    assert!(d.c.cwnd() as u64 >= l, "cwnd {} at inflight_longterm {l}", d.c.cwnd());
+    d.inflight = Some(10);
+    d.round();
+    assert_eq!(d.v().state, State::Up);
+    assert_eq!(d.v().inflight_longterm, l, "grown with 10 segments in flight, cwnd {}", d.c.cwnd());
+}
