@@ -691,3 +691,60 @@ fn inflight_longterm_grows_only_while_cwnd_limited_at_it() {
     assert_eq!(d.v().state, State::Up);
     assert_eq!(d.v().inflight_longterm, l, "grown with 10 segments in flight, cwnd {}", d.c.cwnd());
 }
+
+/// [v3] §5.3.3.9 the ACK phases of a probe cycle: CRUISE's ACKs are ACKS_INIT; REFILL
+/// starts a round (ACKs of data sent before it do not end it) and is ACKS_REFILLING; UP,
+/// from REFILL's round end, is ACKS_PROBE_STARTING, and its first round end brings the
+/// probe's feedback (ACKS_PROBE_FEEDBACK).
+#[test]
+fn the_ack_phase_follows_the_probe_cycle() {
+    use ccarena_cc_harness::bbr::{ACKS_INIT, ACKS_PROBE_FEEDBACK, ACKS_PROBE_STARTING, ACKS_REFILLING};
+    for algo in BOTH {
+        let mut d = in_cruise_at(algo, 2000.0);
+        assert_eq!(d.v().ack_phase, ACKS_INIT, "{algo}");
+        d.acks_until(State::Refill, false, 5000);
+        assert_eq!(d.v().ack_phase, ACKS_REFILLING, "{algo}");
+        let at = d.c.get(Field::Delivered) as u32;
+        d.ack_with(d.rtt_us / d.per_round as u64, 1, false, 0, |rs| rs.prior_delivered = at - 1);
+        assert_eq!(d.v().state, State::Refill, "{algo}: data sent before REFILL ended its round");
+        d.ack(1, true, 0);
+        assert_eq!((d.v().state, d.v().ack_phase), (State::Up, ACKS_PROBE_STARTING), "{algo}");
+        d.ack(1, true, 0);
+        assert_eq!(d.v().ack_phase, ACKS_PROBE_FEEDBACK, "{algo}");
+    }
+}
+
+/// [v3] §5.3.3.9: DOWN starts a round of its own, so a DOWN begun mid-round by a probe's
+/// excess loss ends its round (advancing the max-bw filter) only with data sent after it
+/// began.
+#[test]
+fn down_begun_mid_round_waits_a_round_of_its_own() {
+    use ccarena_cc_harness::bbr::ACKS_PROBE_STOPPING;
+    for algo in BOTH {
+        let mut d = in_up(algo, 5000.0, 100);
+        d.round_then_loss(89, 5);
+        let v = d.v();
+        assert_eq!((v.state, v.ack_phase), (State::Down, ACKS_PROBE_STOPPING), "{algo}");
+        let at = d.c.get(Field::Delivered) as u32;
+        d.ack_with(50, 1, false, 0, |rs| rs.prior_delivered = at - 1);
+        let w = d.v();
+        assert_eq!((w.ack_phase, w.cycle_count), (ACKS_PROBE_STOPPING, v.cycle_count),
+                   "{algo}: data sent before DOWN ended its round");
+        d.ack(1, true, 0);
+        assert_eq!(d.v().cycle_count, (v.cycle_count + 1) & 0xff, "{algo}: DOWN's round end");
+    }
+}
+
+/// [v3] §5.3.3.9: a REFILL begun from DOWN (the probe wait passed while in-flight data
+/// stayed above what CRUISE allows) paces at 1.0, not at DOWN's gain.
+#[test]
+fn refill_from_down_paces_at_one() {
+    for algo in BOTH {
+        let mut d = in_up(algo, 2000.0, 10);
+        d.rounds_until(State::Down, 50);
+        d.inflight = Some(10_000);
+        d.acks_until(State::Refill, false, 5000);
+        let v = d.v();
+        assert_eq!((v.pacing_gain, v.cwnd_gain), (1000, 2000), "{algo}");
+    }
+}
