@@ -315,11 +315,14 @@ fn cruise_lasts_the_probe_wait_then_refill() {
         assert_eq!(d.v().state, State::Cruise, "{algo}");
         let v = d.v();
         let due = v.cycle_stamp + v.bw_probe_wait;
-        while now_us() + d.rtt_us / d.per_round as u64 <= due {
+        while now_us() + 2 * d.rtt_us / d.per_round as u64 <= due {
             d.ack(1, false, 0);
             assert_eq!(d.v().state, State::Cruise, "{algo}: left CRUISE {} µs early", due - now_us());
         }
-        d.ack(1, false, 0);
+        // the wait ends strictly after it: at its last microsecond still CRUISE
+        d.acks_up_to(due, false);
+        assert_eq!(d.v().state, State::Cruise, "{algo}: left CRUISE at exactly the wait");
+        d.ack_in(1, 1, false, 0);
         assert_eq!(d.v().state, State::Refill, "{algo}: still {:?} after the wait", d.v().state);
         assert_eq!(d.v().inflight_shortterm, INF, "{algo}: REFILL resets the short-term model");
     }

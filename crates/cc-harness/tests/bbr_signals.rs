@@ -748,3 +748,24 @@ fn refill_from_down_paces_at_one() {
         assert_eq!((v.pacing_gain, v.cwnd_gain), (1000, 2000), "{algo}");
     }
 }
+
+/// [v3] §5.3.3.9 IsTimeToCruise: DOWN ends once in-flight data is at most
+/// InflightWithHeadroom() (here below the BDP: inflight_longterm was cut by a probe's
+/// loss): one segment above it DOWN goes on, at it DOWN ends.
+#[test]
+fn down_ends_at_inflight_with_headroom() {
+    for algo in BOTH {
+        let mut d = in_up(algo, 5000.0, 100);
+        d.round_then_loss(89, 5);
+        let v = d.v();
+        assert_eq!(v.state, State::Down, "{algo}");
+        let h = with_headroom(&v);
+        assert!(h < bdp_multiple(&v, v.max_bw, 1000, 10), "{algo}: headroom {h} not below the BDP");
+        d.inflight = Some(h as u32 + 1);
+        d.ack(1, false, 0);
+        assert_eq!(d.v().state, State::Down, "{algo}: {} in flight", h + 1);
+        d.inflight = Some(h as u32);
+        d.ack(1, false, 0);
+        assert_eq!(d.v().state, State::Cruise, "{algo}: {h} in flight");
+    }
+}
