@@ -244,7 +244,7 @@ impl Drv {
 
     /// A round's first ACK, `acks` more, then one that marks `lost` segments lost (in UP:
     /// the probe's excess-loss test sees RS.lost = `lost` of RS.tx_in_flight = `acks` +
-    /// 1 + `lost`).
+    /// 2 + `lost`: the round's first ACK, these, and this one).
     pub fn round_then_loss(&mut self, acks: u32, lost: u32) {
         self.ack(1, true, 0);
         for _ in 0..acks {
