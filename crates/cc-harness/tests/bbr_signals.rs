@@ -799,3 +799,26 @@ fn a_probe_s_excess_loss_cuts_inflight_longterm_to_the_inflight_at_loss() {
         assert_eq!(d.v().inflight_longterm, want, "{lost} of {tx} lost, target {target}");
     }
 }
+
+/// [v3] §5.3.3.9: a probe's feedback ends with the round that ends in DOWN (the ACK
+/// phase PROBE_STOPPING): excess loss after it belongs to no probe and leaves
+/// inflight_longterm unset; within that round it still cuts it.
+#[test]
+fn a_probe_s_feedback_ends_with_down_s_first_round() {
+    for algo in BOTH {
+        for after in [false, true] {
+            let mut d = in_up(algo, 2000.0, 10);
+            d.rounds_until(State::Down, 50);
+            d.per_round = 100;
+            if after {
+                d.ack(1, true, 0);
+                assert!(!d.v().is_bw_probe_sample, "{algo}");
+            }
+            d.acks(80);
+            d.ack(1, false, 10);
+            let cut = d.v().inflight_longterm != INF;
+            assert_eq!(cut, !after, "{algo}: excess loss {} DOWN's first round: cut {cut}",
+                       if after { "after" } else { "within" });
+        }
+    }
+}
