@@ -192,3 +192,22 @@ fn bbr2_next_probe_is_not_cut_short() {
     d.ack(1, false, 0);
     assert_eq!(d.v().state, State::Up, "bbr2 ended the probe at inflight_hi");
 }
+
+/// [v2] §4.3.3.4 CheckInflightTooHigh runs on every ACK of a probe, [v3] §5.5.10.2 only
+/// on the ACKs that mark losses: 2 losses marked on an ACK of an old packet (1.3 % of
+/// what was in flight at its send) are no excess there; the next ACK, of a packet sent
+/// in this round (2 lost of ~65), is one for v2 and not for v3.
+#[test]
+fn v2_judges_a_probe_s_losses_on_every_ack() {
+    for algo in ["bbr2", "bbr3"] {
+        let mut d = in_up(algo, 5000.0, 100);
+        d.ack(1, true, 0);
+        d.acks(60);
+        let at = d.c.get(Field::Delivered) as u32;
+        assert!(at > 150, "{algo}: {at} delivered");
+        d.ack_with(50, 1, false, 2, |rs| rs.prior_delivered = at - 150);
+        assert_eq!(d.v().inflight_longterm, INF, "{algo}: 2 of ~150 taken for an excess");
+        d.ack(1, false, 0);
+        assert_eq!(d.v().inflight_longterm != INF, algo == "bbr2", "{algo}: inflight_longterm {}", d.v().inflight_longterm);
+    }
+}
