@@ -717,3 +717,14 @@ fn init_on_an_established_connection_counts_from_its_current_state() {
         assert_eq!(d.v().state, State::Startup, "{algo}: losses before the switch ended Startup");
     }
 }
+
+/// §5.3.1.3: the loss rate must be strictly above 2 %: 6 lost of 300 (the round's 294
+/// delivered and its 6 lost) keep Startup, 6 of 299 end it.
+#[test]
+fn bbr3_startup_s_loss_exit_is_strictly_above_two_percent() {
+    for (per_round, ends) in [(294u32, false), (293, true)] {
+        let mut d = growing("bbr3", per_round);
+        lossy_round(&mut d, 6);
+        assert_eq!(d.v().state != State::Startup, ends, "bbr3: 6 lost of {}", per_round + 6);
+    }
+}
