@@ -261,12 +261,14 @@ fn bbr3_the_headroom_bounds_no_window_in_drain() {
 }
 
 /// §5.3.1.3: without SACK only one loss per round is seen, so any loss in recovery ends
-/// Startup.
+/// Startup; a round in recovery that lost nothing does not.
 #[test]
 fn without_sack_any_loss_in_recovery_ends_startup() {
     for algo in BOTH {
         let mut d = growing(algo, 10);
         d.c.set(Field::SackOk, 0);
+        lossy_round(&mut d, 0);
+        assert!(!d.v().full_bw_reached, "{algo}: a round in recovery without a loss ended Startup");
         lossy_round(&mut d, 1);
         assert!(d.v().full_bw_reached, "{algo}: a loss without SACK kept Startup");
     }
