@@ -822,3 +822,70 @@ fn a_probe_s_feedback_ends_with_down_s_first_round() {
         }
     }
 }
+
+/// [v3] §5.3.4.4 ExitProbeRTT: leaving ProbeRTT resets the short-term model (a lossy
+/// round in ProbeRTT had cut bw_shortterm and inflight_shortterm).
+#[test]
+fn leaving_probe_rtt_resets_the_short_term_model() {
+    for algo in BOTH {
+        let mut d = Drv::new(algo, 2000.0, 20_000);
+        d.to_probe_bw();
+        d.acks_until(State::ProbeRtt, false, 5000);
+        let v = d.v();
+        d.inflight = Some(bdp_multiple(&v, v.bw, 500, 10).max(4) as u32);
+        lossy_round_judged(&mut d);
+        let v = d.v();
+        assert_eq!(v.state, State::ProbeRtt, "{algo}");
+        assert!(v.bw_shortterm != INF64 && v.inflight_shortterm != INF, "{algo}: a lossy round");
+        d.acks_until(State::Cruise, true, 500);
+        let v = d.v();
+        assert_eq!((v.bw_shortterm, v.inflight_shortterm), (INF64, INF), "{algo}");
+    }
+}
+
+/// [v3] §5.3.4.3-4: ProbeRTT can come before the pipe is full (a Startup of
+/// application-limited samples, which judge no plateau, lasting 5 s); leaving it
+/// returns to Startup with Startup's gains.
+#[test]
+fn probe_rtt_from_startup_returns_to_startup() {
+    for algo in BOTH {
+        let mut d = Drv::new(algo, 2000.0, 20_000);
+        d.app_limited = true;
+        d.acks_until(State::ProbeRtt, true, 5000);
+        assert!(!d.v().full_bw_reached, "{algo}");
+        let v = d.v();
+        d.inflight = Some(bdp_multiple(&v, v.bw, 500, 10).max(4) as u32);
+        d.acks_until(State::Startup, true, 500);
+        let v = d.v();
+        assert_eq!((v.pacing_gain, v.cwnd_gain), gains(algo, State::Startup), "{algo}");
+    }
+}
+
+/// [v3] §5.3.4.3 HandleProbeRTT: ProbeRTT lasts 200 ms and a round counted from when
+/// in-flight data fell to its cwnd: on a 300 ms path it waits for that round (an ACK of
+/// data sent before the 200 ms began does not end it), at the second ProbeRTT as at the
+/// first.
+#[test]
+fn probe_rtt_waits_a_round_from_its_start_each_time() {
+    for algo in BOTH {
+        let mut d = Drv::new(algo, 200.0, 300_000);
+        d.to_probe_bw();
+        for nth in 1..=2 {
+            d.acks_until(State::ProbeRtt, false, 100_000);
+            let v = d.v();
+            d.inflight = Some(bdp_multiple(&v, v.bw, 500, 10).max(4) as u32);
+            d.ack(1, false, 0);
+            let t0 = now_us();
+            let at = d.c.get(Field::Delivered) as u32;
+            // past 200 ms, ACKs of data sent before the 200 ms began
+            while now_us() < t0 + 250_000 {
+                d.ack_with(d.rtt_us / d.per_round as u64, 1, false, 0, |rs| rs.prior_delivered = at - 1);
+            }
+            assert_eq!(d.v().state, State::ProbeRtt, "{algo}: ProbeRTT {nth} left before its round");
+            d.ack(1, true, 0);
+            d.ack(1, false, 0);
+            assert_ne!(d.v().state, State::ProbeRtt, "{algo}: ProbeRTT {nth} after its round");
+            d.inflight = None;
+        }
+    }
+}
