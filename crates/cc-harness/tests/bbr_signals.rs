@@ -889,3 +889,30 @@ fn probe_rtt_waits_a_round_from_its_start_each_time() {
         }
     }
 }
+
+/// [v3] §5.3.3.7 IsTimeToGoDown: while UP is cwnd-limited at inflight_longterm its
+/// plateau estimator restarts from each ACK's rate (no plateau can be judged); once the
+/// window stops limiting, three rounds at that rate make the plateau, and UP ends.
+#[test]
+fn up_judges_its_plateau_from_when_the_window_stopped_limiting() {
+    let mut d = in_up("bbr3", 5000.0, 100);
+    d.round_then_loss(89, 5);
+    let cut = d.v().inflight_longterm;
+    d.acks_until(State::Refill, true, 5000);
+    d.acks_until(State::Up, true, 5);
+    d.inflight = Some(cut as u32);
+    d.ack(1, false, 0);
+    d.inflight = None;
+    d.ack(1, true, 0);
+    d.acks_until(State::Up, true, 5);
+    d.per_round = cut as u32;
+    d.rounds(2);
+    assert_eq!(d.v().state, State::Up);
+    d.inflight = Some(10);
+    let mut n = 0;
+    while d.v().state == State::Up && n < 10 {
+        d.round();
+        n += 1;
+    }
+    assert_eq!(n, 3, "UP ended {n} rounds after the window stopped limiting ({:?})", d.v().state);
+}
