@@ -916,3 +916,23 @@ fn up_judges_its_plateau_from_when_the_window_stopped_limiting() {
     }
     assert_eq!(n, 3, "UP ended {n} rounds after the window stopped limiting ({:?})", d.v().state);
 }
+
+/// [v3] §5.5.10.2 NoteLoss: the first loss of a round starts the loss round that judges
+/// it (loss_round_delivered = C.delivered there), a second loss does not move it: the ACK
+/// of data sent right after the first loss ends that loss round and cuts the short-term
+/// model.
+#[test]
+fn the_first_loss_starts_the_loss_round() {
+    for algo in BOTH {
+        let mut d = in_cruise(algo);
+        d.ack(1, true, 0);
+        d.acks(3);
+        d.ack(1, false, 1);
+        let first = d.c.get(Field::Delivered) as u32;
+        d.acks(3);
+        d.ack(1, false, 1);
+        assert_eq!(d.v().bw_shortterm, INF64, "{algo}");
+        d.ack_with(2_000, 1, false, 0, |rs| rs.prior_delivered = first);
+        assert_ne!(d.v().bw_shortterm, INF64, "{algo}: the loss round begun at the first loss did not end");
+    }
+}
