@@ -936,3 +936,23 @@ fn the_first_loss_starts_the_loss_round() {
         assert_ne!(d.v().bw_shortterm, INF64, "{algo}: the loss round begun at the first loss did not end");
     }
 }
+
+/// [v3] §5.5.11.1: the state an undo restores is saved again at the first loss of each
+/// round (NoteLoss), not only at recovery's entry: after two lossy rounds in one
+/// recovery, an undo brings back the short-term model of the second round's start (the
+/// first cut), not the unbounded one recovery began with.
+#[test]
+fn bbr3_each_loss_round_saves_the_state_an_undo_restores() {
+    let mut d = in_cruise("bbr3");
+    d.c.set_ca_state(RECOVERY);
+    lossy_round_judged(&mut d);
+    let first = d.v();
+    assert!(first.inflight_shortterm != INF, "bbr3: the first lossy round cut nothing");
+    d.ack(1, false, 1);
+    d.acks(8);
+    d.ack(1, true, 0);
+    assert!(d.v().inflight_shortterm < first.inflight_shortterm, "bbr3: the second lossy round cut nothing");
+    d.c.op_undo_cwnd();
+    let v = d.v();
+    assert_eq!((v.inflight_shortterm, v.bw_shortterm), (first.inflight_shortterm, first.bw_shortterm), "bbr3");
+}
