@@ -486,11 +486,11 @@ fn init_in_recovery_counts_startup_s_losses_from_init() {
 /// the quantization budget, three send quanta (and at least 4 segments); a quantum is one
 /// millisecond at the pacing rate in whole segments, at least 2 (v2: 1 below 1.2 Mbit/s,
 /// 150 000 B/s). Paths: ~14 MB/s over 200 µs (9-segment quanta), ~1.4 MB/s over 1 ms
-/// (the floor of 2), and ~130 and ~158 KB/s over 11 and 9 ms (v2's floor on either side
-/// of its threshold). ACKs come at the path's rate, so extra_acked stays small.
+/// (the floor of 2), and ~130, ~140 and ~158 KB/s over 11, 10 and 9 ms (v2's floor on
+/// either side of its threshold). ACKs come at the path's rate, so extra_acked stays small.
 #[test]
 fn cwnd_rests_at_three_send_quanta_on_a_small_bdp() {
-    for (bw, rtt, per_round) in [(10_000.0, 200, 2), (1000.0, 1000, 1), (90.9, 11_000, 1), (110.0, 9_091, 1)] {
+    for (bw, rtt, per_round) in [(10_000.0, 200, 2), (1000.0, 1000, 1), (90.9, 11_000, 1), (97.7, 10_235, 1), (110.0, 9_091, 1)] {
         for algo in BOTH {
             let mut d = Drv::new(algo, bw, rtt);
             d.per_round = per_round;
@@ -507,4 +507,21 @@ fn cwnd_rests_at_three_send_quanta_on_a_small_bdp() {
             assert_eq!(d.c.cwnd() as u64, (3 * q).max(4), "{algo} at {pacing} B/s, quantum {q}");
         }
     }
+}
+
+/// [v2] §4.6.3, [v3] §5.6.4.2: with v2's 1-segment quanta, three quanta are 3 segments,
+/// and the budget's floor of 4 (MinPipeCwnd) holds: on a BDP of 1 segment Drain ends
+/// with 4 segments in flight.
+#[test]
+fn bbr2_drain_ends_at_four_segments_on_a_tiny_bdp() {
+    let mut d = Drv::new("bbr2", 90.9, 11_000);
+    d.per_round = 1;
+    d.rounds_until(State::Drain, 20);
+    assert!(d.c.get(Field::PacingRate) < 150_000);
+    d.inflight = Some(5);
+    d.ack(1, false, 0);
+    assert_eq!(d.v().state, State::Drain, "bbr2: 5 segments in flight");
+    d.inflight = Some(4);
+    d.ack(1, false, 0);
+    assert!(d.v().state.in_probe_bw(), "bbr2: {:?} with 4 segments in flight", d.v().state);
 }

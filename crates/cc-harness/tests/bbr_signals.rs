@@ -893,6 +893,7 @@ fn probe_rtt_waits_a_round_from_its_start_each_time() {
 /// [v3] §5.3.3.7 IsTimeToGoDown: while UP is cwnd-limited at inflight_longterm its
 /// plateau estimator restarts from each ACK's rate (no plateau can be judged); once the
 /// window stops limiting, three rounds at that rate make the plateau, and UP ends.
+/// (The probe is the one §5.3.3.6 starts at once after a precautionary probe.)
 #[test]
 fn up_judges_its_plateau_from_when_the_window_stopped_limiting() {
     let mut d = in_up("bbr3", 5000.0, 100);
@@ -915,6 +916,10 @@ fn up_judges_its_plateau_from_when_the_window_stopped_limiting() {
         n += 1;
     }
     assert_eq!(n, 3, "UP ended {n} rounds after the window stopped limiting ({:?})", d.v().state);
+    // that probe (begun by acceleration after a precautionary one) was no precautionary
+    // probe itself: the end of its feedback leads to no new REFILL
+    d.round();
+    assert_eq!(d.v().state, State::Cruise, "a second accelerated probe");
 }
 
 /// [v3] §5.5.10.2 NoteLoss: the first loss of a round starts the loss round that judges
