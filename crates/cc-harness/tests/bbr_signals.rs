@@ -961,3 +961,22 @@ fn bbr3_each_loss_round_saves_the_state_an_undo_restores() {
     let v = d.v();
     assert_eq!((v.inflight_shortterm, v.bw_shortterm), (first.inflight_shortterm, first.bw_shortterm), "bbr3");
 }
+
+/// [v3] §5.3.3.9 InflightWithHeadroom: the headroom is 15 % of inflight_longterm but at
+/// least one segment, and the result at least 4: after a probe's cut to 6 segments (2
+/// of 7 lost on a 6-segment BDP), DOWN ends at 5 in flight, not at 6.
+#[test]
+fn the_headroom_is_at_least_one_segment() {
+    for algo in BOTH {
+        let mut d = in_up(algo, 300.0, 3);
+        d.round_then_loss(3, 2);
+        let v = d.v();
+        assert_eq!((v.state, v.inflight_longterm), (State::Down, 6), "{algo}");
+        d.inflight = Some(6);
+        d.ack(1, false, 0);
+        assert_eq!(d.v().state, State::Down, "{algo}: 6 in flight");
+        d.inflight = Some(5);
+        d.ack(1, false, 0);
+        assert_eq!(d.v().state, State::Cruise, "{algo}: 5 in flight");
+    }
+}
