@@ -778,8 +778,9 @@ fn down_ends_at_inflight_with_headroom() {
 /// inflight_longterm to the volume in flight at which the loss rate crossed 2 % within
 /// the lost segment, inflight_prev + (0.02 × inflight_prev − lost_prev) / 0.98 (rounded
 /// down; inflight_prev = RS.tx_in_flight − 1, lost_prev = RS.lost − 1), and not below
-/// Beta × the target (min(BDP, cwnd)). The rounds end with 5 of 96, 3 of 101, 30 of 92
-/// and 12 of 113 lost.
+/// Beta × the target (min(BDP, cwnd)). The rounds end with 5 of 96, 3 of 101, 30 of 92,
+/// 12 of 113 and 3 of 120 lost on a BDP of 100, 4 of 51 on a BDP of 40, and (without
+/// SACK, where any loss is an excess) 1 of 100.
 #[test]
 fn a_probe_s_excess_loss_cuts_inflight_longterm_to_the_inflight_at_loss() {
     fn at_loss(tx: u64, lost: u64) -> u64 {
@@ -787,8 +788,11 @@ fn a_probe_s_excess_loss_cuts_inflight_longterm_to_the_inflight_at_loss() {
         let (up, down) = (ip * 20, lp * 1000);
         if up >= down { ip + (up - down) / 980 } else { ip.saturating_sub((down - up) / 980) }
     }
-    for (acks, lost) in [(89u32, 5u32), (96, 3), (60, 30), (99, 12)] {
-        let mut d = in_up("bbr3", 5000.0, 100);
+    for (bw, acks, lost, sack) in [(5000.0, 89u32, 5u32, true), (5000.0, 96, 3, true), (5000.0, 60, 30, true),
+                                   (5000.0, 99, 12, true), (5000.0, 115, 3, true), (2000.0, 45, 4, true),
+                                   (5000.0, 97, 1, false)] {
+        let mut d = in_up("bbr3", bw, 100);
+        d.c.set(Field::SackOk, sack as u64);
         d.ack(1, true, 0);
         d.acks(acks);
         let v = d.v();
@@ -796,7 +800,7 @@ fn a_probe_s_excess_loss_cuts_inflight_longterm_to_the_inflight_at_loss() {
         d.ack(1, false, lost);
         let tx = (acks + 2 + lost) as u64;
         let want = at_loss(tx, lost as u64).max(target * 700 / 1000);
-        assert_eq!(d.v().inflight_longterm, want, "{lost} of {tx} lost, target {target}");
+        assert_eq!(d.v().inflight_longterm, want, "{lost} of {tx} lost, target {target}, SACK {sack}");
     }
 }
 
