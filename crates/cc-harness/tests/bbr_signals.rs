@@ -984,3 +984,35 @@ fn the_headroom_is_at_least_one_segment() {
         assert_eq!(d.v().state, State::Cruise, "{algo}: 5 in flight");
     }
 }
+
+/// [v3] §5.3.3.9 ProbeInflightLongtermUpward: inflight_longterm grows by one segment each
+/// time probe_up_acked_per_inc segments are acknowledged (cwnd-limited at it), at that
+/// count exactly (RS.tx_in_flight, which also raises inflight_longterm, stays at it).
+#[test]
+fn inflight_longterm_grows_one_segment_per_probe_up_acked_per_inc() {
+    let mut d = in_up("bbr3", 5000.0, 100);
+    d.round_then_loss(89, 5);
+    let cut = d.v().inflight_longterm;
+    d.acks_until(State::Refill, true, 5000);
+    d.acks_until(State::Up, true, 5);
+    d.inflight = Some(cut as u32);
+    d.ack(1, false, 0);
+    d.inflight = None;
+    d.ack(1, true, 0);
+    d.acks_until(State::Up, true, 5);
+    let v = d.v();
+    let (l, per) = (v.inflight_longterm, v.probe_up_acked_per_inc);
+    assert!(per > 1 && per < 1000, "probe_up_acked_per_inc {per}");
+    // each ACK's packet left inflight_longterm segments before it: RS.tx_in_flight equals
+    // it, and the round ends with the ACK of the first packet sent in it
+    let recent = |d: &mut Drv| {
+        let at = d.c.get(Field::Delivered) as u32;
+        d.ack_with(50, 1, false, 0, |rs| rs.prior_delivered = at + 1 - l as u32);
+    };
+    for _ in 1..per {
+        recent(&mut d);
+    }
+    assert_eq!(d.v().inflight_longterm, l, "grown before {per} segments");
+    recent(&mut d);
+    assert_eq!(d.v().inflight_longterm, l + 1, "not grown at {per} segments");
+}
