@@ -1016,3 +1016,28 @@ fn inflight_longterm_grows_one_segment_per_probe_up_acked_per_inc() {
     recent(&mut d);
     assert_eq!(d.v().inflight_longterm, l + 1, "not grown at {per} segments");
 }
+
+/// [v3] §5.3.1.3 CheckStartupHighLoss judges Startup only: in a ProbeRTT entered from
+/// Startup, a round in recovery with excess loss does not fill the pipe, and ProbeRTT
+/// returns to Startup.
+#[test]
+fn loss_in_a_probe_rtt_from_startup_ends_no_startup() {
+    for algo in BOTH {
+        let mut d = Drv::new(algo, 2000.0, 20_000);
+        d.app_limited = true;
+        d.acks_until(State::ProbeRtt, true, 5000);
+        let v = d.v();
+        d.inflight = Some(bdp_multiple(&v, v.bw, 500, 10).max(4) as u32);
+        d.c.set_ca_state(RECOVERY);
+        d.round();
+        d.ack(1, true, 0);
+        for _ in 0..9 {
+            d.ack(1, false, 1);
+        }
+        d.ack(1, true, 0);
+        assert_eq!(d.v().state, State::ProbeRtt, "{algo}");
+        assert!(!d.v().full_bw_reached, "{algo}: a loss round in ProbeRTT filled the pipe");
+        d.c.set_ca_state(OPEN);
+        d.acks_until(State::Startup, true, 500);
+    }
+}
