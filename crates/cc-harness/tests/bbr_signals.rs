@@ -17,6 +17,25 @@ fn in_cruise(algo: &str) -> Drv {
     in_cruise_at(algo, 1000.0)
 }
 
+/// A bbr3 connection (5000 segments/s, 20 ms) in the UP that §5.3.3.6 starts at once
+/// after a precautionary probe: a probe cut inflight_longterm (5 of 96 lost), the next
+/// UP ended as in-flight data reached it, and its feedback showed no excess. Returns the
+/// driver, at the first ACK of that UP, and the cut.
+fn in_accelerated_up() -> (Drv, u64) {
+    let mut d = in_up("bbr3", 5000.0, 100);
+    d.round_then_loss(89, 5);
+    let cut = d.v().inflight_longterm;
+    assert!(cut != INF && d.v().state == State::Down);
+    d.acks_until(State::Refill, true, 5000);
+    d.acks_until(State::Up, true, 5);
+    d.inflight = Some(cut as u32);
+    d.ack(1, false, 0);
+    d.inflight = None;
+    d.ack(1, true, 0);
+    d.acks_until(State::Up, true, 5);
+    (d, cut)
+}
+
 
 /// A round of ten ACKs, the second marking one segment lost, judged (as a loss round) by
 /// the first ACK of the next round.
@@ -674,17 +693,7 @@ fn up_s_loss_is_excessive_strictly_above_two_percent_or_any_without_sack() {
 /// flow is cwnd-limited with cwnd at it; with in-flight data below cwnd it stays.
 #[test]
 fn inflight_longterm_grows_only_while_cwnd_limited_at_it() {
-    let mut d = in_up("bbr3", 5000.0, 100);
-    d.round_then_loss(89, 5);
-    let cut = d.v().inflight_longterm;
-    assert!(cut != INF && d.v().state == State::Down);
-    d.acks_until(State::Refill, true, 5000);
-    d.acks_until(State::Up, true, 5);
-    d.inflight = Some(cut as u32);
-    d.ack(1, false, 0);
-    d.inflight = None;
-    d.ack(1, true, 0);
-    d.acks_until(State::Up, true, 5);
+    let (mut d, cut) = in_accelerated_up();
     d.per_round = cut as u32;
     d.round();
     let l = d.v().inflight_longterm;
@@ -900,16 +909,7 @@ fn probe_rtt_waits_a_round_from_its_start_each_time() {
 /// (The probe is the one §5.3.3.6 starts at once after a precautionary probe.)
 #[test]
 fn up_judges_its_plateau_from_when_the_window_stopped_limiting() {
-    let mut d = in_up("bbr3", 5000.0, 100);
-    d.round_then_loss(89, 5);
-    let cut = d.v().inflight_longterm;
-    d.acks_until(State::Refill, true, 5000);
-    d.acks_until(State::Up, true, 5);
-    d.inflight = Some(cut as u32);
-    d.ack(1, false, 0);
-    d.inflight = None;
-    d.ack(1, true, 0);
-    d.acks_until(State::Up, true, 5);
+    let (mut d, cut) = in_accelerated_up();
     d.per_round = cut as u32;
     d.rounds(2);
     assert_eq!(d.v().state, State::Up);
@@ -990,16 +990,7 @@ fn the_headroom_is_at_least_one_segment() {
 /// count exactly (RS.tx_in_flight, which also raises inflight_longterm, stays at it).
 #[test]
 fn inflight_longterm_grows_one_segment_per_probe_up_acked_per_inc() {
-    let mut d = in_up("bbr3", 5000.0, 100);
-    d.round_then_loss(89, 5);
-    let cut = d.v().inflight_longterm;
-    d.acks_until(State::Refill, true, 5000);
-    d.acks_until(State::Up, true, 5);
-    d.inflight = Some(cut as u32);
-    d.ack(1, false, 0);
-    d.inflight = None;
-    d.ack(1, true, 0);
-    d.acks_until(State::Up, true, 5);
+    let (mut d, _) = in_accelerated_up();
     let v = d.v();
     let (l, per) = (v.inflight_longterm, v.probe_up_acked_per_inc);
     assert!(per > 1 && per < 1000, "probe_up_acked_per_inc {per}");
