@@ -13,8 +13,8 @@ use ccarena_cc_harness::*;
 
 const BOTH: [&str; 2] = ["bbr3", "bbr2"];
 
-/// One ACK of `acked` segments to a bare connection, C.delivered advancing first, with
-/// the sample `rs` (its prior_delivered the count before this ACK unless it says another).
+/// One ACK of `acked` segments to a bare connection with the rate sample `rs`, C.delivered
+/// advancing first (as the kernel counts the ACK before cong_control).
 fn give(c: &Conn, acked: u32, rs: RateSample) {
     c.set(Field::Delivered, c.get(Field::Delivered) + acked as u64);
     c.cong_control_rs(FLAG_DATA_ACKED, &rs);
