@@ -444,16 +444,7 @@ fn two_percent_loss_in_up_is_no_excess() {
 /// count is near 0.
 #[test]
 fn bbr3_losses_of_the_previous_round_count_as_spread_over_it() {
-    let c = Conn::bare("bbr3");
-    c.set(Field::SrttUs, 20_000);
-    c.set(Field::Delivered, 100_000);
-    c.set(Field::Lost, 1_000);
-    c.init();
-    let mut d = Drv::with_conn(c, 20_000.0, 20_000);
-    d.to_probe_bw();
-    d.per_round = 400;
-    d.acks_until(State::Refill, true, 5000);
-    d.acks_until(State::Up, true, 10);
+    let mut d = in_up_of_400();
     d.ack(1, true, 0);
     for k in 1..400 {
         d.ack(1, false, (k == 199 || k == 399) as u32);

@@ -102,6 +102,23 @@ pub fn in_up(algo: &str, bw: f64, per_round: u32) -> Drv {
     d
 }
 
+/// A bbr3 connection in ProbeBW_UP on a path of 20 000 segments/s and 20 ms (BDP 400,
+/// rounds of 400 ACKs), BBR begun on a connection that had delivered 100 000 segments and
+/// lost 1 000, so no count is near 0.
+pub fn in_up_of_400() -> Drv {
+    let c = Conn::bare("bbr3");
+    c.set(Field::SrttUs, 20_000);
+    c.set(Field::Delivered, 100_000);
+    c.set(Field::Lost, 1_000);
+    c.init();
+    let mut d = Drv::with_conn(c, 20_000.0, 20_000);
+    d.to_probe_bw();
+    d.per_round = 400;
+    d.acks_until(State::Refill, true, 5000);
+    d.acks_until(State::Up, true, 10);
+    d
+}
+
 /// A connection in ProbeBW_CRUISE on a path of `bw` segments/s and 20 ms.
 pub fn in_cruise_at(algo: &str, bw: f64) -> Drv {
     let mut d = Drv::new(algo, bw, 20_000);
